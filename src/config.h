@@ -1,0 +1,262 @@
+/* The configuration model: what autoscaled.conf(5) says, parsed and validated.
+ *
+ * config_load() reads a file with libconfig, follows @include of conf.d/*.conf,
+ * validates the whole of it and returns a tree of plain C structs that owns all
+ * of its strings (nothing points into libconfig after it returns). The engine,
+ * the agent, explain and simulate read these structs; nothing else reads the
+ * file.
+ *
+ * Times and durations are in milliseconds (int64_t) throughout the project, so
+ * the engine never mixes units. Counts of instances are int.
+ */
+#ifndef AUTOSCALED_CONFIG_H
+#define AUTOSCALED_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MS_PER_SEC INT64_C(1000)
+
+/* Limits on what a configuration may hold; each bounds memory a user controls. */
+#define CONFIG_MAX_GROUPS 100000
+#define CONFIG_MAX_SIGNALS 16       /* per group */
+#define CONFIG_MAX_PROFILES 32      /* per group, the default one included */
+#define CONFIG_MAX_RULES 16         /* per profile */
+#define CONFIG_MAX_POLICIES 8       /* rate-limit policies per direction */
+#define CONFIG_MAX_STABILIZATION_MS (3600 * MS_PER_SEC)
+
+enum signal_type {
+	SIGNAL_UTILIZATION, /* per-instance mean, e.g. CPU %: r = ceil(ready * value / target) */
+	SIGNAL_AVERAGE,     /* group total spread over instances: r = ceil(value / target) */
+};
+
+enum aggregation {
+	AGG_AVG,
+	AGG_MIN,
+	AGG_MAX,
+	AGG_LAST,
+	AGG_P95,
+};
+
+enum on_missing {
+	ON_MISSING_HOLD,    /* keep the current count (default) */
+	ON_MISSING_DEFAULT, /* raise to the profile's default when below it (Azure) */
+	ON_MISSING_MAX,     /* fail toward capacity */
+};
+
+enum rule_operator {
+	OP_GT,
+	OP_GE,
+	OP_LT,
+	OP_LE,
+	OP_EQ,
+	OP_NE,
+};
+
+enum scale_direction {
+	DIR_NONE = 0,
+	DIR_OUT = 1,
+	DIR_IN = -1,
+};
+
+enum change_type {
+	CHANGE_COUNT,   /* +/- n instances (Azure ChangeCount) */
+	CHANGE_PERCENT, /* +/- p % of current (Azure PercentChangeCount) */
+	CHANGE_EXACT,   /* exactly n instances (Azure ExactCount) */
+};
+
+enum policy_type {
+	POLICY_INSTANCES,
+	POLICY_PERCENT,
+};
+
+enum select_policy {
+	SELECT_MAX, /* the policy allowing the largest change (default, as HPA) */
+	SELECT_MIN,
+	SELECT_DISABLED, /* no change in this direction at all */
+};
+
+enum profile_kind {
+	PROFILE_DEFAULT,
+	PROFILE_RECURRENCE,
+	PROFILE_FIXED,
+};
+
+/* A typed option of a driver or source, passed on as key and value so that no
+ * libconfig type crosses a module boundary. */
+enum option_type {
+	OPTION_STRING,
+	OPTION_INT,
+	OPTION_FLOAT,
+	OPTION_BOOL,
+	OPTION_LIST, /* a list or array of strings */
+};
+
+struct option {
+	char *key;
+	enum option_type type;
+	char *str;     /* OPTION_STRING; also a printed form of numbers and bools */
+	int64_t i;     /* OPTION_INT, OPTION_BOOL (0/1) */
+	double f;      /* OPTION_FLOAT, and OPTION_INT as a double */
+	char **list;   /* OPTION_LIST */
+	size_t n_list;
+	const char *file; /* borrowed from struct config's file table */
+	int line;
+};
+
+struct options {
+	struct option *v;
+	size_t n;
+};
+
+/* Lookup helpers; return NULL when the key is absent. */
+const struct option *options_get(const struct options *o, const char *key);
+const char *options_get_str(const struct options *o, const char *key, const char *def);
+double options_get_num(const struct options *o, const char *key, double def);
+bool options_get_bool(const struct options *o, const char *key, bool def);
+
+struct signal_conf {
+	char *name;
+	char *source; /* source type: prometheus, haproxy, redis, http_json, exec, libvirt_cpu, replay, ... */
+	struct options source_options;
+	enum signal_type type;
+	double target;          /* per instance: CPU % for utilization, units per instance for average */
+	int64_t window_ms;      /* aggregation window (default 60 s) */
+	enum aggregation aggregation; /* default avg */
+	double tolerance;       /* default 0.1 */
+	int64_t staleness_ms;   /* a window with no sample newer than this is invalid (default 3 x poll) */
+	int64_t poll_interval_ms; /* default: the group's interval */
+	int64_t timeout_ms;     /* default: 10 s, at most the poll interval */
+	const char *file;
+	int line;
+};
+
+struct rule_conf {
+	char *signal;
+	int signal_index;       /* resolved index into group_conf.signals */
+	int64_t window_ms;      /* the rule's own window (default 300 s) */
+	enum aggregation statistic; /* default avg */
+	enum rule_operator op;
+	double threshold;
+	enum scale_direction direction; /* DIR_OUT or DIR_IN */
+	enum change_type change;
+	double value;
+	int64_t cooldown_ms;    /* default 300 s */
+	const char *file;
+	int line;
+};
+
+struct target_override {
+	char *signal;
+	int signal_index;
+	double target;
+};
+
+struct profile_conf {
+	char *name;
+	enum profile_kind kind;
+	int min, max, def;
+	/* PROFILE_RECURRENCE */
+	unsigned days;          /* bit 0 = Monday ... bit 6 = Sunday */
+	int start_minute;       /* minutes after local midnight, [0, 1440) */
+	int end_minute;         /* (0, 1440]; end <= start means the span crosses midnight */
+	char *timezone;         /* IANA name, default "UTC" */
+	void *tz;               /* the resolved zone (GTimeZone *), owned; see schedule.h */
+	/* PROFILE_FIXED: [start, end) as UTC epoch milliseconds */
+	int64_t start_ms, end_ms;
+	struct rule_conf *rules;
+	size_t n_rules;
+	struct target_override *targets;
+	size_t n_targets;
+	const char *file;
+	int line;
+};
+
+struct rate_policy {
+	enum policy_type type;
+	double value;
+	int64_t period_ms;
+};
+
+struct direction_behavior {
+	int64_t stabilization_ms;  /* scale-in default 300 s, scale-out default 0 */
+	enum select_policy select;
+	struct rate_policy policies[CONFIG_MAX_POLICIES];
+	size_t n_policies;
+};
+
+struct behavior_conf {
+	struct direction_behavior scale_out;
+	struct direction_behavior scale_in;
+	int64_t initialization_ms; /* default 60 s */
+	enum on_missing on_missing;
+};
+
+struct group_conf {
+	char *name;
+	char *driver;
+	struct options driver_options;
+	int64_t interval_ms;       /* evaluation interval (default: agent's) */
+	bool dry_run;
+	struct signal_conf *signals;
+	size_t n_signals;
+	/* Profiles in file order. Exactly one has kind PROFILE_DEFAULT; if the
+	 * file names none, the group's own min/max/default form it. */
+	struct profile_conf *profiles;
+	size_t n_profiles;
+	struct behavior_conf behavior;
+	const char *file;
+	int line;
+};
+
+struct agent_conf {
+	int64_t interval_ms;       /* default 15 s */
+	char *state_directory;     /* default /var/lib/autoscaled */
+	char *admin_socket;        /* default /run/autoscaled/admin.sock */
+	char *admin_group;         /* group owning the socket, NULL = root's */
+	char *metrics_listen;      /* "127.0.0.1:9851"; NULL = off */
+	char *driver_directory;    /* NULL = built-in default or AUTOSCALED_DRIVER_DIR */
+	bool dry_run;
+};
+
+struct config {
+	char *path;
+	struct agent_conf agent;
+	struct group_conf *groups;
+	size_t n_groups;
+	/* Names of every file read (the main file and its includes); options,
+	 * rules and groups point into this table for FILE:LINE messages. */
+	char **files;
+	size_t n_files;
+};
+
+/* One validation error, already formatted as "FILE:LINE: message". */
+struct config_errors {
+	char **v;
+	size_t n;
+};
+
+/* Reads and validates PATH. On success returns 0 and stores a new config in
+ * *ret (free with config_free). On failure returns a negative errno (-EINVAL
+ * for invalid content) and, when errs is not NULL, fills it with every error
+ * found, each "FILE:LINE: message"; *ret is left untouched. */
+int config_load(const char *path, struct config **ret, struct config_errors *errs);
+
+void config_free(struct config *c);
+void config_errors_clear(struct config_errors *e);
+
+/* Lookups; NULL or -1 when absent. */
+const struct group_conf *config_find_group(const struct config *c, const char *name);
+int group_find_signal(const struct group_conf *g, const char *name);
+const struct profile_conf *group_default_profile(const struct group_conf *g);
+
+/* Parsing helpers shared with the command line: "90", "90s", "5m", "2h",
+ * "1d", "500ms" -> milliseconds. Return 0 or -EINVAL. */
+int parse_duration_ms(const char *s, int64_t *ret);
+
+const char *aggregation_name(enum aggregation a);
+const char *signal_type_name(enum signal_type t);
+const char *direction_name(enum scale_direction d);
+
+#endif

@@ -1,0 +1,165 @@
+/* The decision engine: DESIGN.md section 3, as one pure function.
+ *
+ * engine_evaluate() takes a group's configuration, the time, the driver's
+ * observation, each signal's window and the group's prior state, and returns
+ * the decision record and the new state. It does no I/O, reads no clock and
+ * keeps no globals; the daemon, `autoscaled explain` and `autoscaled simulate`
+ * all call it the same way.
+ *
+ * Ownership: everything passed in is borrowed for the call. The decision
+ * holds pointers into the group_conf (names) and static strings, so it is
+ * valid while the configuration is. Engine state is a plain value (no
+ * pointers), so it can be copied, persisted and restored byte for byte.
+ */
+#ifndef AUTOSCALED_ENGINE_H
+#define AUTOSCALED_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "window.h"
+
+enum instance_state {
+	INSTANCE_PROVISIONING, /* being created or booting: not serving */
+	INSTANCE_RUNNING,
+	INSTANCE_STOPPING,     /* being removed: not counted */
+};
+
+struct instance_obs {
+	const char *id;
+	enum instance_state state;
+	int64_t created_ms;       /* 0 if unknown */
+	int64_t running_since_ms; /* 0 if unknown or not running */
+	bool ready;               /* the driver's own readiness (e.g. a port check) */
+};
+
+/* What the driver and the actuator know about the group right now. */
+struct observation {
+	int current;             /* the group's target size */
+	const struct instance_obs *instances; /* may be NULL: then `current` instances, all ready */
+	size_t n_instances;
+	bool stable;             /* driver: nothing changing or scheduled */
+	enum scale_direction in_flight; /* actuator: an action in this direction is pending */
+};
+
+/* One signal's input: its window and, if the newest poll failed, why. */
+struct engine_signal_input {
+	const struct window *window;  /* NULL: no samples at all */
+	const char *error;            /* last source error, used as the invalid reason */
+	int n_sampled;                /* utilization: ready instances that reported; -1 = all of them */
+};
+
+#define ENGINE_MAX_HISTORY 64
+
+struct engine_rec {
+	int64_t t_ms;
+	int count;
+};
+
+struct engine_event {
+	int64_t t_ms;
+	int delta; /* > 0 added, < 0 removed */
+};
+
+/* The group's engine state. Plain data, no pointers: copied, persisted and
+ * restored as is (state.c versions it). Bounded: histories are compressed
+ * (see engine.c) and never hold more than ENGINE_MAX_HISTORY entries. */
+struct engine_state {
+	uint32_t version;
+	/* Recommendations for stabilization: the max-deque for the scale-in
+	 * window and the min-deque for the scale-out window. */
+	struct engine_rec up_recs[ENGINE_MAX_HISTORY];
+	size_t n_up_recs;
+	struct engine_rec down_recs[ENGINE_MAX_HISTORY];
+	size_t n_down_recs;
+	/* Scale events for rate-limit periods. */
+	struct engine_event events[ENGINE_MAX_HISTORY];
+	size_t n_events;
+	int64_t last_action_ms;        /* any direction; rule cooldowns count from here */
+	enum scale_direction last_action_dir;
+	/* No scale-in before this time (set after a restart on lost state). */
+	int64_t no_scale_in_before_ms;
+};
+
+enum hold_reason {
+	HOLD_NONE = 0,
+	HOLD_SIGNALS_SAY_HOLD,
+	HOLD_INVALID_SIGNAL,     /* a signal is invalid: scale-in blocked */
+	HOLD_RULE_NOT_FIRED,     /* a scale-in rule did not fire */
+	HOLD_ON_MISSING,         /* no valid input: on_missing applied */
+	HOLD_STABILIZATION,
+	HOLD_RATE_LIMIT,
+	HOLD_FLAPPING,
+	HOLD_IN_FLIGHT,
+	HOLD_SAFE_START,         /* state was lost: no scale-in until a full window of fresh data */
+};
+
+struct signal_decision {
+	bool valid;
+	double value;            /* the aggregate, when valid */
+	double target;           /* the target in force (profile overrides applied) */
+	int recommendation;      /* when valid */
+	const char *reason;      /* why invalid (static or the source's error) */
+	bool tolerance_hold;     /* inside the tolerance band: r = current */
+};
+
+struct rule_decision {
+	bool evaluated;          /* its signal had data over the rule's window */
+	bool fired;
+	bool in_cooldown;
+	double value;            /* the statistic over the rule's window */
+	int proposal;            /* when fired */
+};
+
+struct decision {
+	int64_t time_ms;
+	const char *group;
+	const char *profile;
+	int profile_index;
+	int current;
+	int ready;
+	int min, max, def;       /* the active profile's bounds */
+	struct signal_decision signals[CONFIG_MAX_SIGNALS];
+	size_t n_signals;
+	struct rule_decision rules[CONFIG_MAX_RULES];
+	size_t n_rules;
+	int combined;            /* after step 4 */
+	int clamped;             /* step 5 */
+	int stabilized;          /* step 6 */
+	int rate_limited;        /* step 7 */
+	int flap_guarded;        /* step 8 */
+	int desired;             /* final, after steps 9 and 10 */
+	enum scale_direction action; /* DIR_NONE: hold */
+	enum hold_reason hold;   /* why the final count differs from the combined one, or why no change */
+	bool on_missing_applied;
+	int driver_signal;       /* index of the signal that drove the result, -1 for none/rule */
+	int driver_rule;         /* index of the rule that drove the result, -1 for none */
+};
+
+/* Initialises a clean state (no history). */
+void engine_state_init(struct engine_state *s);
+
+/* Evaluates one group at now_ms. `signals` has g->n_signals entries in the
+ * order of g->signals. Writes the decision to *out and the new state to
+ * *next (which may alias prior). Returns 0, or -EINVAL for inputs that break
+ * the contract (a NULL argument, a negative count). */
+int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct observation *obs,
+		    const struct engine_signal_input *signals, const struct engine_state *prior,
+		    struct engine_state *next, struct decision *out);
+
+/* Tells the engine that the group was scaled from `from` to `to` at now_ms
+ * (after the driver accepted it), for rate limits and cooldowns. */
+void engine_record_action(struct engine_state *s, int64_t now_ms, int from, int to);
+
+/* Renders one human sentence for the decision, e.g. "cpu 90% vs target 60%
+ * -> 6; max of signals". Returns the length snprintf would have written. */
+int decision_sentence(const struct decision *d, const struct group_conf *g, char *buf, size_t len);
+
+/* Renders the decision record as JSON (cJSON *, owned by the caller). The
+ * record's final count is under "desired". Returns NULL on ENOMEM. */
+struct cJSON;
+struct cJSON *decision_to_json(const struct decision *d, const struct group_conf *g);
+
+#endif

@@ -1,0 +1,133 @@
+/* Logging to the journal or to stderr; see log.h. */
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#define SD_JOURNAL_SUPPRESS_LOCATION
+#include <systemd/sd-journal.h>
+
+static enum log_target target = LOG_TARGET_STDERR;
+static bool verbose_on;
+
+/* True when stderr is the journal stream systemd gave us. */
+static bool stderr_is_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	struct stat st;
+	unsigned long long dev, ino;
+
+	if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2)
+		return false;
+	if (fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	return st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino;
+}
+
+void log_init(bool foreground, bool verbose)
+{
+	verbose_on = verbose;
+	target = (!foreground && stderr_is_journal()) ? LOG_TARGET_JOURNAL : LOG_TARGET_STDERR;
+}
+
+void log_set_target(enum log_target t)
+{
+	target = t;
+}
+
+void log_set_verbose(bool verbose)
+{
+	verbose_on = verbose;
+}
+
+static const char *prio_word(int prio)
+{
+	switch (prio) {
+	case LOG_DEBUG: return "debug: ";
+	case LOG_WARNING: return "warning: ";
+	case LOG_ERR: return "error: ";
+	case LOG_CRIT: return "fatal: ";
+	default: return "";
+	}
+}
+
+static void vlog(int prio, const char *group, const char *field, const char *value, const char *suffix,
+		 const char *fmt, va_list ap)
+{
+	char msg[2048];
+	int saved = errno;
+
+	if (prio == LOG_DEBUG && !verbose_on)
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (target == LOG_TARGET_JOURNAL) {
+		char fieldbuf[64];
+
+		if (field && value) {
+			snprintf(fieldbuf, sizeof(fieldbuf), "%s=%%s", field);
+			sd_journal_send("MESSAGE=%s%s", msg, suffix ? suffix : "", "PRIORITY=%d", prio,
+					"SYSLOG_IDENTIFIER=autoscaled", group ? "GROUP=%s" : NULL, group, fieldbuf,
+					value, NULL);
+		} else {
+			sd_journal_send("MESSAGE=%s%s", msg, suffix ? suffix : "", "PRIORITY=%d", prio,
+					"SYSLOG_IDENTIFIER=autoscaled", group ? "GROUP=%s" : NULL, group, NULL);
+		}
+	} else {
+		if (group)
+			fprintf(stderr, "%s%s: %s%s\n", prio_word(prio), group, msg, suffix ? suffix : "");
+		else
+			fprintf(stderr, "%s%s%s\n", prio_word(prio), msg, suffix ? suffix : "");
+		fflush(stderr);
+	}
+	errno = saved;
+}
+
+#define DEFINE_LOG(fn, prio)                                \
+	void fn(const char *fmt, ...)                       \
+	{                                                   \
+		va_list ap;                                 \
+		va_start(ap, fmt);                          \
+		vlog(prio, NULL, NULL, NULL, NULL, fmt, ap); \
+		va_end(ap);                                 \
+	}
+
+DEFINE_LOG(log_debug, LOG_DEBUG)
+DEFINE_LOG(log_info, LOG_INFO)
+DEFINE_LOG(log_notice, LOG_NOTICE)
+DEFINE_LOG(log_warnx, LOG_WARNING)
+DEFINE_LOG(log_errx, LOG_ERR)
+
+void log_warn(const char *fmt, ...)
+{
+	char suffix[256];
+	va_list ap;
+
+	snprintf(suffix, sizeof(suffix), ": %s", strerror(errno));
+	va_start(ap, fmt);
+	vlog(LOG_WARNING, NULL, NULL, NULL, suffix, fmt, ap);
+	va_end(ap);
+}
+
+void fatalx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_CRIT, NULL, NULL, NULL, NULL, fmt, ap);
+	va_end(ap);
+	exit(EXIT_FAILURE);
+}
+
+void log_group(int priority, const char *group, const char *field, const char *value, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(priority, group, field, value, NULL, fmt, ap);
+	va_end(ap);
+}

@@ -1,0 +1,41 @@
+/* Logging: a few printf-checked functions, in the manner of OpenBSD's log.h.
+ *
+ * Under systemd (stderr connected to the journal, or JOURNAL_STREAM set) the
+ * messages go to the journal with structured fields; in the foreground they
+ * go to stderr as plain lines. log_warn() appends strerror(errno) (or of the
+ * given negative errno in the _e variants); log_warnx() does not. fatalx()
+ * never returns.
+ *
+ * A message names its component first and quotes user values:
+ *   log_warnx("gce-mig: resize of '%s' failed: %s", name, why);
+ * log_group_*() add the GROUP= field (and a prefix on stderr). */
+#ifndef AUTOSCALED_LOG_H
+#define AUTOSCALED_LOG_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+enum log_target {
+	LOG_TARGET_STDERR,
+	LOG_TARGET_JOURNAL,
+};
+
+/* Picks the target: journal when JOURNAL_STREAM matches stderr and not in
+ * the foreground. `verbose` enables log_debug(). */
+void log_init(bool foreground, bool verbose);
+void log_set_target(enum log_target t);
+void log_set_verbose(bool verbose);
+
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+__attribute__((noreturn)) void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* With GROUP= (and an optional extra FIELD=value pair, e.g. "DECISION", json). */
+void log_group(int priority, const char *group, const char *field, const char *value, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+#endif
