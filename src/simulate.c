@@ -1,0 +1,616 @@
+/* `autoscaled simulate`: see simulate.h for the model and
+ * docs/evaluation.md for the metrics. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "log.h"
+#include "oracle.h"
+#include "schedule.h"
+#include "simulate.h"
+#include "window.h"
+
+/* Two actions in opposite directions this close together are a reversal. */
+#define REVERSAL_MS (600 * MS_PER_SEC)
+
+/* Bounds the modelled pool whatever the configuration's max says. */
+#define SIM_MAX_INSTANCES 100000
+
+struct instance {
+	int64_t launch_ms;
+	int64_t ready_ms;
+	char id[24];
+};
+
+struct pool {
+	struct instance *v;
+	struct instance_obs *obs;
+	size_t n, cap;
+	int64_t billed_ms;
+	unsigned next_id;
+	const struct sim_params *p;
+};
+
+static int pool_launch(struct pool *pool, int64_t now_ms, int64_t ready_ms)
+{
+	struct instance *in;
+
+	if (pool->n == pool->cap) {
+		size_t cap = pool->cap ? pool->cap * 2 : 64;
+		struct instance *v;
+		struct instance_obs *o;
+
+		if (pool->cap >= SIM_MAX_INSTANCES)
+			return -E2BIG;
+		v = realloc(pool->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		pool->v = v;
+		o = realloc(pool->obs, cap * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		pool->obs = o;
+		pool->cap = cap;
+	}
+	in = &pool->v[pool->n++];
+	in->launch_ms = now_ms;
+	in->ready_ms = ready_ms;
+	snprintf(in->id, sizeof(in->id), "sim-%u", pool->next_id++);
+	return 0;
+}
+
+/* Removes the newest instance, which is a provisioning one if any is. */
+static void pool_remove_newest(struct pool *pool, int64_t now_ms)
+{
+	struct instance *in = &pool->v[--pool->n];
+
+	pool->billed_ms +=
+		oracle_bill_ms(now_ms - in->launch_ms, pool->p->billing_granularity_ms, pool->p->billing_minimum_ms);
+}
+
+static int pool_ready(const struct pool *pool, int64_t now_ms)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < pool->n; i++)
+		r += pool->v[i].ready_ms <= now_ms;
+	return r;
+}
+
+/* The driver's view of the pool: booting instances are provisioning. */
+static void pool_observe(struct pool *pool, int64_t now_ms, int64_t warm_ms, struct observation *obs)
+{
+	for (size_t i = 0; i < pool->n; i++) {
+		const struct instance *in = &pool->v[i];
+		struct instance_obs *o = &pool->obs[i];
+		bool ready = in->ready_ms <= now_ms;
+
+		o->id = in->id;
+		o->state = ready ? INSTANCE_RUNNING : INSTANCE_PROVISIONING;
+		/* The pool that exists when the trace starts has been running long
+		 * before it: no initialization period. */
+		o->created_ms = in->launch_ms == warm_ms ? warm_ms - 3600 * MS_PER_SEC : in->launch_ms;
+		o->running_since_ms = ready ? (in->launch_ms == warm_ms ? o->created_ms : in->ready_ms) : 0;
+		o->ready = ready;
+	}
+	memset(obs, 0, sizeof(*obs));
+	obs->current = (int)pool->n;
+	obs->instances = pool->obs;
+	obs->n_instances = pool->n;
+	obs->stable = true;
+	obs->in_flight = DIR_NONE;
+}
+
+static int required_for(double demand, double capacity)
+{
+	double r;
+
+	if (isnan(demand) || demand <= 0)
+		return 0;
+	/* A hair below an integer is that integer: 2.0000000001 -> 3 is a
+	 * floating-point artefact, not load. */
+	r = ceil(demand / capacity - 1e-9);
+	return r > SIM_MAX_INSTANCES ? SIM_MAX_INSTANCES : (int)r;
+}
+
+static int64_t longest_window(const struct group_conf *g, size_t s)
+{
+	int64_t w = g->signals[s].window_ms;
+
+	for (size_t p = 0; p < g->n_profiles; p++)
+		for (size_t r = 0; r < g->profiles[p].n_rules; r++)
+			if (g->profiles[p].rules[r].signal_index == (int)s && g->profiles[p].rules[r].window_ms > w)
+				w = g->profiles[p].rules[r].window_ms;
+	return w;
+}
+
+struct scoring {
+	double t_known_ms, under_acc, over_acc, under_ms, over_ms, unserved, demand;
+	int prev_required, prev_ready;
+	long demand_changes, supply_changes;
+	bool have_prev;
+};
+
+static void score_step(struct scoring *sc, const struct sim_step *st, double capacity, double dt)
+{
+	if (isnan(st->demand))
+		return;
+	sc->t_known_ms += dt;
+	if (st->required > st->ready) {
+		sc->under_acc += (double)(st->required - st->ready) / st->required * dt;
+		sc->under_ms += dt;
+	} else if (st->ready > st->required) {
+		sc->over_acc += (double)(st->ready - st->required) / (st->required > 0 ? st->required : 1) * dt;
+		sc->over_ms += dt;
+	}
+	if (st->demand > st->ready * capacity)
+		sc->unserved += (st->demand - st->ready * capacity) * dt;
+	sc->demand += st->demand * dt;
+	if (sc->have_prev) {
+		sc->demand_changes += st->required != sc->prev_required;
+		sc->supply_changes += st->ready != sc->prev_ready;
+	}
+	sc->prev_required = st->required;
+	sc->prev_ready = st->ready;
+	sc->have_prev = true;
+}
+
+static int check_params(const struct group_conf *g, const struct trace *t, const struct sim_params *p)
+{
+	if (!g || !t || !p || t->n == 0 || p->step_ms <= 0 || p->boot_ms < 0 || !(p->capacity > 0) ||
+	    g->n_signals > CONFIG_MAX_SIGNALS)
+		return -EINVAL;
+	return 0;
+}
+
+int simulate_run(const struct group_conf *g, const struct trace *t, const struct sim_params *p, struct sim_metrics *m,
+		 struct sim_step **steps_out, size_t *n_steps)
+{
+	struct window windows[CONFIG_MAX_SIGNALS] = {{0}};
+	struct engine_signal_input inputs[CONFIG_MAX_SIGNALS];
+	struct pool pool = {.p = p};
+	struct engine_state state;
+	struct scoring sc = {0};
+	struct sim_metrics res = {0};
+	struct sim_step *steps = NULL;
+	struct oracle_params op;
+	struct oracle_result orc;
+	struct decision *dec = NULL;
+	int *need = NULL;
+	int64_t t0, end, last_action_ms = 0;
+	enum scale_direction last_dir = DIR_NONE;
+	size_t n;
+	int r, prev_ready = 0;
+
+	r = check_params(g, t, p);
+	if (r < 0)
+		return r;
+	t0 = t->start_ms;
+	n = (size_t)((trace_end_ms(t) - t0 + p->step_ms - 1) / p->step_ms);
+	end = t0 + (int64_t)n * p->step_ms;
+	steps = calloc(n, sizeof(*steps));
+	need = calloc(n, sizeof(*need));
+	dec = calloc(1, sizeof(*dec));
+	if (!steps || !need || !dec) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t s = 0; s < g->n_signals; s++) {
+		r = window_init(&windows[s], window_capacity_for(longest_window(g, s), p->step_ms));
+		if (r < 0)
+			goto out;
+	}
+	engine_state_init(&state);
+
+	/* The pool the trace starts with: sized for the first step's demand
+	 * within the active profile's bounds, already warm. */
+	{
+		const struct profile_conf *pr = &g->profiles[schedule_active_profile(g, t0)];
+		double d0 = trace_mean(t, t0, t0 + p->step_ms);
+		int n0 = isnan(d0) ? pr->def : required_for(d0, p->capacity);
+
+		n0 = n0 < pr->min ? pr->min : n0 > pr->max ? pr->max : n0;
+		for (int i = 0; i < n0; i++) {
+			r = pool_launch(&pool, t0, t0);
+			if (r < 0)
+				goto out;
+		}
+	}
+
+	for (size_t k = 0; k < n; k++) {
+		int64_t now = t0 + (int64_t)k * p->step_ms;
+		struct observation obs;
+		struct sim_step *st = &steps[k];
+		const struct profile_conf *pr;
+
+		/* 1. Samples measured over the step that just ended. */
+		if (k > 0) {
+			double d = steps[k - 1].demand;
+
+			for (size_t s = 0; s < g->n_signals && !isnan(d); s++) {
+				if (g->signals[s].type == SIGNAL_UTILIZATION) {
+					if (prev_ready > 0)
+						window_push(&windows[s], now, d / (prev_ready * p->capacity) * 100.0);
+				} else {
+					window_push(&windows[s], now, d);
+				}
+			}
+		}
+		for (size_t s = 0; s < g->n_signals; s++) {
+			inputs[s].window = windows[s].n > 0 ? &windows[s] : NULL;
+			inputs[s].error = windows[s].n > 0 ? NULL : "no samples yet";
+			inputs[s].n_sampled = -1;
+		}
+
+		/* 2 and 3. The driver's observation, then the engine. */
+		pool_observe(&pool, now, t0, &obs);
+		r = engine_evaluate(g, now, &obs, inputs, &state, &state, dec);
+		if (r < 0) {
+			log_warnx("simulate: engine failed at step %zu: %s", k, strerror(-r));
+			goto out;
+		}
+		st->t_ms = now;
+		st->desired = dec->desired;
+
+		/* 4. Act. */
+		if (dec->action != DIR_NONE && dec->desired != obs.current) {
+			int from = obs.current, to = dec->desired;
+			enum scale_direction dir = to > from ? DIR_OUT : DIR_IN;
+
+			if (to > SIM_MAX_INSTANCES)
+				to = SIM_MAX_INSTANCES;
+			while ((int)pool.n < to) {
+				r = pool_launch(&pool, now, now + p->boot_ms);
+				if (r < 0)
+					goto out;
+			}
+			while ((int)pool.n > to && pool.n > 0)
+				pool_remove_newest(&pool, now);
+			engine_record_action(&state, now, from, to);
+			if (dir == DIR_OUT)
+				res.actions_out++;
+			else
+				res.actions_in++;
+			if (last_dir != DIR_NONE && dir != last_dir && now - last_action_ms < REVERSAL_MS)
+				res.reversals++;
+			last_dir = dir;
+			last_action_ms = now;
+			st->action = dir;
+		}
+
+		/* 5. Score the coming step. */
+		st->demand = trace_mean(t, now, now + p->step_ms);
+		st->required = required_for(st->demand, p->capacity);
+		st->ready = pool_ready(&pool, now);
+		st->billed = (int)pool.n;
+		prev_ready = st->ready;
+		if (st->ready > res.peak_ready)
+			res.peak_ready = st->ready;
+		score_step(&sc, st, p->capacity,
+			   (double)((now + p->step_ms > trace_end_ms(t) ? trace_end_ms(t) : now + p->step_ms) - now));
+		pr = &g->profiles[schedule_active_profile(g, now)];
+		need[k] = st->required > pr->min ? st->required : pr->min;
+	}
+	while (pool.n > 0)
+		pool_remove_newest(&pool, end);
+
+	op = (struct oracle_params){
+		.start_ms = t0,
+		.step_ms = p->step_ms,
+		.boot_ms = p->boot_ms,
+		.billing_granularity_ms = p->billing_granularity_ms,
+		.billing_minimum_ms = p->billing_minimum_ms,
+	};
+	r = oracle_plan(need, n, &op, &orc);
+	if (r < 0)
+		goto out;
+
+	res.steps = n;
+	res.hours = sc.t_known_ms / 3.6e6;
+	res.vm_hours = (double)pool.billed_ms / 3.6e6;
+	res.oracle_vm_hours = orc.vm_hours;
+	res.cost_ratio = orc.vm_hours > 0 ? res.vm_hours / orc.vm_hours : NAN;
+	if (sc.t_known_ms > 0) {
+		res.theta_u = 100.0 * sc.under_acc / sc.t_known_ms;
+		res.theta_o = 100.0 * sc.over_acc / sc.t_known_ms;
+		res.tau_u = 100.0 * sc.under_ms / sc.t_known_ms;
+		res.tau_o = 100.0 * sc.over_ms / sc.t_known_ms;
+		res.jitter = (double)(sc.supply_changes - sc.demand_changes) / res.hours;
+	}
+	res.unserved_fraction = sc.demand > 0 ? sc.unserved / sc.demand : 0;
+	*m = res;
+	if (steps_out) {
+		*steps_out = steps;
+		*n_steps = n;
+		steps = NULL;
+	}
+	r = 0;
+out:
+	for (size_t s = 0; s < g->n_signals; s++)
+		window_destroy(&windows[s]);
+	free(pool.v);
+	free(pool.obs);
+	free(steps);
+	free(need);
+	free(dec);
+	return r;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: autoscaled simulate -c FILE --group NAME --trace FILE --format FORMAT\n"
+		   "                          [--boot-delay S] [--capacity-per-instance X] [--step S]\n"
+		   "                          [--billing-granularity S] [--billing-minimum S]\n"
+		   "                          [--json] [--csv OUT] [--svg OUT]\n"
+		   "\n"
+		   "Replays a load trace through the group's policy on a virtual clock and\n"
+		   "reports cost and service against the perfect-foresight oracle.\n"
+		   "FORMAT is nasa, azure-llm, bitbrains or csv (time,value). Durations take\n"
+		   "the config's units (90, 90s, 5m, 1h). Defaults: boot delay 60s, capacity 1,\n"
+		   "step = the group's interval, billing granularity 1s, billing minimum 60s.\n");
+}
+
+static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const char *trace_path,
+			   const struct sim_params *p)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "group", group);
+	cJSON_AddStringToObject(o, "trace", trace_path);
+	cJSON_AddNumberToObject(o, "boot_delay_s", (double)p->boot_ms / 1000.0);
+	cJSON_AddNumberToObject(o, "capacity_per_instance", p->capacity);
+	cJSON_AddNumberToObject(o, "step_s", (double)p->step_ms / 1000.0);
+	cJSON_AddNumberToObject(o, "billing_granularity_s", (double)p->billing_granularity_ms / 1000.0);
+	cJSON_AddNumberToObject(o, "billing_minimum_s", (double)p->billing_minimum_ms / 1000.0);
+	cJSON_AddNumberToObject(o, "hours", m->hours);
+	cJSON_AddNumberToObject(o, "steps", (double)m->steps);
+	cJSON_AddNumberToObject(o, "vm_hours", m->vm_hours);
+	cJSON_AddNumberToObject(o, "oracle_vm_hours", m->oracle_vm_hours);
+	cJSON_AddNumberToObject(o, "cost_ratio", m->cost_ratio);
+	cJSON_AddNumberToObject(o, "theta_u", m->theta_u);
+	cJSON_AddNumberToObject(o, "theta_o", m->theta_o);
+	cJSON_AddNumberToObject(o, "tau_u", m->tau_u);
+	cJSON_AddNumberToObject(o, "tau_o", m->tau_o);
+	cJSON_AddNumberToObject(o, "jitter", m->jitter);
+	cJSON_AddNumberToObject(o, "unserved_fraction", m->unserved_fraction);
+	cJSON_AddNumberToObject(o, "actions_out", m->actions_out);
+	cJSON_AddNumberToObject(o, "actions_in", m->actions_in);
+	cJSON_AddNumberToObject(o, "reversals", m->reversals);
+	cJSON_AddNumberToObject(o, "peak_ready", m->peak_ready);
+	return o;
+}
+
+static void print_table(FILE *f, const struct sim_metrics *m, const char *group)
+{
+	fprintf(f, "group              %s\n", group);
+	fprintf(f, "simulated          %.1f h in %zu steps\n", m->hours, m->steps);
+	fprintf(f, "vm_hours           %.2f\n", m->vm_hours);
+	fprintf(f, "oracle_vm_hours    %.2f\n", m->oracle_vm_hours);
+	fprintf(f, "cost_ratio         %.3f\n", m->cost_ratio);
+	fprintf(f, "theta_u            %.2f %%   (under-provisioning accuracy)\n", m->theta_u);
+	fprintf(f, "theta_o            %.2f %%   (over-provisioning accuracy)\n", m->theta_o);
+	fprintf(f, "tau_u              %.2f %%   (time under-provisioned)\n", m->tau_u);
+	fprintf(f, "tau_o              %.2f %%   (time over-provisioned)\n", m->tau_o);
+	fprintf(f, "jitter             %.2f /h\n", m->jitter);
+	fprintf(f, "unserved_fraction  %.4f\n", m->unserved_fraction);
+	fprintf(f, "actions_out        %d\n", m->actions_out);
+	fprintf(f, "actions_in         %d\n", m->actions_in);
+	fprintf(f, "reversals          %d\n", m->reversals);
+	fprintf(f, "peak_ready         %d\n", m->peak_ready);
+}
+
+static int write_csv(const char *path, const struct sim_step *steps, size_t n, int64_t t0)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f) {
+		int r = -errno;
+
+		log_warn("simulate: cannot write '%s'", path);
+		return r;
+	}
+	fprintf(f, "t_s,time_ms,demand,required,ready,billed,desired,action\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct sim_step *s = &steps[i];
+
+		if (isnan(s->demand))
+			fprintf(f, "%.3f,%lld,,%d,%d,%d,%d,%d\n", (double)(s->t_ms - t0) / 1000.0, (long long)s->t_ms,
+				s->required, s->ready, s->billed, s->desired, s->action);
+		else
+			fprintf(f, "%.3f,%lld,%.6g,%d,%d,%d,%d,%d\n", (double)(s->t_ms - t0) / 1000.0,
+				(long long)s->t_ms, s->demand, s->required, s->ready, s->billed, s->desired, s->action);
+	}
+	if (fclose(f) != 0) {
+		int r = -errno;
+
+		log_warn("simulate: cannot write '%s'", path);
+		return r;
+	}
+	return 0;
+}
+
+static int parse_seconds_opt(const char *opt, const char *s, int64_t *ret)
+{
+	if (parse_duration_ms(s, ret) < 0 || *ret < 0) {
+		log_warnx("simulate: %s '%s' is not a duration (90, 90s, 5m, 1h)", opt, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int simulate_main(int argc, char **argv)
+{
+	enum { OPT_GROUP = 256, OPT_TRACE, OPT_FORMAT, OPT_BOOT, OPT_CAP, OPT_STEP, OPT_GRAN, OPT_MIN, OPT_JSON,
+	       OPT_CSV, OPT_SVG };
+	static const struct option long_opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"group", required_argument, NULL, OPT_GROUP},
+		{"trace", required_argument, NULL, OPT_TRACE},
+		{"format", required_argument, NULL, OPT_FORMAT},
+		{"boot-delay", required_argument, NULL, OPT_BOOT},
+		{"capacity-per-instance", required_argument, NULL, OPT_CAP},
+		{"step", required_argument, NULL, OPT_STEP},
+		{"billing-granularity", required_argument, NULL, OPT_GRAN},
+		{"billing-minimum", required_argument, NULL, OPT_MIN},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"csv", required_argument, NULL, OPT_CSV},
+		{"svg", required_argument, NULL, OPT_SVG},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct sim_params p = {
+		.boot_ms = 60 * MS_PER_SEC,
+		.capacity = 1.0,
+		.step_ms = 0,
+		.billing_granularity_ms = 1 * MS_PER_SEC,
+		.billing_minimum_ms = 60 * MS_PER_SEC,
+	};
+	const char *cfg_path = NULL, *group = NULL, *trace_path = NULL, *format = NULL, *csv = NULL, *svg = NULL;
+	struct config *cfg = NULL;
+	struct config_errors errs = {0};
+	struct trace tr = {0};
+	struct sim_metrics m;
+	struct sim_step *steps = NULL;
+	size_t n_steps = 0;
+	const struct group_conf *g;
+	enum trace_format fmt;
+	bool json = false;
+	int c, r, status = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:h", long_opts, NULL)) != -1) {
+		char *e;
+
+		switch (c) {
+		case 'c':
+			cfg_path = optarg;
+			break;
+		case OPT_GROUP:
+			group = optarg;
+			break;
+		case OPT_TRACE:
+			trace_path = optarg;
+			break;
+		case OPT_FORMAT:
+			format = optarg;
+			break;
+		case OPT_BOOT:
+			if (parse_seconds_opt("--boot-delay", optarg, &p.boot_ms) < 0)
+				return 2;
+			break;
+		case OPT_CAP:
+			errno = 0;
+			p.capacity = strtod(optarg, &e);
+			if (errno || e == optarg || *e || !(p.capacity > 0) || !isfinite(p.capacity)) {
+				log_warnx("simulate: --capacity-per-instance '%s' is not a positive number", optarg);
+				return 2;
+			}
+			break;
+		case OPT_STEP:
+			if (parse_seconds_opt("--step", optarg, &p.step_ms) < 0)
+				return 2;
+			if (p.step_ms == 0) {
+				log_warnx("simulate: --step must be positive");
+				return 2;
+			}
+			break;
+		case OPT_GRAN:
+			if (parse_seconds_opt("--billing-granularity", optarg, &p.billing_granularity_ms) < 0)
+				return 2;
+			break;
+		case OPT_MIN:
+			if (parse_seconds_opt("--billing-minimum", optarg, &p.billing_minimum_ms) < 0)
+				return 2;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case OPT_CSV:
+			csv = optarg;
+			break;
+		case OPT_SVG:
+			svg = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || !cfg_path || !group || !trace_path || !format) {
+		usage(stderr);
+		return 2;
+	}
+	if (trace_format_parse(format, &fmt) < 0) {
+		log_warnx("simulate: unknown trace format '%s' (nasa, azure-llm, bitbrains, csv)", format);
+		return 2;
+	}
+	r = config_load(cfg_path, &cfg, &errs);
+	if (r < 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.v[i]);
+		if (errs.n == 0)
+			log_warnx("simulate: cannot load '%s': %s", cfg_path, strerror(-r));
+		config_errors_clear(&errs);
+		return 1;
+	}
+	g = config_find_group(cfg, group);
+	if (!g) {
+		log_warnx("simulate: no group '%s' in '%s'", group, cfg_path);
+		goto out;
+	}
+	if (p.step_ms <= 0)
+		p.step_ms = g->interval_ms > 0 ? g->interval_ms : cfg->agent.interval_ms;
+	if (p.step_ms <= 0)
+		p.step_ms = 15 * MS_PER_SEC;
+	if (trace_load(trace_path, fmt, &tr) < 0)
+		goto out;
+	r = simulate_run(g, &tr, &p, &m, (csv || svg) ? &steps : NULL, &n_steps);
+	if (r < 0) {
+		log_warnx("simulate: replay of '%s' failed: %s", trace_path, strerror(-r));
+		goto out;
+	}
+	if (json) {
+		cJSON *o = metrics_json(&m, group, trace_path, &p);
+		char *s = o ? cJSON_Print(o) : NULL;
+
+		cJSON_Delete(o);
+		if (!s) {
+			log_warnx("simulate: out of memory");
+			goto out;
+		}
+		printf("%s\n", s);
+		cJSON_free(s);
+	} else {
+		print_table(stdout, &m, group);
+	}
+	if (csv && write_csv(csv, steps, n_steps, tr.start_ms) < 0)
+		goto out;
+	if (svg) {
+		char title[256];
+
+		snprintf(title, sizeof(title), "%s on %s", group, trace_path);
+		r = svg_write_plot(svg, title, steps, n_steps, p.capacity);
+		if (r < 0) {
+			errno = -r;
+			log_warn("simulate: cannot write '%s'", svg);
+			goto out;
+		}
+	}
+	status = 0;
+out:
+	free(steps);
+	trace_free(&tr);
+	config_free(cfg);
+	return status;
+}
