@@ -186,7 +186,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 	int64_t t0, end, last_action_ms = 0;
 	enum scale_direction last_dir = DIR_NONE;
 	size_t n;
-	int r, prev_ready = 0;
+	int r, prev_ready = 0, ready_now;
 
 	r = check_params(g, t, p);
 	if (r < 0)
@@ -242,10 +242,13 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 				}
 			}
 		}
+		/* Instances that became ready just now served nothing in the
+		 * step measured: they have no sample yet (HPA's rules apply). */
+		ready_now = pool_ready(&pool, now);
 		for (size_t s = 0; s < g->n_signals; s++) {
 			inputs[s].window = windows[s].n > 0 ? &windows[s] : NULL;
 			inputs[s].error = windows[s].n > 0 ? NULL : "no samples yet";
-			inputs[s].n_sampled = -1;
+			inputs[s].n_sampled = k > 0 && ready_now > prev_ready ? prev_ready : -1;
 		}
 
 		/* 2 and 3. The driver's observation, then the engine. */
