@@ -164,8 +164,9 @@ struct profile_conf {
 	unsigned days;          /* bit 0 = Monday ... bit 6 = Sunday */
 	int start_minute;       /* minutes after local midnight, [0, 1440) */
 	int end_minute;         /* (0, 1440]; end <= start means the span crosses midnight */
-	char *timezone;         /* IANA name, default "UTC" */
-	void *tz;               /* the resolved zone (GTimeZone *), owned; see schedule.h */
+	char *timezone;         /* IANA name, default "UTC"; NULL for the default profile */
+	void *tz;               /* the resolved zone (GTimeZone *), owned; see schedule.h;
+				 * set for recurrence and fixed profiles */
 	/* PROFILE_FIXED: [start, end) as UTC epoch milliseconds */
 	int64_t start_ms, end_ms;
 	struct rule_conf *rules;
