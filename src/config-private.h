@@ -18,6 +18,13 @@ struct config_unit {
 	char *dir;       /* directory that relative includes are read from, NULL = cwd */
 	const char *raw; /* cache of the last libconfig file name interned */
 	size_t raw_file;
+	/* Absolute @include names, rewritten relative to `dir` for libconfig:
+	 * the name libconfig sees, and the user's. */
+	struct {
+		char *seen;
+		char *path;
+	} *abs;
+	size_t n_abs;
 };
 
 struct config_error {

@@ -143,6 +143,15 @@ static char *path_dir(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
+/* The name of a file libconfig read, as messages print it. */
+static char *unit_file_name(const struct config_unit *u, const char *raw)
+{
+	for (size_t i = 0; i < u->n_abs; i++)
+		if (strcmp(u->abs[i].seen, raw) == 0)
+			return strdup(u->abs[i].path);
+	return path_join(u->dir, raw);
+}
+
 size_t ctx_setting_file(struct config_ctx *x, const config_setting_t *s)
 {
 	struct config_unit *u = x->unit;
@@ -153,7 +162,7 @@ size_t ctx_setting_file(struct config_ctx *x, const config_setting_t *s)
 		return u->file;
 	if (raw == u->raw)
 		return u->raw_file;
-	path = path_join(u->dir, raw);
+	path = unit_file_name(u, raw);
 	if (!path) {
 		x->oom = true;
 		return u->file;
@@ -446,6 +455,77 @@ static int take_wildcards(struct config_ctx *x, size_t file, char *text, struct 
 	return 0;
 }
 
+/* libconfig 1.5 puts the include directory in front of every @include
+ * name, absolute ones too, which then are not found. Such names are
+ * rewritten relative to the directory, counted on its real path so that a
+ * symbolic link does not change where ".." leads. Lines keep their number. */
+static int rewrite_absolute_includes(struct config_unit *u, char **text)
+{
+	char *real, *out = NULL;
+	size_t depth = 0, size = 0, ups_len;
+	const char *p = *text;
+	char ups[3 * 64 + 1] = ""; /* A real path deeper than 64 is not found. */
+	bool failed = false;
+	FILE *f;
+
+	if (!u->dir || !strstr(*text, "@include"))
+		return 0;
+	real = realpath(u->dir, NULL);
+	if (!real)
+		return 0; /* libconfig will say it cannot open the file. */
+	for (char *c = real; *c; c++)
+		depth += c[0] == '/' && c[1] != '\0';
+	free(real);
+	for (size_t i = 0; i < depth && i < 64; i++)
+		strcat(ups, "../");
+	ups_len = strlen(ups);
+	f = open_memstream(&out, &size);
+	if (!f)
+		return -ENOMEM;
+	while (*p && !failed) {
+		const char *eol = strchrnul(p, '\n'), *q = p + strspn(p, " \t"), *open = NULL, *close = NULL;
+
+		if (strncmp(q, "@include", 8) == 0 && (q[8] == ' ' || q[8] == '\t')) {
+			open = q + 8 + strspn(q + 8, " \t");
+			if (open[0] == '"' && open[1] == '/')
+				close = memchr(open + 1, '"', (size_t)(eol - open - 1));
+		}
+		if (close) {
+			void *v = realloc(u->abs, (u->n_abs + 1) * sizeof(*u->abs));
+			size_t n = (size_t)(close - open - 2); /* without the quote and the slash */
+			char *seen = malloc(ups_len + n + 1), *path = strndup(open + 1, n + 1);
+
+			if (v)
+				u->abs = v;
+			if (!v || !seen || !path) {
+				free(seen);
+				free(path);
+				failed = true;
+				break;
+			}
+			memcpy(seen, ups, ups_len);
+			memcpy(seen + ups_len, open + 2, n);
+			seen[ups_len + n] = '\0';
+			u->abs[u->n_abs].seen = seen;
+			u->abs[u->n_abs++].path = path;
+			fwrite(p, 1, (size_t)(open + 1 - p), f);
+			fputs(seen, f);
+			p = close;
+		}
+		fwrite(p, 1, (size_t)(eol - p) + (*eol == '\n'), f);
+		p = *eol ? eol + 1 : eol;
+	}
+	if (fclose(f) != 0 || !out)
+		failed = true;
+	if (failed) {
+		free(out);
+		return -ENOMEM;
+	}
+	free(*text);
+	*text = out;
+	return 0;
+}
+
 struct seen_file {
 	dev_t dev;
 	ino_t ino;
@@ -543,7 +623,17 @@ static int load_unit(struct config_ctx *x, struct loader *ld, const char *path, 
 	u->file = file;
 	u->dir = path_dir(path);
 	r = take_wildcards(x, file, text, &wild, &n_wild);
+	if (r == 0)
+		r = rewrite_absolute_includes(u, &text);
 	if (r < 0) {
+		for (size_t i = 0; i < n_wild; i++)
+			free(wild[i].pattern);
+		free(wild);
+		for (size_t i = 0; i < u->n_abs; i++) {
+			free(u->abs[i].seen);
+			free(u->abs[i].path);
+		}
+		free(u->abs);
 		free(u->dir);
 		free(u);
 		free(text);
@@ -559,7 +649,7 @@ static int load_unit(struct config_ctx *x, struct loader *ld, const char *path, 
 		size_t f = file;
 
 		if (ef) {
-			char *p = path_join(u->dir, ef);
+			char *p = unit_file_name(u, ef);
 
 			f = p ? intern_file(x, p) : file;
 			free(p);
@@ -572,7 +662,7 @@ static int load_unit(struct config_ctx *x, struct loader *ld, const char *path, 
 	free(text);
 	/* Every plain include goes into the table of files read. */
 	for (unsigned i = 0; u->lc.filenames && i < u->lc.num_filenames; i++) {
-		char *p = path_join(u->dir, u->lc.filenames[i]);
+		char *p = unit_file_name(u, u->lc.filenames[i]);
 
 		if (p)
 			intern_file(x, p);
@@ -590,6 +680,11 @@ static void ctx_clear(struct config_ctx *x)
 {
 	for (size_t i = 0; i < x->n_units; i++) {
 		config_destroy(&x->units[i]->lc);
+		for (size_t j = 0; j < x->units[i]->n_abs; j++) {
+			free(x->units[i]->abs[j].seen);
+			free(x->units[i]->abs[j].path);
+		}
+		free(x->units[i]->abs);
 		free(x->units[i]->dir);
 		free(x->units[i]);
 	}

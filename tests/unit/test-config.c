@@ -393,6 +393,22 @@ static void test_include_plain_and_missing(void **state)
 	assert_int_equal(c->n_files, 2);
 	config_free(c);
 
+	/* An absolute name works too (libconfig 1.5 alone would prefix it). */
+	{
+		char text[PATH_MAX + 64];
+
+		write_file("groups.inc", "groups = ( { name = \"web\"; driver = \"libvirt\";\n  min = 3; max = 2; } );\n");
+		snprintf(text, sizeof(text), "agent = { interval = 10; };\n  @include \"%s/groups.inc\"\n", dir);
+		expect_errors(text, "groups.inc:2: 'min' (3) is greater than 'max' (2)", NULL);
+		write_file("groups.inc", "groups = ( { name = \"web\"; driver = \"libvirt\"; min = 1; max = 2; } );\n");
+		c = load_ok(NULL);
+		assert_int_equal(c->n_groups, 1);
+		assert_int_equal(c->n_files, 2);
+		assert_string_equal(c->groups[0].file, c->files[1]);
+		assert_non_null(strstr(c->files[1], "/groups.inc"));
+		assert_null(strstr(c->files[1], ".."));
+		config_free(c);
+	}
 	expect_errors("@include \"nothere.conf\"\n", "main.conf:1: cannot open include file", NULL);
 	expect_errors("groups = (\n  @include \"conf.d/*.conf\"\n);\n",
 		      "main.conf:2: an @include with a wildcard must stand at the top level, outside any group or list", NULL);
