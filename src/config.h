@@ -25,6 +25,8 @@
 #define CONFIG_MAX_RULES 16         /* per profile */
 #define CONFIG_MAX_POLICIES 8       /* rate-limit policies per direction */
 #define CONFIG_MAX_STABILIZATION_MS (3600 * MS_PER_SEC)
+#define CONFIG_MAX_COUNT 100000     /* instances in a group: min, max, default */
+#define CONFIG_MAX_OPTIONS 64       /* keys in driver_options or source_options */
 
 enum signal_type {
 	SIGNAL_UTILIZATION, /* per-instance mean, e.g. CPU %: r = ceil(ready * value / target) */
