@@ -15,7 +15,22 @@
  * equal consecutive values coalesce into the later one. When a deque is
  * still full, two neighbours merge into the more conservative of them kept
  * until the later time, so a merge can only delay a change, never make one
- * happen earlier. */
+ * happen earlier.
+ *
+ * Where DESIGN.md is silent, the engine decides so:
+ * - An instance with an unknown start time (running_since_ms 0) counts as
+ *   past its initialization; instances the target size has but the driver
+ *   does not list yet count as not ready.
+ * - A scale-out rule never proposes fewer instances than the current count
+ *   and a scale-in rule never more: each rule pushes only its own way.
+ * - A signal without a target (<= 0) feeds threshold rules only; it makes
+ *   no recommendation but still blocks scale-in while it is invalid.
+ * - on_missing applies when a group has signals or rules and none can be
+ *   read; a group with neither simply follows its profile's bounds.
+ * - The flapping guard projects utilization signals to value x current / n;
+ *   a group total (an average signal) does not change with the count.
+ * - A driver reporting the group as not stable without a pending operation
+ *   counts as an action in flight in the direction of the last one. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
