@@ -100,7 +100,7 @@ int window_aggregate(const struct window *w, int64_t now_ms, int64_t duration_ms
 {
 	double vals[WINDOW_MAX_CAPACITY];
 	double sum = 0, lo = INFINITY, hi = -INFINITY, last = 0;
-	size_t i, n = 0;
+	size_t k, n = 0, idx;
 	int64_t newest_t = INT64_MIN;
 
 	if (!w || w->n == 0) {
@@ -109,9 +109,11 @@ int window_aggregate(const struct window *w, int64_t now_ms, int64_t duration_ms
 		return -ENODATA;
 	}
 	/* Walk back from the newest sample; samples stamped after now (a clock
-	 * that was ahead) are not part of any window yet. */
-	for (i = w->n; i-- > 0;) {
-		const struct sample *s = sample_at(w, i);
+	 * that was ahead) are not part of any window yet. The index steps down
+	 * and wraps by hand: this loop is most of an evaluation's cost. */
+	idx = (w->head + w->n - 1) % w->cap;
+	for (k = 0; k < w->n; k++, idx = idx == 0 ? w->cap - 1 : idx - 1) {
+		const struct sample *s = &w->buf[idx];
 
 		if (s->t_ms > now_ms)
 			continue;
@@ -121,7 +123,9 @@ int window_aggregate(const struct window *w, int64_t now_ms, int64_t duration_ms
 			break;
 		if (n == 0)
 			last = s->v;
-		vals[n++] = s->v;
+		if (agg == AGG_P95)
+			vals[n] = s->v;
+		n++;
 		sum += s->v;
 		if (s->v < lo)
 			lo = s->v;

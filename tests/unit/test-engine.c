@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "engine.h"
 
@@ -546,6 +547,52 @@ static void test_profile_switch_acts_at_once(void **state)
 	assert_string_equal(F.d.profile, "night");
 }
 
+/* A profile may set its own target for a signal. */
+static void test_profile_target_override(void **state)
+{
+	struct target_override night = { .signal = "cpu", .signal_index = 0, .target = 90 };
+	int cpu;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+	F.prof[1] = (struct profile_conf){ .name = "night", .kind = PROFILE_FIXED, .min = 1, .max = 20, .def = 1,
+					   .start_ms = T0 + S(3600), .end_ms = T0 + S(7200), .targets = &night,
+					   .n_targets = 1 };
+	F.g.n_profiles = 2;
+	fx_push(cpu, 90);
+	assert_int_equal(fx_eval(4), 6);
+	assert_true(F.d.signals[cpu].target == 60);
+	F.now = T0 + S(3600);
+	fx_push(cpu, 90);
+	assert_int_equal(fx_eval(4), 4); /* 90 % is on target at night */
+	assert_true(F.d.signals[cpu].target == 90);
+}
+
+/* A scale-out window holds the smallest recommendation inside it: a
+ * one-evaluation spike does not add instances. */
+static void test_scale_out_stabilization(void **state)
+{
+	int q, cur = 4;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	q = fx_signal("queue", SIGNAL_AVERAGE, 5);
+	F.sig[q].aggregation = AGG_LAST;
+	F.g.behavior.scale_out.stabilization_ms = S(30);
+	fx_push(q, 20);
+	cur = fx_step(cur);
+	F.now += S(15);
+	fx_push(q, 40);
+	cur = fx_step(cur);
+	assert_int_equal(cur, 4);
+	assert_int_equal(F.d.hold, HOLD_STABILIZATION);
+	F.now += S(15);
+	fx_push(q, 40);
+	cur = fx_step(cur);
+	assert_int_equal(cur, 8); /* 4 at T0 left the (T0, T0 + 30 s] window */
+}
+
 static void test_in_flight(void **state)
 {
 	struct observation obs = { .current = 4, .stable = true, .in_flight = DIR_OUT };
@@ -653,10 +700,32 @@ static void test_sentence_and_json(void **state)
 	assert_non_null(strstr(buf, "cpu 90% vs target 60% -> 6"));
 	assert_non_null(strstr(buf, "max of signals"));
 	assert_non_null(strstr(buf, "capped at max 8"));
+	{
+		cJSON *j = decision_to_json(&F.d, &F.g), *sig;
+
+		assert_non_null(j);
+		assert_int_equal(cJSON_GetObjectItem(j, "desired")->valueint, 8);
+		assert_int_equal(cJSON_GetObjectItem(j, "combined")->valueint, 12);
+		assert_string_equal(cJSON_GetObjectItem(j, "action")->valuestring, "scale_out");
+		assert_string_equal(cJSON_GetObjectItem(j, "group")->valuestring, "web");
+		assert_string_equal(cJSON_GetObjectItem(j, "time")->valuestring, "1970-01-12T13:46:40Z");
+		assert_string_equal(cJSON_GetObjectItem(j, "driver_signal")->valuestring, "queue");
+		sig = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "signals"), 1);
+		assert_string_equal(cJSON_GetObjectItem(sig, "name")->valuestring, "cpu");
+		assert_int_equal(cJSON_GetObjectItem(sig, "recommendation")->valueint, 6);
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(sig, "reason")));
+		cJSON_Delete(j);
+	}
+	/* An invalid signal says why. */
+	F.now += S(120);
+	fx_push(cpu, 90);
+	F.in[q].error = "redis: connection refused";
+	fx_eval(8);
+	decision_sentence(&F.d, &F.g, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "queue invalid (redis: connection refused)"));
 	/* A short buffer is cut, not overrun, and the full length is returned. */
 	assert_true(decision_sentence(&F.d, &F.g, buf, 10) > 10);
 	assert_int_equal(strlen(buf), 9);
-	(void)cpu;
 }
 
 int main(void)
@@ -677,6 +746,8 @@ int main(void)
 		cmocka_unit_test(test_flapping_guard),
 		cmocka_unit_test(test_rate_limits),
 		cmocka_unit_test(test_profile_switch_acts_at_once),
+		cmocka_unit_test(test_profile_target_override),
+		cmocka_unit_test(test_scale_out_stabilization),
 		cmocka_unit_test(test_in_flight),
 		cmocka_unit_test(test_safe_start),
 		cmocka_unit_test(test_history_is_bounded_and_conservative),
