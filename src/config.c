@@ -526,6 +526,50 @@ static int rewrite_absolute_includes(struct config_unit *u, char **text)
 	return 0;
 }
 
+static void unit_free(struct config_unit *u)
+{
+	for (size_t i = 0; i < u->n_abs; i++) {
+		free(u->abs[i].seen);
+		free(u->abs[i].path);
+	}
+	free(u->abs);
+	free(u->dir);
+	free(u);
+}
+
+/* Parses a unit's text with libconfig. A unit with a syntax error stays
+ * listed but holds nothing, so its wildcard includes are still read and
+ * their errors reported too. */
+static void unit_parse(struct config_ctx *x, struct config_unit *u, const char *text)
+{
+	config_init(&u->lc);
+	if (u->dir)
+		config_set_include_dir(&u->lc, u->dir);
+	x->unit = u;
+	if (!config_read_string(&u->lc, text)) {
+		const char *ef = config_error_file(&u->lc);
+		size_t f = u->file;
+
+		if (ef) {
+			char *p = unit_file_name(u, ef);
+
+			f = p ? intern_file(x, p) : u->file;
+			free(p);
+		}
+		ctx_error_at(x, f, config_error_line(&u->lc), "%s", config_error_text(&u->lc));
+		config_destroy(&u->lc);
+		config_init(&u->lc);
+	}
+	/* Every plain include goes into the table of files read. */
+	for (unsigned i = 0; u->lc.filenames && i < u->lc.num_filenames; i++) {
+		char *p = unit_file_name(u, u->lc.filenames[i]);
+
+		if (p)
+			intern_file(x, p);
+		free(p);
+	}
+}
+
 struct seen_file {
 	dev_t dev;
 	ino_t ino;
@@ -626,48 +670,12 @@ static int load_unit(struct config_ctx *x, struct loader *ld, const char *path, 
 	if (r == 0)
 		r = rewrite_absolute_includes(u, &text);
 	if (r < 0) {
-		for (size_t i = 0; i < n_wild; i++)
-			free(wild[i].pattern);
-		free(wild);
-		for (size_t i = 0; i < u->n_abs; i++) {
-			free(u->abs[i].seen);
-			free(u->abs[i].path);
-		}
-		free(u->abs);
-		free(u->dir);
-		free(u);
-		free(text);
-		return r;
-	}
-	config_init(&u->lc);
-	if (u->dir)
-		config_set_include_dir(&u->lc, u->dir);
-	x->units[x->n_units++] = u;
-	x->unit = u;
-	if (!config_read_string(&u->lc, text)) {
-		const char *ef = config_error_file(&u->lc);
-		size_t f = file;
-
-		if (ef) {
-			char *p = unit_file_name(u, ef);
-
-			f = p ? intern_file(x, p) : file;
-			free(p);
-		}
-		ctx_error_at(x, f, config_error_line(&u->lc), "%s", config_error_text(&u->lc));
-		/* The unit stays listed (for its directory) but holds nothing. */
-		config_destroy(&u->lc);
-		config_init(&u->lc);
+		unit_free(u);
+	} else {
+		x->units[x->n_units++] = u;
+		unit_parse(x, u, text);
 	}
 	free(text);
-	/* Every plain include goes into the table of files read. */
-	for (unsigned i = 0; u->lc.filenames && i < u->lc.num_filenames; i++) {
-		char *p = unit_file_name(u, u->lc.filenames[i]);
-
-		if (p)
-			intern_file(x, p);
-		free(p);
-	}
 	for (size_t i = 0; i < n_wild && r == 0; i++)
 		r = load_wildcard(x, ld, u, file, &wild[i], depth);
 	for (size_t i = 0; i < n_wild; i++)
@@ -680,13 +688,7 @@ static void ctx_clear(struct config_ctx *x)
 {
 	for (size_t i = 0; i < x->n_units; i++) {
 		config_destroy(&x->units[i]->lc);
-		for (size_t j = 0; j < x->units[i]->n_abs; j++) {
-			free(x->units[i]->abs[j].seen);
-			free(x->units[i]->abs[j].path);
-		}
-		free(x->units[i]->abs);
-		free(x->units[i]->dir);
-		free(x->units[i]);
+		unit_free(x->units[i]);
 	}
 	free(x->units);
 	for (size_t i = 0; i < x->n_errs && i < CONFIG_MAX_ERRORS; i++)
