@@ -196,6 +196,21 @@ static void test_out_of_range(void **state)
 		      "main.conf:9: 'timeout' (20s) must not exceed 'poll_interval' (15s)", NULL);
 }
 
+static void test_list_limits(void **state)
+{
+	char text[8192];
+	size_t len;
+
+	/* 17 signals, one more than a group may have. */
+	len = (size_t)snprintf(text, sizeof(text), "%s", GROUP_HEAD "  signals = (\n");
+	for (int i = 0; i < 17; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+					"    { name = \"s%d\"; source = \"exec\"; type = \"average\"; target = 1; }%s\n", i,
+					i < 16 ? "," : "");
+	snprintf(text + len, sizeof(text) - len, "  );\n" GROUP_TAIL);
+	expect_errors(text, "main.conf:6: 'signals' has 17 entries; at most 16 are allowed", NULL);
+}
+
 static void test_rule_values(void **state)
 {
 	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n" CPU
@@ -840,6 +855,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_range, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rule_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_default_profile, setup, teardown),
