@@ -310,8 +310,10 @@ groups = (
     driver_options = {{
       uri = "{uri}";
       template = "{template}";
-      volume = "overlay";
-      shutdown_timeout = "20s";
+      volume_mode = "overlay";
+      victim_policy = "newest";
+      shutdown_mode = "acpi";
+      shutdown_timeout = 20;
     }};
     interval = "{interval}s";
     min = {min};
