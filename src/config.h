@@ -1,6 +1,6 @@
 /* The configuration model: what autoscaled.conf(5) says, parsed and validated.
  *
- * config_load() reads a file with libconfig, follows @include of conf.d/*.conf,
+ * config_load() reads a file with libconfig, follows @include of conf.d/<name>.conf,
  * validates the whole of it and returns a tree of plain C structs that owns all
  * of its strings (nothing points into libconfig after it returns). The engine,
  * the agent, explain and simulate read these structs; nothing else reads the
