@@ -178,7 +178,7 @@ static int make_volume(struct autoscaled_driver_instance *h, struct lv_host *hos
 		       const char *name, int k, virStorageVolPtr *ret)
 {
 	const char *srcname = virStorageVolGetName(src), *ext = strrchr(srcname, '.');
-	char vname[LV_NAME_MAX + 32], fmt[32], xml[2048];
+	char vname[LV_NAME_MAX + 32], fmt[32], xml[2048], poolname[LV_NAME_MAX];
 	virStoragePoolPtr pool;
 	virStorageVolInfo info;
 	virStorageVolPtr vol;
@@ -201,6 +201,7 @@ static int make_volume(struct autoscaled_driver_instance *h, struct lv_host *hos
 		return lv_virt_errno();
 	}
 	volume_format(src, fmt, sizeof(fmt));
+	snprintf(poolname, sizeof(poolname), "%s", virStoragePoolGetName(pool));
 	if (h->opt.volume_mode == LV_OVERLAY) {
 		xmlChar *esc_name = xmlEncodeSpecialChars(NULL, BAD_CAST vname);
 		xmlChar *esc_path = xmlEncodeSpecialChars(NULL, BAD_CAST virStorageVolGetPath(src));
@@ -224,9 +225,10 @@ static int make_volume(struct autoscaled_driver_instance *h, struct lv_host *hos
 		vol = virStorageVolCreateXMLFrom(pool, xml, src, 0);
 	}
 	if (!vol) {
+		/* Every libvirt call resets the last error: log it first. */
 		lv_log_virt(h, AUTOSCALED_LOG_ERROR, "creating volume '%s' (%s of '%s') in pool '%s' on '%s' failed",
-			    vname, h->opt.volume_mode == LV_OVERLAY ? "overlay" : "clone", srcname,
-			    virStoragePoolGetName(pool), host->uri);
+			    vname, h->opt.volume_mode == LV_OVERLAY ? "overlay" : "clone", srcname, poolname,
+			    host->uri);
 		virStoragePoolFree(pool);
 		return lv_virt_errno();
 	}
@@ -266,9 +268,12 @@ static void retarget_disk(struct autoscaled_driver_instance *h, xmlNodePtr disk,
 static void delete_volumes(struct autoscaled_driver_instance *h, virStorageVolPtr *vols, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
+		char vname[LV_NAME_MAX + 32];
+
+		snprintf(vname, sizeof(vname), "%s", virStorageVolGetName(vols[i]));
 		if (virStorageVolDelete(vols[i], 0) < 0)
 			lv_log_virt(h, AUTOSCALED_LOG_ERROR, "deleting volume '%s' failed; it will be swept later",
-				    virStorageVolGetName(vols[i]));
+				    vname);
 		virStorageVolFree(vols[i]);
 	}
 }

@@ -110,7 +110,7 @@ int lv_finish_removal(struct autoscaled_driver_instance *h, struct lv_host *host
 	int r;
 
 	n = own_volumes(h, host->conn, dom, name, vols, LV_MAX_DISKS);
-	if (virDomainIsActive(dom) == 1 && virDomainDestroy(dom) < 0 && virDomainIsActive(dom) == 1) {
+	if (virDomainIsActive(dom) == 1 && virDomainDestroy(dom) < 0) {
 		lv_log_virt(h, AUTOSCALED_LOG_ERROR, "destroying '%s' on '%s' failed", name, host->uri);
 		r = lv_virt_errno();
 		goto out;
@@ -118,10 +118,15 @@ int lv_finish_removal(struct autoscaled_driver_instance *h, struct lv_host *host
 	r = undefine(h, dom, name);
 	if (r < 0)
 		goto out;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		char vname[LV_NAME_MAX + 32];
+
+		/* Every libvirt call resets the last error: take the name first. */
+		snprintf(vname, sizeof(vname), "%s", virStorageVolGetName(vols[i]));
 		if (virStorageVolDelete(vols[i], 0) < 0)
 			lv_log_virt(h, AUTOSCALED_LOG_WARNING, "deleting volume '%s' of '%s' failed; it will be swept later",
-				    virStorageVolGetName(vols[i]), name);
+				    vname, name);
+	}
 	lv_log(h, AUTOSCALED_LOG_INFO, "removed '%s' from '%s'", name, host->uri);
 out:
 	for (size_t i = 0; i < n; i++)
