@@ -203,8 +203,9 @@ static int make_volume(struct autoscaled_driver_instance *h, struct lv_host *hos
 	volume_format(src, fmt, sizeof(fmt));
 	snprintf(poolname, sizeof(poolname), "%s", virStoragePoolGetName(pool));
 	if (h->opt.volume_mode == LV_OVERLAY) {
+		char *path = virStorageVolGetPath(src);
 		xmlChar *esc_name = xmlEncodeSpecialChars(NULL, BAD_CAST vname);
-		xmlChar *esc_path = xmlEncodeSpecialChars(NULL, BAD_CAST virStorageVolGetPath(src));
+		xmlChar *esc_path = xmlEncodeSpecialChars(NULL, BAD_CAST(path ? path : ""));
 
 		snprintf(xml, sizeof(xml),
 			 "<volume><name>%s</name><capacity unit='bytes'>%llu</capacity>"
@@ -213,6 +214,7 @@ static int make_volume(struct autoscaled_driver_instance *h, struct lv_host *hos
 			 esc_name, info.capacity, esc_path, fmt);
 		xmlFree(esc_name);
 		xmlFree(esc_path);
+		free(path);
 		vol = virStorageVolCreateXML(pool, xml, 0);
 	} else {
 		xmlChar *esc_name = xmlEncodeSpecialChars(NULL, BAD_CAST vname);

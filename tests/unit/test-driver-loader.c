@@ -175,7 +175,7 @@ static void test_list(void **state)
 static void test_options(void **state)
 {
 	char *list[] = { "test:///a", "test:///b" };
-	struct option in[] = {
+	struct config_option in[] = {
 		{ .key = "template", .type = OPTION_STRING, .str = "web-template", .file = "a.conf", .line = 3 },
 		{ .key = "shutdown_timeout", .type = OPTION_INT, .i = 30 },
 		{ .key = "ratio", .type = OPTION_FLOAT, .f = 2.5 },
