@@ -293,7 +293,7 @@ static void option_free(struct autoscaled_option *o)
 	free((void *)o->list);
 }
 
-static int option_convert(const struct option *in, struct autoscaled_option *out)
+static int option_convert(const struct config_option *in, struct autoscaled_option *out)
 {
 	*out = (struct autoscaled_option){ 0 };
 	out->key = strdup(in->key ? in->key : "");
