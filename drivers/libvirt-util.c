@@ -4,9 +4,15 @@
 #include "libvirt.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Expands the part of `pattern` in [p, end): %g is the group, %% a '%'. */
 static int expand_part(const char *p, const char *end, const char *group, int index, char *buf, size_t len,
@@ -221,4 +227,83 @@ struct lv_host *lv_place(struct lv_host *hosts, size_t n_hosts, const bool *elig
 		}
 	}
 	return best;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Starts a non-blocking connect; returns the socket, or -1 when it failed
+ * at once. Sets *done when it already connected. */
+static int start_connect(const char *addr, int port, bool *done)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	char service[16];
+	int fd;
+
+	*done = false;
+	snprintf(service, sizeof(service), "%d", port);
+	if (!addr || getaddrinfo(addr, service, &hints, &ai) != 0)
+		return -1;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+		*done = true;
+	} else if (fd >= 0 && errno != EINPROGRESS) {
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+void lv_ports_open(const char *const *addrs, size_t n, int port, int timeout_ms, bool *open)
+{
+	struct pollfd *p = calloc(n ? n : 1, sizeof(*p));
+	int64_t deadline = mono_ms() + timeout_ms;
+	size_t pending = 0;
+
+	for (size_t i = 0; i < n; i++)
+		open[i] = false;
+	if (!p)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		bool done;
+
+		p[i].fd = start_connect(addrs[i], port, &done);
+		p[i].events = POLLOUT;
+		if (done) {
+			open[i] = true;
+			close(p[i].fd);
+			p[i].fd = -1;
+		}
+		pending += p[i].fd >= 0;
+	}
+	/* All at once under one deadline: N guests cost one timeout. */
+	while (pending > 0) {
+		int64_t left = deadline - mono_ms();
+
+		if (left <= 0 || poll(p, n, (int)left) <= 0)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			int err = 0;
+			socklen_t len = sizeof(err);
+
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			if (getsockopt(p[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0)
+				open[i] = true;
+			close(p[i].fd);
+			p[i].fd = -1;
+			pending--;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+	free(p);
 }

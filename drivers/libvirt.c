@@ -31,6 +31,8 @@ static const char config_help[] =
 	"victim_policy = string     newest | oldest | least-busy (\"newest\")\n"
 	"shutdown_mode = string     acpi | agent: how to ask a guest to stop (\"acpi\")\n"
 	"shutdown_timeout = number  seconds to wait for a graceful stop before destroying (60)\n"
+	"ready_port = number        a member is ready only once this TCP port of its first address answers (off)\n"
+	"ready_timeout = number     seconds to wait for ready_port, all members at once (1)\n"
 	"Members carry <autoscaled:member group=...> in the namespace " LV_NS ";\n"
 	"remove that metadata (virsh metadata DOMAIN " LV_NS " --remove) to take a domain out of the pool.\n";
 
@@ -185,7 +187,7 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 	static const char *const modes[] = { "clone", "overlay", NULL };
 	static const char *const policies[] = { "newest", "oldest", "least-busy", NULL };
 	static const char *const shutdowns[] = { "acpi", "agent", NULL };
-	struct lv_options o = { .shutdown_timeout_ms = 60 * 1000 };
+	struct lv_options o = { .shutdown_timeout_ms = 60 * 1000, .ready_timeout_ms = 1000 };
 	const struct autoscaled_option *weights = NULL;
 	int r = 0, e;
 
@@ -238,6 +240,22 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 			if ((e = parse_enum(host, p, shutdowns, &x)) < 0)
 				r = e;
 			o.shutdown_mode = x;
+		} else if (strcmp(p->key, "ready_port") == 0) {
+			char *end = NULL;
+			long port = p->value ? strtol(p->value, &end, 10) : -1;
+
+			if (!p->value || end == p->value || *end || port < 1 || port > 65535)
+				r = bad(host, p, "give a TCP port from 1 to 65535");
+			else
+				o.ready_port = (int)port;
+		} else if (strcmp(p->key, "ready_timeout") == 0) {
+			char *end = NULL;
+			double s = p->value ? strtod(p->value, &end) : -1;
+
+			if (!p->value || end == p->value || *end || !(s >= 0.01 && s <= 30))
+				r = bad(host, p, "give seconds from 0.01 to 30");
+			else
+				o.ready_timeout_ms = (int64_t)llround(s * 1000);
 		} else if (strcmp(p->key, "shutdown_timeout") == 0) {
 			char *end = NULL;
 			double s = p->value ? strtod(p->value, &end) : -1;
@@ -496,7 +514,8 @@ int lv_scan(struct autoscaled_driver_instance *h, bool *partial)
 	return 0;
 }
 
-static void to_instance(const struct lv_member *m, struct autoscaled_instance *out)
+static void to_instance(const struct autoscaled_driver_instance *h, const struct lv_member *m,
+			struct autoscaled_instance *out)
 {
 	bool running = m->dom_state == VIR_DOMAIN_RUNNING || m->dom_state == VIR_DOMAIN_BLOCKED;
 
@@ -514,7 +533,68 @@ static void to_instance(const struct lv_member *m, struct autoscaled_instance *o
 	if (out->state == AUTOSCALED_INSTANCE_RUNNING)
 		out->running_since_ms = m->started_ms;
 	/* A paused guest is up but serves nothing. */
-	out->ready = out->state == AUTOSCALED_INSTANCE_RUNNING && running && m->phase == LV_ACTIVE;
+	out->ready = out->state == AUTOSCALED_INSTANCE_RUNNING && running && m->phase == LV_ACTIVE &&
+		     (h->opt.ready_port == 0 || m->port_open);
+}
+
+/* The first address of a domain, from DHCP leases, else the guest agent,
+ * else the host's ARP table; IPv4 preferred. */
+static bool member_address(virDomainPtr dom, char *buf, size_t len)
+{
+	static const unsigned sources[] = { VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE,
+					    VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT,
+					    VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_ARP };
+	bool found = false;
+
+	for (size_t s = 0; s < 3 && !found; s++) {
+		virDomainInterfacePtr *ifs = NULL;
+		int n = virDomainInterfaceAddresses(dom, &ifs, sources[s], 0);
+
+		for (int pass = 0; pass < 2 && !found; pass++)
+			for (int i = 0; i < n && !found; i++)
+				for (unsigned j = 0; j < ifs[i]->naddrs && !found; j++) {
+					if (pass == 0 && ifs[i]->addrs[j].type != VIR_IP_ADDR_TYPE_IPV4)
+						continue;
+					snprintf(buf, len, "%s", ifs[i]->addrs[j].addr);
+					found = true;
+				}
+		for (int i = 0; i < n; i++)
+			virDomainInterfaceFree(ifs[i]);
+		free(ifs);
+		virResetLastError();
+	}
+	return found;
+}
+
+/* Checks ready_port on every running member, all at once. */
+static void check_ports(struct autoscaled_driver_instance *h)
+{
+	char (*addr)[64] = calloc(h->n_members ? h->n_members : 1, sizeof(*addr));
+	const char **ptrs = calloc(h->n_members ? h->n_members : 1, sizeof(*ptrs));
+	bool *open = calloc(h->n_members ? h->n_members : 1, sizeof(*open));
+
+	if (!addr || !ptrs || !open)
+		goto out;
+	for (size_t i = 0; i < h->n_members; i++) {
+		struct lv_member *m = &h->members[i];
+		virDomainPtr dom;
+
+		if (m->dom_state != VIR_DOMAIN_RUNNING || !m->host->conn)
+			continue;
+		dom = virDomainLookupByName(m->host->conn, m->name);
+		if (dom && member_address(dom, addr[i], sizeof(addr[i])))
+			ptrs[i] = addr[i];
+		if (dom)
+			virDomainFree(dom);
+		virResetLastError();
+	}
+	lv_ports_open(ptrs, h->n_members, h->opt.ready_port, (int)h->opt.ready_timeout_ms, open);
+	for (size_t i = 0; i < h->n_members; i++)
+		h->members[i].port_open = open[i];
+out:
+	free(addr);
+	free(ptrs);
+	free(open);
 }
 
 /* ------------------------------------------------------------ operations */
@@ -618,10 +698,12 @@ static int lv_observe(struct autoscaled_driver_instance *h, autoscaled_instance_
 		lv_log(h, AUTOSCALED_LOG_ERROR, "no host of the pool could be reached");
 		return r;
 	}
+	if (h->opt.ready_port)
+		check_ports(h);
 	for (size_t i = 0; i < h->n_members; i++) {
 		struct autoscaled_instance in;
 
-		to_instance(&h->members[i], &in);
+		to_instance(h, &h->members[i], &in);
 		if (h->members[i].phase != LV_REMOVING)
 			obs.target_size++;
 		if (in.state != AUTOSCALED_INSTANCE_RUNNING)
@@ -741,7 +823,7 @@ static int lv_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 		if (fn) {
 			struct autoscaled_instance in;
 
-			to_instance(&m, &in);
+			to_instance(h, &m, &in);
 			if ((r = fn(ctx, &in)) != 0)
 				return r;
 		}

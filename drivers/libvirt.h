@@ -73,6 +73,7 @@ struct lv_member {
 	struct lv_host *host;
 	enum lv_phase phase;
 	int dom_state;          /* VIR_DOMAIN_RUNNING, ... */
+	bool port_open;         /* ready_port answered at the last observe */
 	int64_t created_ms;     /* epoch ms, 0 unknown */
 	int64_t started_ms;     /* epoch ms, 0 never started */
 	/* CPU, for read_cpu and the least-busy policy. */
@@ -90,6 +91,8 @@ struct lv_options {
 	enum lv_policy policy;
 	enum lv_shutdown_mode shutdown_mode;
 	int64_t shutdown_timeout_ms;
+	int ready_port;         /* 0: ready when running; else also this TCP port answers */
+	int64_t ready_timeout_ms;
 	char **uris;
 	double *weights;
 	size_t n_uris;
@@ -135,6 +138,9 @@ int lv_cpu_percent(uint64_t prev_ns, int64_t prev_wall_ns, uint64_t cur_ns, int6
 		   double *ret);
 void lv_order_victims(struct lv_member **v, size_t n, enum lv_policy policy);
 int lv_lowest_free_index(const struct lv_member *m, size_t n, const int *taken, size_t n_taken);
+/* Connects to port on every address at once (numeric IPv4 or IPv6, NULL
+ * for none) and sets open[i] for those that accept within timeout_ms. */
+void lv_ports_open(const char *const *addrs, size_t n, int port, int timeout_ms, bool *open);
 struct lv_host *lv_place(struct lv_host *hosts, size_t n_hosts, const bool *eligible, const struct lv_member *m,
 			 size_t n_members);
 

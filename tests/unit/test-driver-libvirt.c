@@ -18,6 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -855,6 +860,50 @@ static void test_placement(void **state)
 	assert_int_equal(lv_lowest_free_index(m, 3, taken, 2), 5);
 }
 
+/* A listening socket on a free loopback port; the port in *port. */
+static int listen_loopback(int *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void test_ready_port(void **state)
+{
+	int open_port, closed_port, lfd = listen_loopback(&open_port), cfd = listen_loopback(&closed_port);
+	const char *addrs[] = { "127.0.0.1", NULL, "not-an-address", "127.0.0.1" };
+	bool open[4];
+	struct opts o = { .n = 0 };
+
+	/* A port nobody listens on any more refuses. */
+	close(cfd);
+	lv_ports_open(addrs, 4, open_port, 500, open);
+	assert_true(open[0]);
+	assert_false(open[1]);
+	assert_false(open[2]);
+	assert_true(open[3]);
+	lv_ports_open(addrs, 1, closed_port, 500, open);
+	assert_false(open[0]);
+	close(lfd);
+
+	opts_set(&o, "template=t");
+	opts_set(&o, "ready_port=0");
+	assert_int_equal(drv->check(&host, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "option 'ready_port': give a TCP port from 1 to 65535"));
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "ready_port=22");
+	opts_set(&o, "ready_timeout=0.5");
+	assert_int_equal(drv->check(&host, o.v, o.n), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -876,6 +925,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_percent),
 		cmocka_unit_test(test_victim_order),
 		cmocka_unit_test(test_placement),
+		cmocka_unit_test_setup(test_ready_port, reset),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
