@@ -608,6 +608,9 @@ static void test_crash_repair(void **state)
 	define_member("web-2", 2, "creating", false, true);
 	define_member("web-3", 3, "removing", true, true);
 	define_member("web-1", 1, "active", true, true);
+	/* Started but the start never recorded; and a member stopped outside. */
+	define_member("web-5", 5, "creating", true, true);
+	define_member("web-6", 6, "active", false, true);
 
 	h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
 	assert_int_equal(r, 0);
@@ -626,15 +629,27 @@ static void test_crash_repair(void **state)
 	assert_non_null(strstr(logbuf, "deleting volume 'web-4.qcow2'"));
 	assert_non_null(strstr(logbuf, "finishing the half-made member 'web-2'"));
 	assert_non_null(strstr(logbuf, "finishing the removal of 'web-3'"));
+	assert_non_null(strstr(logbuf, "restarting the stopped member 'web-6'"));
+	d = virDomainLookupByName(tc, "web-5");
+	md = virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, LV_NS, 0);
+	assert_non_null(strstr(md, "state=\"active\""));
+	assert_non_null(strstr(md, "started=\""));
+	free(md);
+	virDomainFree(d);
 
 	observe_into(h, &s, &obs);
-	assert_int_equal(s.n, 2);
+	assert_int_equal(s.n, 4);
 	assert_true(seen_has(&s, "web-1"));
 	assert_true(seen_has(&s, "web-2"));
-	assert_int_equal(obs.target_size, 2);
+	assert_true(seen_has(&s, "web-5"));
+	assert_true(seen_has(&s, "web-6"));
+	assert_int_equal(obs.target_size, 4);
+	assert_true(obs.stable);
+	for (int i = 0; i < s.n; i++)
+		assert_int_equal(s.state[i], AUTOSCALED_INSTANCE_RUNNING);
 	/* The next member reuses the freed name. */
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(drv->set_capacity(h, 3, collect, &s), 0);
+	assert_int_equal(drv->set_capacity(h, 5, collect, &s), 0);
 	assert_string_equal(s.id[0], "web-3");
 	check_member("web-3", 3);
 	drv->close(h);
