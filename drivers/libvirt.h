@@ -108,6 +108,13 @@ struct autoscaled_driver_instance {
 	size_t n_members;
 };
 
+/* Parses and checks the options (drivers/libvirt-options.c); logs each
+ * problem and returns -EINVAL, or 0 with *ret filled (free with
+ * lv_options_free). */
+int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled_option *v, size_t n,
+		     struct lv_options *ret);
+void lv_options_free(struct lv_options *o);
+
 /* Logging with the driver's name first; libvirt's last error is appended
  * by lv_log_virt(). */
 void lv_log(struct autoscaled_driver_instance *h, enum autoscaled_log_level level, const char *fmt, ...)
