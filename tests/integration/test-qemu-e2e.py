@@ -59,9 +59,10 @@ IDLE_PERCENT = 20.0      # a member below this CPU has stopped burning
 # The guests' QEMU threads run at this nice value. Going from 2 members to 3
 # needs each of 2 burning guests to get more than 55 % of a core (target 50,
 # tolerance 0.1); on a host whose 2 cores are busy with other work they get
-# less, and the daemon rightly holds at 2. CI machines run nothing else, and
-# there it changes nothing.
-GUEST_NICE = -10
+# less, and the daemon rightly holds at 2. At -5 two guests get about 3 times
+# the share of a process at nice 0; tests that `make -j2 check` runs next to
+# this one still get their part.
+GUEST_NICE = -5
 
 TOP_SRCDIR = os.environ.get("top_srcdir", ".")
 DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
@@ -582,7 +583,9 @@ def run(tmp, state):
     outs = [d for d in decisions("out") if d[0] >= t["min"]]
     for lt, l, _ in outs:
         note("scale-out decision at +%.1f s: %s" % (lt, l))
-    if not ok(got is not None, "the pool scales out to at least 3 members while they burn CPU (%d)" % len(running)):
+    if not ok(got is not None, "the pool scales out to at least 3 members while they burn CPU (%d)" % len(running),
+              "3 members need 2 burning ones above %.0f %% each (target and tolerance); if the CPU above is "
+              "lower, the host is too busy for this test" % (TARGET * 1.1)):
         raise Fatal()
     t["three"] = got
     t["two"] = next(h[0] for h in history if h[1] >= 2)
