@@ -727,9 +727,10 @@ def main():
     except Exception:
         ok(False, "the test ran to its end", traceback.format_exc())
     finally:
+        # The daemon's own account of the run, in the test's log either way.
+        for line in (state["daemon"].tail(80) if state.get("daemon") else []):
+            note("daemon: " + line)
         if tap_failed:
-            for line in (state["daemon"].tail(60) if state.get("daemon") else []):
-                note("daemon: " + line)
             for line in state["services"].log_tail() if state.get("services") else []:
                 note(line)
         cleanup(state)
