@@ -1,6 +1,6 @@
 /* The configuration model: what autoscaled.conf(5) says, parsed and validated.
  *
- * config_load() reads a file with libconfig, follows @include of conf.d/*.conf,
+ * config_load() reads a file with libconfig, follows @include of conf.d/ files,
  * validates the whole of it and returns a tree of plain C structs that owns all
  * of its strings (nothing points into libconfig after it returns). The engine,
  * the agent, explain and simulate read these structs; nothing else reads the
@@ -93,7 +93,8 @@ enum option_type {
 	OPTION_LIST, /* a list or array of strings */
 };
 
-struct option {
+/* Named config_option because <getopt.h> owns `struct option`. */
+struct config_option {
 	char *key;
 	enum option_type type;
 	char *str;     /* OPTION_STRING; also a printed form of numbers and bools */
@@ -106,12 +107,12 @@ struct option {
 };
 
 struct options {
-	struct option *v;
+	struct config_option *v;
 	size_t n;
 };
 
 /* Lookup helpers; return NULL when the key is absent. */
-const struct option *options_get(const struct options *o, const char *key);
+const struct config_option *options_get(const struct options *o, const char *key);
 const char *options_get_str(const struct options *o, const char *key, const char *def);
 double options_get_num(const struct options *o, const char *key, double def);
 bool options_get_bool(const struct options *o, const char *key, bool def);
