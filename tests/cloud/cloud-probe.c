@@ -1,0 +1,162 @@
+/* cloud-probe: loads a driver plugin, opens one group with the options
+ * given, runs the operations named on the command line in order and prints
+ * one JSON object per operation on stdout. The driver's log goes to stderr,
+ * one line per message, so tests can search it for leaked secrets.
+ *
+ *   cloud-probe PLUGIN.so [-g GROUP] [-o key=value]... OP...
+ *   OP: observe | set_capacity=N | remove=N | remove_ids=ID,ID | sleep=MS */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "autoscaled/driver.h"
+
+#define MAX_OPTIONS 64
+#define MAX_IDS 256
+
+static const char *const level_names[] = { "debug", "info", "notice", "warning", "error" };
+
+static void probe_log(const struct autoscaled_host *host, enum autoscaled_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: [%s] ", level <= AUTOSCALED_LOG_ERROR ? level_names[level] : "?", host->group);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static const char *state_name(enum autoscaled_instance_state s)
+{
+	return s == AUTOSCALED_INSTANCE_RUNNING ? "running" : s == AUTOSCALED_INSTANCE_STOPPING ? "stopping" : "provisioning";
+}
+
+static int collect(void *ctx, const struct autoscaled_instance *in)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "id", in->id);
+	cJSON_AddStringToObject(o, "state", state_name(in->state));
+	cJSON_AddNumberToObject(o, "created_ms", (double)in->created_ms);
+	cJSON_AddNumberToObject(o, "running_since_ms", (double)in->running_since_ms);
+	cJSON_AddBoolToObject(o, "ready", in->ready);
+	if (in->location)
+		cJSON_AddStringToObject(o, "location", in->location);
+	cJSON_AddItemToArray(ctx, o);
+	return 0;
+}
+
+static const struct autoscaled_driver *load(const char *path)
+{
+	autoscaled_driver_info_fn info;
+	const struct autoscaled_driver *d;
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+	if (!dl) {
+		fprintf(stderr, "cloud-probe: cannot load '%s': %s\n", path, dlerror());
+		return NULL;
+	}
+	*(void **)&info = dlsym(dl, AUTOSCALED_DRIVER_SYMBOL);
+	d = info ? info() : NULL;
+	if (!d || d->abi_version != AUTOSCALED_DRIVER_ABI_VERSION || d->struct_size < AUTOSCALED_DRIVER_MIN_SIZE) {
+		fprintf(stderr, "cloud-probe: '%s' is not a driver of ABI %u\n", path, AUTOSCALED_DRIVER_ABI_VERSION);
+		return NULL;
+	}
+	return d;
+}
+
+int main(int argc, char **argv)
+{
+	struct autoscaled_option opts[MAX_OPTIONS];
+	struct autoscaled_host host = { AUTOSCALED_DRIVER_ABI_VERSION, sizeof(host), "probe", NULL, probe_log };
+	struct autoscaled_driver_instance *h = NULL;
+	const struct autoscaled_driver *d;
+	size_t n_opts = 0;
+	int i, rc, failed = 0;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: cloud-probe PLUGIN.so [-g GROUP] [-o key=value]... OP...\n");
+		return 2;
+	}
+	d = load(argv[1]);
+	if (!d)
+		return 2;
+	for (i = 2; i + 1 < argc && argv[i][0] == '-'; i += 2) {
+		char *eq = strchr(argv[i + 1], '=');
+
+		if (strcmp(argv[i], "-g") == 0) {
+			host.group = argv[i + 1];
+			continue;
+		}
+		if (strcmp(argv[i], "-o") != 0 || !eq || n_opts == MAX_OPTIONS) {
+			fprintf(stderr, "cloud-probe: bad argument '%s'\n", argv[i]);
+			return 2;
+		}
+		*eq = '\0';
+		opts[n_opts++] = (struct autoscaled_option){ .key = argv[i + 1], .value = eq + 1 };
+	}
+	rc = d->open(&host, opts, n_opts, &h);
+	if (rc < 0) {
+		printf("{\"op\":\"open\",\"rc\":%d,\"error\":\"%s\"}\n", rc, strerror(-rc));
+		return 1;
+	}
+	for (; i < argc; i++) {
+		const char *op = argv[i], *arg = strchr(op, '=');
+		cJSON *out = cJSON_CreateObject(), *list = cJSON_CreateArray();
+		struct autoscaled_observation obs = { 0 };
+		char *text;
+
+		cJSON_AddStringToObject(out, "op", op);
+		if (strcmp(op, "observe") == 0) {
+			rc = d->observe(h, collect, list, &obs);
+			if (rc == 0) {
+				cJSON *o = cJSON_AddObjectToObject(out, "observation");
+
+				cJSON_AddNumberToObject(o, "target_size", obs.target_size);
+				cJSON_AddBoolToObject(o, "stable", obs.stable);
+				cJSON_AddBoolToObject(o, "partial", obs.partial);
+			}
+		} else if (strncmp(op, "set_capacity=", 13) == 0) {
+			rc = d->set_capacity(h, atoi(arg + 1), collect, list);
+		} else if (strncmp(op, "remove=", 7) == 0) {
+			rc = d->remove_instances(h, atoi(arg + 1), NULL, 0, collect, list);
+		} else if (strncmp(op, "remove_ids=", 11) == 0) {
+			char *copy = strdup(arg + 1), *save = NULL, *tok;
+			const char *ids[MAX_IDS];
+			size_t n = 0;
+
+			for (tok = strtok_r(copy, ",", &save); tok && n < MAX_IDS; tok = strtok_r(NULL, ",", &save))
+				ids[n++] = tok;
+			rc = d->remove_instances(h, 0, ids, n, collect, list);
+			free(copy);
+		} else if (strncmp(op, "sleep=", 6) == 0) {
+			struct timespec ts = { atoi(arg + 1) / 1000, (atoi(arg + 1) % 1000) * 1000000L };
+
+			nanosleep(&ts, NULL);
+			rc = 0;
+		} else {
+			fprintf(stderr, "cloud-probe: unknown operation '%s'\n", op);
+			rc = -EINVAL;
+		}
+		cJSON_AddNumberToObject(out, "rc", rc);
+		if (rc < 0)
+			cJSON_AddStringToObject(out, "error", strerror(-rc));
+		cJSON_AddItemToObject(out, "instances", list);
+		text = cJSON_PrintUnformatted(out);
+		printf("%s\n", text);
+		fflush(stdout);
+		cJSON_free(text);
+		cJSON_Delete(out);
+		failed |= rc != 0;
+	}
+	d->close(h);
+	return failed ? 1 : 0;
+}
