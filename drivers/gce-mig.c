@@ -403,8 +403,11 @@ static int gce_set_capacity(struct autoscaled_driver_instance *h, int count, aut
 	if (rc < 0)
 		return rc;
 	/* Report the members the resize added. */
-	before = h->members;
-	memset(&h->members, 0, sizeof(h->members));
+	before.v = malloc((h->members.n + 1) * sizeof(*before.v));
+	if (!before.v)
+		return -ENOMEM;
+	memcpy(before.v, h->members.v, h->members.n * sizeof(*before.v));
+	before.n = before.cap = h->members.n;
 	if (refresh(h) == 0) {
 		for (size_t i = 0; i < h->members.n && rc == 0; i++) {
 			if (cloud_members_find(&before, h->members.v[i].id))
