@@ -50,6 +50,10 @@ enum cloud_victims { CLOUD_VICTIMS_NEWEST, CLOUD_VICTIMS_OLDEST };
  * already stopping are never picked. Returns how many were picked. */
 size_t cloud_pick_victims(const struct cloud_members *m, int count, enum cloud_victims policy, size_t *out);
 
+/* Parses an RFC 3339 / ISO 8601 UTC time ("2024-05-01T10:00:00.123Z" or
+ * with an offset) into epoch ms; 0 when it cannot. */
+int64_t cloud_parse_time(const char *s);
+
 /* The value of option `key`, or NULL. */
 const char *cloud_opt(const struct autoscaled_option *o, size_t n, const char *key);
 

@@ -1,8 +1,10 @@
 /* Members, victims and options shared by the cloud drivers (cloud.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <pthread.h>
 
@@ -196,4 +198,34 @@ int cloud_opt_check_keys(const struct autoscaled_host *host, const char *who, co
 		}
 	}
 	return rc;
+}
+
+int64_t cloud_parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *p;
+	int64_t ms = 0, off = 0;
+	time_t t;
+
+	if (!s || !(p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
+		return 0;
+	if (*p == '.') {
+		int digits = 0;
+
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if (digits++ < 3)
+				ms = ms * 10 + (*p - '0');
+		while (digits > 0 && digits < 3) {
+			ms *= 10;
+			digits++;
+		}
+	}
+	if (*p == '+' || *p == '-') {
+		int hh = 0, mm = 0;
+
+		if (sscanf(p + 1, "%2d:%2d", &hh, &mm) == 2)
+			off = (hh * 60 + mm) * 60000LL * (*p == '+' ? 1 : -1);
+	}
+	t = timegm(&tm);
+	return t < 0 ? 0 : (int64_t)t * 1000 + ms - off;
 }
