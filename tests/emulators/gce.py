@@ -46,6 +46,7 @@ class GceEmulator(Emulator):
         self.client_email = None
         self.token_uri = None
         self.cpu = {}
+        self.cpu_lag_s = 0
         self.serial = 0
         scope = r"/compute/v1/projects/([^/]+)/(zones|regions)/([^/]+)"
         igm = scope + r"/instanceGroupManagers/([^/]+)"
@@ -324,7 +325,7 @@ class GceEmulator(Emulator):
         for group, values in self.cpu.items():
             if 'metadata.system_labels.instance_group = "%s"' % group not in q["filter"]:
                 continue
-            now = int(time.time()) // 60 * 60
+            now = int(time.time() - self.cpu_lag_s) // 60 * 60
             points = []
             for k, v in enumerate(values):
                 t = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 60 * k))
