@@ -322,4 +322,17 @@ def missing_group(ctx):
           res.ops, res.stderr)
 
 
+@tap.test
+def retry_after_http_date(ctx):
+    """Retry-After given as an HTTP date is honoured"""
+    from email.utils import formatdate
+    ctx.emu.add_fault("GET", IGM + "$", 503, headers={"Retry-After": formatdate(time.time() + 2, usegmt=True)},
+                      body={"error": {"code": 503, "message": "backend error"}})
+    res = probe("gce-mig", ctx.options(), ["observe"])
+    check(res.returncode == 0, "succeeds", res.stderr)
+    gets = ctx.emu.find("GET", IGM + "$")
+    check(len(gets) == 2 and gets[1]["time"] - gets[0]["time"] >= 0.9, "waited for the date",
+          [g["time"] for g in gets])
+
+
 sys.exit(tap.run(setup, teardown))
