@@ -101,12 +101,16 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 	else if (IS("retry-after")) {
 		copy_value(tmp, sizeof(tmp), colon + 1, vlen);
 		h->r->retry_after_ms = parse_retry_after(tmp);
-	} else if (IS("x-ms-ratelimit-remaining-subscription-reads"))
+	} else if (IS("x-ms-ratelimit-remaining-subscription-reads")) {
 		copy_value(h->c->ratelimit_reads, sizeof(h->c->ratelimit_reads), colon + 1, vlen);
-	else if (IS("x-ms-ratelimit-remaining-subscription-writes"))
+		h->r->ratelimit = true;
+	} else if (IS("x-ms-ratelimit-remaining-subscription-writes")) {
 		copy_value(h->c->ratelimit_writes, sizeof(h->c->ratelimit_writes), colon + 1, vlen);
-	else if (IS("x-ms-ratelimit-remaining-resource"))
+		h->r->ratelimit = true;
+	} else if (IS("x-ms-ratelimit-remaining-resource")) {
 		copy_value(h->c->ratelimit_resource, sizeof(h->c->ratelimit_resource), colon + 1, vlen);
+		h->r->ratelimit = true;
+	}
 #undef IS
 	return n;
 }
@@ -337,8 +341,9 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 		rc = perform_once(c, req, reply, &cc);
 		if (rc == -ENOMEM)
 			return rc;
-		if (rc == 0 && c->policy == REST_POLICY_AZURE &&
-		    (c->ratelimit_reads[0] || c->ratelimit_writes[0] || c->ratelimit_resource[0]))
+		/* The budgets are kept per client (the last values seen) for the
+		 * metrics; each reply that carries them is logged at debug. */
+		if (rc == 0 && reply->ratelimit)
 			host->log(host, AUTOSCALED_LOG_DEBUG, "%s: %s %s: ratelimit remaining reads '%s' writes '%s' resource '%s'",
 				  c->who, req->method, path, c->ratelimit_reads, c->ratelimit_writes, c->ratelimit_resource);
 		again = rc != 0 ? rc != -EFBIG : retryable(c, reply);

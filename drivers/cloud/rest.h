@@ -67,6 +67,7 @@ struct rest_reply {
 	char async_operation[2048];
 	char etag[256];
 	int64_t retry_after_ms; /* -1 when absent */
+	bool ratelimit;         /* carried x-ms-ratelimit-remaining-* headers */
 };
 
 /* Sets defaults and creates the curl handle. Returns 0 or -ENOMEM. */
