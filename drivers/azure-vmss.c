@@ -537,12 +537,18 @@ static int az_open(const struct autoscaled_host *host, const struct autoscaled_o
 	return 0;
 }
 
+/* Validates the options and the credentials' configuration (the secret
+ * file is read and its mode checked) without any request. */
 static int az_check(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n)
 {
 	struct autoscaled_driver_instance h = { 0 };
+	struct azauth a;
 	char arm[512];
+	int rc = parse_options(host, o, n, &h, arm, sizeof(arm));
 
-	return parse_options(host, o, n, &h, arm, sizeof(arm));
+	if (rc == 0 && (rc = init_auth(host, o, n, arm, &a)) == 0)
+		azauth_fini(&a);
+	return rc;
 }
 
 static const struct autoscaled_driver driver = {

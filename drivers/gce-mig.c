@@ -338,14 +338,13 @@ static int delete_members(struct autoscaled_driver_instance *h, const size_t *id
 	return 0;
 }
 
-static int gce_remove(struct autoscaled_driver_instance *h, int count, const char *const *ids, size_t n_ids,
-		      autoscaled_instance_fn fn, void *ctx)
+/* Deletes victims from the members of the last refresh. */
+static int remove_members(struct autoscaled_driver_instance *h, int count, const char *const *ids, size_t n_ids,
+			  autoscaled_instance_fn fn, void *ctx)
 {
 	size_t *idx, n = 0;
-	int rc = refresh(h);
+	int rc = may_act(h, "deleteInstances");
 
-	if (rc == 0)
-		rc = may_act(h, "deleteInstances");
 	if (rc < 0)
 		return rc;
 	idx = calloc(h->members.n + 1, sizeof(*idx));
@@ -368,6 +367,14 @@ static int gce_remove(struct autoscaled_driver_instance *h, int count, const cha
 	return rc;
 }
 
+static int gce_remove(struct autoscaled_driver_instance *h, int count, const char *const *ids, size_t n_ids,
+		      autoscaled_instance_fn fn, void *ctx)
+{
+	int rc = refresh(h);
+
+	return rc < 0 ? rc : remove_members(h, count, ids, n_ids, fn, ctx);
+}
+
 static int gce_set_capacity(struct autoscaled_driver_instance *h, int count, autoscaled_instance_fn fn, void *ctx)
 {
 	struct cloud_members before = { 0 };
@@ -383,7 +390,7 @@ static int gce_set_capacity(struct autoscaled_driver_instance *h, int count, aut
 	if (count == h->target_size)
 		return 0;
 	if (count < h->target_size)
-		return gce_remove(h, h->target_size - count, NULL, 0, NULL, NULL);
+		return remove_members(h, h->target_size - count, NULL, 0, NULL, NULL);
 	rc = may_act(h, "resize");
 	if (rc < 0)
 		return rc;
@@ -518,11 +525,17 @@ static int gce_open(const struct autoscaled_host *host, const struct autoscaled_
 	return 0;
 }
 
+/* Validates the options and the credentials' configuration (the key file
+ * is read and its mode checked) without any request. */
 static int gce_check(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n)
 {
 	struct autoscaled_driver_instance h = { 0 };
+	struct gauth g;
+	int rc = parse_options(host, o, n, &h);
 
-	return parse_options(host, o, n, &h);
+	if (rc == 0 && (rc = init_auth(host, o, n, &g)) == 0)
+		gauth_fini(&g);
+	return rc;
 }
 
 static const struct autoscaled_driver driver = {

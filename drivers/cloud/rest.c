@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,12 +136,25 @@ void rest_sleep_ms(int64_t ms)
 		;
 }
 
+/* curl_global_init() is not thread-safe and drivers open handles on the
+ * host's worker threads: run it once, whoever comes first. */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
 int rest_client_init(struct rest_client *c, const struct autoscaled_host *host, const char *who,
 		     enum rest_policy policy)
 {
 	static const struct rest_client zero;
 
 	*c = zero;
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK)
+		return -ENOMEM;
 	c->curl = curl_easy_init();
 	if (!c->curl)
 		return -ENOMEM;

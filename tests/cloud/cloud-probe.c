@@ -4,7 +4,8 @@
  * one line per message, so tests can search it for leaked secrets.
  *
  *   cloud-probe PLUGIN.so [-g GROUP] [-o key=value]... OP...
- *   OP: observe | set_capacity=N | remove=N | remove_ids=ID,ID | sleep=MS */
+ *   OP: observe | set_capacity=N | remove=N | remove_ids=ID,ID | sleep=MS
+ *   or the single OP check (the driver's check(), without opening). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -102,6 +103,12 @@ int main(int argc, char **argv)
 		}
 		*eq = '\0';
 		opts[n_opts++] = (struct autoscaled_option){ .key = argv[i + 1], .value = eq + 1 };
+	}
+	if (i < argc && strcmp(argv[i], "check") == 0) {
+		/* `autoscaled -n`: options and credentials checked, no request. */
+		rc = AUTOSCALED_DRIVER_HAS_OP(d, check) ? d->check(&host, opts, n_opts) : 0;
+		printf("{\"op\":\"check\",\"rc\":%d}\n", rc);
+		return rc ? 1 : 0;
 	}
 	rc = d->open(&host, opts, n_opts, &h);
 	if (rc < 0) {

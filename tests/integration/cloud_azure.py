@@ -284,4 +284,16 @@ def token_refresh(ctx):
     check(all(r["status"] != 401 for r in ctx.emu.requests), "no expired token sent")
 
 
+@tap.test
+def check_options(ctx):
+    """check() validates options and the secret file without any request"""
+    res = probe("azure-vmss", ctx.options(secret=True), ["check"])
+    check(res.ops == [{"op": "check", "rc": 0}], "valid", res.ops, res.stderr)
+    res = probe("azure-vmss", dict(ctx.options(secret=True), secret_file=ctx.secret_file(0o640)), ["check"])
+    check(res.ops[0]["rc"] == -1 and "accessible by group or others" in res.stderr, "mode refused", res.stderr)
+    res = probe("azure-vmss", dict(ctx.options(), operation_timeout="soon"), ["check"])
+    check(res.ops[0]["rc"] == -22 and "operation_timeout = 'soon'" in res.stderr, "bad duration named", res.stderr)
+    check(not ctx.emu.requests, "no request")
+
+
 sys.exit(tap.run(setup, teardown))

@@ -335,4 +335,19 @@ def retry_after_http_date(ctx):
           [g["time"] for g in gets])
 
 
+@tap.test
+def check_options(ctx):
+    """check() validates options and the key file without any request"""
+    res = probe("gce-mig", ctx.options(key=True), ["check"])
+    check(res.ops == [{"op": "check", "rc": 0}], "valid", res.ops, res.stderr)
+    res = probe("gce-mig", dict(ctx.options(key=True), key_file=ctx.key_file(0o604)), ["check"])
+    check(res.ops[0]["rc"] == -1 and "chmod 600" in res.stderr, "key mode refused", res.ops, res.stderr)
+    res = probe("gce-mig", dict(ctx.options(), region="europe-west1"), ["check"])
+    check(res.ops[0]["rc"] == -22 and "one of zone or region" in res.stderr, "zone and region refused", res.stderr)
+    res = probe("gce-mig", dict(ctx.options(), victim_policy="random", colour="blue"), ["check"])
+    check("victim_policy = 'random'" in res.stderr or "unknown option 'colour'" in res.stderr, "bad options named",
+          res.stderr)
+    check(not ctx.emu.requests, "no request")
+
+
 sys.exit(tap.run(setup, teardown))
