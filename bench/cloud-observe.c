@@ -1,12 +1,11 @@
 /* cloud-observe: how long one full observe cycle of many cloud groups takes
  * when each group is observed on its own thread, as the daemon's host does.
  *
- *   cloud-observe PLUGIN.so GROUPS key=value...
+ *   cloud-observe DRIVER GROUPS key=value...   (loaded from $AUTOSCALED_DRIVER_DIR)
  *
  * "%d" in an option value becomes the group's index. Opens GROUPS handles,
  * then runs two cycles: cold (tokens fetched, connections opened) and warm.
  * Prints one JSON line with the wall time of each cycle. */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -16,6 +15,7 @@
 #include <time.h>
 
 #include "autoscaled/driver.h"
+#include "driver.h"
 
 #define MAX_GROUPS 2000
 #define MAX_OPTS 32
@@ -93,25 +93,21 @@ int main(int argc, char **argv)
 {
 	static char values[MAX_OPTS][256];
 	struct autoscaled_option opts[MAX_OPTS];
-	autoscaled_driver_info_fn info;
+	const struct driver *loaded;
+	char err[1024];
 	struct group *groups;
 	int n, n_opts = argc - 3, cold_err, warm_err, total = 0;
 	double cold, warm;
-	void *dl;
 
 	if (argc < 3 || (n = atoi(argv[2])) < 1 || n > MAX_GROUPS || n_opts > MAX_OPTS) {
-		fprintf(stderr, "usage: cloud-observe PLUGIN.so GROUPS key=value...\n");
+		fprintf(stderr, "usage: cloud-observe DRIVER GROUPS key=value...\n");
 		return 2;
 	}
-	dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-	if (!dl) {
-		fprintf(stderr, "cloud-observe: %s\n", dlerror());
+	if (driver_load(argv[1], NULL, &loaded, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cloud-observe: %s\n", err);
 		return 2;
 	}
-	*(void **)&info = dlsym(dl, AUTOSCALED_DRIVER_SYMBOL);
-	drv = info ? info() : NULL;
-	if (!drv || drv->abi_version != AUTOSCALED_DRIVER_ABI_VERSION)
-		return 2;
+	drv = loaded->ops;
 	groups = calloc((size_t)n, sizeof(*groups));
 	if (!groups)
 		return 2;

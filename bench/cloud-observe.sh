@@ -8,6 +8,8 @@ top_srcdir=${top_srcdir:-..}
 top_builddir=${top_builddir:-.}
 groups=${GROUPS:-200}
 latency=${LATENCY_MS:-100}
+AUTOSCALED_DRIVER_DIR=${AUTOSCALED_DRIVER_DIR:-$top_builddir/drivers/.libs}
+export AUTOSCALED_DRIVER_DIR
 tmp=$(mktemp -d)
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
@@ -24,12 +26,12 @@ start_emulator() { # MODULE SETUP
 
 setup=$(python3 -c "import json; print(json.dumps({'page_cap': 500, 'groups': [['p1', 'zones', 'z1', 'mig%d' % i, 3] for i in range($groups)]}))")
 start_emulator gce "$setup"
-"$top_builddir/bench/cloud-observe" "$top_builddir/drivers/.libs/gce-mig.so" "$groups" project=p1 zone=z1 \
+"$top_builddir/bench/cloud-observe" gce-mig "$groups" project=p1 zone=z1 \
 	name=mig%d compute_base="http://127.0.0.1:$port/compute/v1" metadata_host="127.0.0.1:$port"
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 
 setup=$(python3 -c "import json; print(json.dumps({'page_cap': 500, 'sets': [['s1', 'rg', 'ss%d' % i, 3] for i in range($groups)]}))")
 start_emulator azure "$setup"
-"$top_builddir/bench/cloud-observe" "$top_builddir/drivers/.libs/azure-vmss.so" "$groups" subscription=s1 \
+"$top_builddir/bench/cloud-observe" azure-vmss "$groups" subscription=s1 \
 	resource_group=rg name=ss%d arm_base="http://127.0.0.1:$port" credentials=managed_identity \
 	imds_base="http://127.0.0.1:$port"

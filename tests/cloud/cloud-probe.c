@@ -1,14 +1,14 @@
-/* cloud-probe: loads a driver plugin, opens one group with the options
- * given, runs the operations named on the command line in order and prints
- * one JSON object per operation on stdout. The driver's log goes to stderr,
- * one line per message, so tests can search it for leaked secrets.
+/* cloud-probe: loads a driver through the host's loader (driver.h, from
+ * $AUTOSCALED_DRIVER_DIR), opens one group with the options given, runs the
+ * operations named on the command line in order and prints one JSON object
+ * per operation on stdout. The driver logs through the daemon's own host
+ * callbacks to stderr, debug included, so tests can search it for leaked
+ * secrets.
  *
- *   cloud-probe PLUGIN.so [-g GROUP] [-o key=value]... OP...
+ *   cloud-probe DRIVER [-g GROUP] [-o key=value]... OP...
  *   OP: observe | set_capacity=N | remove=N | remove_ids=ID,ID | sleep=MS
  *   or the single OP check (the driver's check(), without opening). */
-#include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,22 +18,11 @@
 #include <cjson/cJSON.h>
 
 #include "autoscaled/driver.h"
+#include "driver.h"
+#include "log.h"
 
 #define MAX_OPTIONS 64
 #define MAX_IDS 256
-
-static const char *const level_names[] = { "debug", "info", "notice", "warning", "error" };
-
-static void probe_log(const struct autoscaled_host *host, enum autoscaled_log_level level, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: [%s] ", level <= AUTOSCALED_LOG_ERROR ? level_names[level] : "?", host->group);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static const char *state_name(enum autoscaled_instance_state s)
 {
@@ -55,46 +44,34 @@ static int collect(void *ctx, const struct autoscaled_instance *in)
 	return 0;
 }
 
-static const struct autoscaled_driver *load(const char *path)
-{
-	autoscaled_driver_info_fn info;
-	const struct autoscaled_driver *d;
-	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-
-	if (!dl) {
-		fprintf(stderr, "cloud-probe: cannot load '%s': %s\n", path, dlerror());
-		return NULL;
-	}
-	*(void **)&info = dlsym(dl, AUTOSCALED_DRIVER_SYMBOL);
-	d = info ? info() : NULL;
-	if (!d || d->abi_version != AUTOSCALED_DRIVER_ABI_VERSION || d->struct_size < AUTOSCALED_DRIVER_MIN_SIZE) {
-		fprintf(stderr, "cloud-probe: '%s' is not a driver of ABI %u\n", path, AUTOSCALED_DRIVER_ABI_VERSION);
-		return NULL;
-	}
-	return d;
-}
-
 int main(int argc, char **argv)
 {
 	struct autoscaled_option opts[MAX_OPTIONS];
-	struct autoscaled_host host = { AUTOSCALED_DRIVER_ABI_VERSION, sizeof(host), "probe", NULL, probe_log };
+	struct autoscaled_host host;
 	struct autoscaled_driver_instance *h = NULL;
 	const struct autoscaled_driver *d;
+	const struct driver *drv;
+	const char *group = "probe";
+	char err[1024];
 	size_t n_opts = 0;
 	int i, rc, failed = 0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: cloud-probe PLUGIN.so [-g GROUP] [-o key=value]... OP...\n");
+		fprintf(stderr, "usage: cloud-probe DRIVER [-g GROUP] [-o key=value]... OP...\n");
 		return 2;
 	}
-	d = load(argv[1]);
-	if (!d)
+	log_init(true, true);
+	rc = driver_load(argv[1], NULL, &drv, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "cloud-probe: %s\n", err);
 		return 2;
+	}
+	d = drv->ops;
 	for (i = 2; i + 1 < argc && argv[i][0] == '-'; i += 2) {
 		char *eq = strchr(argv[i + 1], '=');
 
 		if (strcmp(argv[i], "-g") == 0) {
-			host.group = argv[i + 1];
+			group = argv[i + 1];
 			continue;
 		}
 		if (strcmp(argv[i], "-o") != 0 || !eq || n_opts == MAX_OPTIONS) {
@@ -104,6 +81,7 @@ int main(int argc, char **argv)
 		*eq = '\0';
 		opts[n_opts++] = (struct autoscaled_option){ .key = argv[i + 1], .value = eq + 1 };
 	}
+	driver_host_init(&host, group, NULL);
 	if (i < argc && strcmp(argv[i], "check") == 0) {
 		/* `autoscaled -n`: options and credentials checked, no request. */
 		rc = AUTOSCALED_DRIVER_HAS_OP(d, check) ? d->check(&host, opts, n_opts) : 0;

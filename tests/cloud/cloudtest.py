@@ -16,8 +16,7 @@ sys.path.insert(0, os.path.join(top_srcdir, "tests", "emulators"))
 PROBE = os.path.join(top_builddir, "tests", "cloud", "cloud-probe")
 
 
-def plugin(name):
-    return os.path.join(top_builddir, "drivers", ".libs", name + ".so")
+os.environ.setdefault("AUTOSCALED_DRIVER_DIR", os.path.join(top_builddir, "drivers", ".libs"))
 
 
 class Result:
@@ -32,7 +31,7 @@ class Result:
 
 
 def probe(driver, options, ops, timeout=120):
-    args = [PROBE, plugin(driver), "-g", "test"]
+    args = [PROBE, driver, "-g", "test"]
     for k, v in options.items():
         args += ["-o", "%s=%s" % (k, v)]
     start = time.time()
