@@ -1,12 +1,12 @@
 #!/bin/sh
-# One full observe cycle of GROUPS (default 200) MIGs and 200 scale sets,
+# One full observe cycle of BENCH_GROUPS (default 200) MIGs and 200 scale sets,
 # one thread per group, against the emulators with LATENCY_MS (default 100)
 # added to every reply. Run from the build directory after `make check`
 # (or `make bench/cloud-observe`): top_srcdir=.. sh ../bench/cloud-observe.sh
 set -eu
 top_srcdir=${top_srcdir:-..}
 top_builddir=${top_builddir:-.}
-groups=${GROUPS:-200}
+groups=${BENCH_GROUPS:-200}
 latency=${LATENCY_MS:-100}
 AUTOSCALED_DRIVER_DIR=${AUTOSCALED_DRIVER_DIR:-$top_builddir/drivers/.libs}
 export AUTOSCALED_DRIVER_DIR
