@@ -43,7 +43,7 @@ struct rest_client {
 	char ratelimit_writes[64];
 	char ratelimit_resource[192];
 	unsigned long retries;    /* retries done since open, for metrics */
-	unsigned long errors;     /* final failures since open */
+	unsigned long errors;     /* final failures since open (the drivers add failed operations) */
 };
 
 struct rest_request {

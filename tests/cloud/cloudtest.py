@@ -30,12 +30,13 @@ class Result:
         return self.ops[i]
 
 
-def probe(driver, options, ops, timeout=120):
+def probe(driver, options, ops, timeout=120, env=None):
     args = [PROBE, driver, "-g", "test"]
     for k, v in options.items():
         args += ["-o", "%s=%s" % (k, v)]
     start = time.time()
-    proc = subprocess.run(args + list(ops), capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(args + list(ops), capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
     return Result(proc, time.time() - start)
 
 

@@ -350,4 +350,14 @@ def check_options(ctx):
     check(not ctx.emu.requests, "no request")
 
 
+@tap.test
+def metadata_host_from_environment(ctx):
+    """GCE_METADATA_HOST is honoured when metadata_host is not set"""
+    opts = ctx.options()
+    host = opts.pop("metadata_host")
+    res = probe("gce-mig", opts, ["observe"], env={"GCE_METADATA_HOST": host})
+    check(res.returncode == 0 and len(ctx.emu.find("GET", "^/computeMetadata/")) == 1, "token from the emulator",
+          res.stderr)
+
+
 sys.exit(tap.run(setup, teardown))
