@@ -130,6 +130,11 @@ static void sentence_rules(struct sbuf *sb, const struct decision *d, const stru
 
 static void sentence_combine(struct sbuf *sb, const struct decision *d, const struct group_conf *g)
 {
+	/* When the inputs already agree with the current count, the closing
+	 * "no change from N" says all there is to say. */
+	if (!d->on_missing_applied && d->hold != HOLD_INVALID_SIGNAL && d->hold != HOLD_RULE_NOT_FIRED &&
+	    d->combined == d->current && d->driver_signal < 0)
+		return;
 	sb_sep(sb);
 	if (d->on_missing_applied) {
 		sb_printf(sb, "no valid signal: on_missing %s -> %d", on_missing_name(g->behavior.on_missing),
@@ -148,8 +153,6 @@ static void sentence_combine(struct sbuf *sb, const struct decision *d, const st
 	}
 	if (d->driver_rule >= 0 && d->combined != d->current)
 		sb_printf(sb, "rule %d decides -> %d", d->driver_rule + 1, d->combined);
-	else if (d->combined == d->current && d->driver_signal < 0)
-		sb_printf(sb, "hold %d", d->combined);
 	else
 		sb_printf(sb, "max of signals");
 }
