@@ -103,8 +103,19 @@ static void sentence_signals(struct sbuf *sb, const struct decision *d, const st
 		else
 			sb_printf(sb, "%s %g vs %g/instance -> %d", sc->name, sd->value, sd->target,
 				  sd->recommendation);
-		if (sd->tolerance_hold)
+		if (sd->counted_as_zero > 0 || sd->counted_at_target > 0) {
+			/* Say what HPA's substitutions did: a bare "within
+			 * tolerance" would hide why a busy pool holds. */
+			sb_printf(sb, " (");
+			if (sd->counted_as_zero > 0)
+				sb_printf(sb, "%d not yet ready counted as 0", sd->counted_as_zero);
+			if (sd->counted_at_target > 0)
+				sb_printf(sb, "%s%d without a sample counted at target", sd->counted_as_zero > 0 ? ", " : "",
+					  sd->counted_at_target);
+			sb_printf(sb, "%s)", sd->tolerance_hold ? ": hold" : "");
+		} else if (sd->tolerance_hold) {
 			sb_printf(sb, " (within tolerance)");
+		}
 	}
 }
 
@@ -247,7 +258,9 @@ static bool add_signals(cJSON *root, const struct decision *d, const struct grou
 		    !add_number_or_null(o, "value", sd->valid, sd->value) ||
 		    !cJSON_AddNumberToObject(o, "target", sd->target) ||
 		    !add_number_or_null(o, "recommendation", sd->valid && !sd->rules_only, sd->recommendation) ||
-		    !cJSON_AddBoolToObject(o, "within_tolerance", sd->tolerance_hold))
+		    !cJSON_AddBoolToObject(o, "within_tolerance", sd->tolerance_hold) ||
+		    !cJSON_AddNumberToObject(o, "counted_as_zero", sd->counted_as_zero) ||
+		    !cJSON_AddNumberToObject(o, "counted_at_target", sd->counted_at_target))
 			return false;
 		if (sd->valid ? !cJSON_AddNullToObject(o, "reason")
 			      : !cJSON_AddStringToObject(o, "reason", sd->reason ? sd->reason : "no data"))
