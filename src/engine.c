@@ -189,10 +189,14 @@ static void recommend_utilization(struct eval *e, size_t s, struct signal_decisi
 	}
 	sum = sd->value * sampled;
 	n = sampled + missing;
-	if (ratio < 1.0)
+	if (ratio < 1.0) {
 		sum += target * missing;
-	if (ratio > 1.0)
+		sd->counted_at_target = missing;
+	}
+	if (ratio > 1.0) {
 		n += e->unready;
+		sd->counted_as_zero = e->unready;
+	}
 	new_ratio = sum / ((double)n * target);
 	if (within(new_ratio, tol) || (ratio < 1.0 && new_ratio > 1.0) || (ratio > 1.0 && new_ratio < 1.0)) {
 		sd->recommendation = e->current;
