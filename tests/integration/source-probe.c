@@ -171,9 +171,10 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata)
 			start(&probes[i]);
 		more |= probes[i].polls_left > 0;
 	}
-	if (more)
+	if (more) {
 		sd_event_source_set_time_relative(es, (uint64_t)interval_ms * 1000);
-	else
+		sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
+	} else
 		sd_event_source_set_enabled(es, SD_EVENT_OFF);
 	return 0;
 }
