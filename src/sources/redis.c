@@ -229,7 +229,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		return;
 	p = source_priv(s);
 	if (!rp) {
-		snprintf(why, sizeof(why), "connection lost: %s", ac->errstr[0] ? ac->errstr : "closed by the server");
+		snprintf(why, sizeof(why), "connection lost: %s", ac->c.errstr[0] ? ac->c.errstr : "closed by the server");
 		finish(s, -ECONNRESET, 0, why);
 		return;
 	}
@@ -266,8 +266,9 @@ static void on_connect(const redisAsyncContext *ac, int status)
 	p = source_priv(s);
 	p->ac = NULL;
 	((redisAsyncContext *)ac)->data = NULL;
-	snprintf(why, sizeof(why), "cannot connect: %s", ac->errstr);
-	finish(s, ac->err == REDIS_ERR_IO ? -ECONNREFUSED : -EIO, 0, why);
+	/* The async context copies the error only after this callback. */
+	snprintf(why, sizeof(why), "cannot connect: %s", ac->c.errstr);
+	finish(s, strstr(ac->c.errstr, "refused") ? -ECONNREFUSED : -EIO, 0, why);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
@@ -280,7 +281,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	p = source_priv(s);
 	p->ac = NULL;
 	((redisAsyncContext *)ac)->data = NULL;
-	finish(s, -ECONNRESET, 0, ac->errstr[0] ? ac->errstr : "connection closed by the server");
+	finish(s, -ECONNRESET, 0, ac->c.errstr[0] ? ac->c.errstr : "connection closed by the server");
 }
 
 static int on_timeout(sd_event_source *es, uint64_t usec, void *userdata)

@@ -9,6 +9,7 @@ port written to PORTFILE once it listens.
       /count       a JSON object counting the requests served so far
   fixture-server.py hang PORTFILE       TCP: accepts and never answers
   fixture-server.py garbage PORTFILE    TCP: answers any connection with noise
+  fixture-server.py hang-unix PATH      a UNIX socket that accepts and never answers
 """
 import http.server
 import json
@@ -67,11 +68,16 @@ def write_port(path, port):
     os.rename(tmp, path)
 
 
-def tcp(portfile, garbage):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(128)
-    write_port(portfile, s.getsockname()[1])
+def tcp(portfile, garbage, unix_path=None):
+    if unix_path:
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(unix_path)
+        s.listen(128)
+    else:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(128)
+        write_port(portfile, s.getsockname()[1])
     held = []
     while True:
         c, _ = s.accept()
@@ -95,6 +101,8 @@ def main():
         srv.serve_forever()
     elif mode in ("hang", "garbage"):
         tcp(sys.argv[2], mode == "garbage")
+    elif mode == "hang-unix":
+        tcp(None, False, sys.argv[2])
     else:
         sys.exit("unknown mode " + mode)
 
