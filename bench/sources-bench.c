@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	signal(SIGPIPE, SIG_IGN);
 	/* Each signal holds a connection on both ends during a cycle. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;

@@ -95,7 +95,7 @@ expect_ok() {
 	desc=$1 want=$2
 	shift 2
 	probe "$@"
-	if awk -v w="$want" '$2 == "ok" && $3 + 0 == w + 0 { f = 1 } END { exit !f }' "$TMP/out"; then
+	if [ "$probe_rc" = 0 ] && awk -v w="$want" '$2 == "ok" && $3 + 0 == w + 0 { f = 1 } END { exit !f }' "$TMP/out"; then
 		ok "$desc"
 	else
 		not_ok "$desc (wanted $want)"
@@ -108,7 +108,7 @@ expect_invalid() {
 	desc=$1 errno=$2 pat=$3
 	shift 3
 	probe "$@"
-	if grep -q " invalid $errno [0-9]* .*$pat" "$TMP/out"; then
+	if [ "$probe_rc" = 1 ] && grep -q " invalid $errno [0-9]* .*$pat" "$TMP/out"; then
 		ok "$desc"
 	else
 		not_ok "$desc (wanted $errno, '$pat')"
@@ -118,4 +118,17 @@ expect_invalid() {
 # field N: field N of the first line of the last probe's output.
 field() {
 	awk -v n="$1" 'NR == 1 { print $n }' "$TMP/out"
+}
+
+# expect_cancel DESC ARGS...: freeing the sources mid-poll (-k) reports
+# them cancelled, with no reading and a clean exit.
+expect_cancel() {
+	desc=$1
+	shift
+	probe -k 300 "$@"
+	if [ "$probe_rc" = 1 ] && grep -q " cancelled$" "$TMP/out" && ! grep -q " ok \| invalid " "$TMP/out"; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+	fi
 }

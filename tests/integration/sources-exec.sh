@@ -43,6 +43,18 @@ else
 	[ -n "$gc" ] && kill "$gc" 2>/dev/null
 fi
 
+# Freeing the source mid-run kills the command and reaps it.
+probe -k 300 "$(x "timeout = 5000; shell = true; command = \"echo \$\$ > $TMP/victim; exec sleep 30\";")"
+v=$(cat "$TMP/victim" 2>/dev/null)
+sleep 0.2
+state=$(awk '{ print $3 }' "/proc/$v/stat" 2>/dev/null)
+if grep -q "s0 cancelled" "$TMP/out" && [ -n "$v" ] && { [ -z "$state" ] || [ "$state" = Z ]; }; then
+	ok "freeing a source mid-run kills its command"
+else
+	not_ok "freeing a source mid-run kills its command"
+	[ -n "$v" ] && kill "$v" 2>/dev/null
+fi
+
 # Many polls in a row leave no zombie or descriptor behind.
 probe -n 20 -i 10 "$(x 'command = ["echo", "5"];')"
 if [ "$(grep -c ' ok 5 ' "$TMP/out")" = 20 ]; then ok "20 runs in a row"; else not_ok "20 runs in a row"; fi

@@ -127,6 +127,8 @@ if [ "$(field 3)" = ETIMEDOUT ] && [ "$e" -ge 550 ] && [ "$e" -le 2500 ]; then
 else
 	not_ok "a stats socket that never answers times out"
 fi
+expect_cancel "freeing a source mid-read of the stats socket" \
+	"source = \"haproxy\"; socket = \"$TMP/hang.sock\"; proxy = \"web\"; column = \"rate\"; timeout = 5000;"
 probe "source = \"haproxy\"; proxy = \"web\"; column = \"rate\";"
 if [ "$probe_rc" = 2 ] && grep -q "option 'url' or 'socket' is required" "$TMP/out"; then ok "url or socket is required"; else not_ok "url or socket is required"; fi
 finish

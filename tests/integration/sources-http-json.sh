@@ -76,6 +76,8 @@ else
 	not_ok "the hung sources report their own timeouts"
 fi
 
+expect_cancel "freeing a source mid-request cancels it" "$(j "$U/hang" 'timeout = 5000;')"
+
 # Configuration errors name the option's file and line.
 cat >"$TMP/sig.conf" <<CONF
 source = "http_json";

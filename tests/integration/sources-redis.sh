@@ -60,6 +60,7 @@ if [ "$(field 3)" = ETIMEDOUT ] && [ "$e" -ge 550 ] && [ "$e" -le 2500 ]; then
 else
 	not_ok "a server that never answers times out"
 fi
+expect_cancel "freeing a source mid-poll" "source = \"redis\"; port = $HANG; key = \"jobs\"; timeout = 5000;"
 fixture GARBAGE garbage
 probe "source = \"redis\"; port = $GARBAGE; key = \"jobs\"; timeout = 2000;"
 if grep -q " invalid E[A-Z]* [0-9]* .*\(Protocol error\|connection\)" "$TMP/out"; then
