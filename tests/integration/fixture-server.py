@@ -7,6 +7,7 @@ port written to PORTFILE once it listens.
       /headers     a JSON object of the request's headers
       /big/N       N bytes of a JSON array of zeros
       /count       a JSON object counting the requests served so far
+  fixture-server.py https DIR PORTFILE CERT KEY   the same over TLS
   fixture-server.py hang PORTFILE       TCP: accepts and never answers
   fixture-server.py garbage PORTFILE    TCP: answers any connection with noise
   fixture-server.py hang-unix PATH      a UNIX socket that accepts and never answers
@@ -15,6 +16,7 @@ import http.server
 import json
 import os
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -94,9 +96,13 @@ def tcp(portfile, garbage, unix_path=None):
 
 def main():
     mode = sys.argv[1]
-    if mode == "http":
+    if mode in ("http", "https"):
         os.chdir(sys.argv[2])
         srv = Server(("127.0.0.1", 0), Handler)
+        if mode == "https":
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+            srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
         write_port(sys.argv[3], srv.server_address[1])
         srv.serve_forever()
     elif mode in ("hang", "garbage"):

@@ -65,11 +65,14 @@ wait_file() {
 	[ -s "$1" ]
 }
 
-# fixture VAR MODE [DIR]: starts fixture-server.py and sets VAR to its port.
+# fixture VAR MODE [DIR [CERT KEY]]: starts fixture-server.py and sets VAR
+# to its port.
 fixture() {
 	pf="$TMP/port.$1"
 	if [ "$2" = http ]; then
 		bg python3 "$FIXTURE" http "$3" "$pf"
+	elif [ "$2" = https ]; then
+		bg python3 "$FIXTURE" https "$3" "$pf" "$4" "$5"
 	else
 		bg python3 "$FIXTURE" "$2" "$pf"
 	fi

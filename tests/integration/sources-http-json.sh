@@ -37,6 +37,19 @@ probe "$(j "$U/headers" 'pointer = "/authorization"; username = "ops"; password 
 # "ops:pw" in base64 is b3BzOnB3.
 if grep -q "Basic b3BzOnB3" "$TMP/out"; then ok "basic auth"; else not_ok "basic auth"; fi
 
+# TLS: a self-signed certificate for 127.0.0.1, trusted through ca_file.
+if command -v openssl >/dev/null 2>&1 &&
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+		-keyout "$TMP/key.pem" -out "$TMP/cert.pem" >/dev/null 2>&1; then
+	fixture TLS https "$DOC" "$TMP/cert.pem" "$TMP/key.pem"
+	T="https://127.0.0.1:$TLS/v.json"
+	expect_ok "HTTPS with the server's CA in ca_file" 23 "$(j "$T" "pointer = \"/queue/depth\"; ca_file = \"$TMP/cert.pem\";")"
+	expect_invalid "HTTPS with an unknown CA is refused" EPROTO "certificate" "$(j "$T" 'pointer = "/queue/depth";')"
+	expect_ok "HTTPS with insecure = true" 23 "$(j "$T" 'pointer = "/queue/depth"; insecure = true;')"
+else
+	ok "# SKIP openssl cannot make a test certificate"
+fi
+
 expect_invalid "server down: connection refused" ECONNREFUSED "Failed to connect\|Connection refused\|connect" \
 	"$(j "http://127.0.0.1:$DOWN/v.json" 'pointer = "/queue/depth";')"
 expect_invalid "HTTP 404 is invalid" EREMOTEIO "HTTP status 404" "$(j "$U/missing.json" '')"
