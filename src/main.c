@@ -1,6 +1,138 @@
-/* autoscaled: placeholder entry point until the agent lands. */
+/* autoscaled: the daemon's entry point, and the dispatcher of its offline
+ * modes (`explain`, `simulate`, `-n`). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
-int main(void)
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "config.h"
+#include "driver.h"
+#include "explain.h"
+#include "log.h"
+#include "simulate.h"
+
+#define DEFAULT_CONFIG SYSCONFDIR "/autoscaled/autoscaled.conf"
+
+static void usage(FILE *f)
 {
-	return 0;
+	fprintf(f,
+		"Usage: autoscaled [OPTION]...\n"
+		"       autoscaled explain -c FILE --group NAME --current N [--ready N]\n"
+		"                          [--value SIGNAL=NUMBER]... [--at ISO8601]\n"
+		"       autoscaled simulate -c FILE --group NAME --trace FILE --format FORMAT [...]\n"
+		"\n"
+		"Autoscaler for libvirt VM pools and cloud instance groups.\n"
+		"\n"
+		"  -c, --config FILE     configuration file (default " DEFAULT_CONFIG ")\n"
+		"  -n, --check-config    validate the configuration, print every error, and exit\n"
+		"  -f, --foreground      log to stderr instead of the journal\n"
+		"      --dry-run         decide and log, but never act on a group\n"
+		"  -v, --verbose         log every evaluation, not only changes\n"
+		"      --list-drivers    list the driver plugins found, and exit\n"
+		"  -V, --version         print the version and exit\n"
+		"  -h, --help            print this help and exit\n"
+		"\n"
+		"See autoscaled(8) and autoscaled.conf(5).\n");
+}
+
+/* Prints every error of a configuration that failed to load. */
+static int check_config(const char *path, bool quiet)
+{
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+	int r;
+
+	r = config_load(path, &c, &errs);
+	if (r < 0) {
+		if (errs.n == 0)
+			fprintf(stderr, "%s: %s\n", path, strerror(-r));
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.v[i]);
+		config_errors_clear(&errs);
+		return EXIT_FAILURE;
+	}
+	config_free(c);
+	if (!quiet)
+		printf("configuration OK\n");
+	return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_DRY_RUN = 256, OPT_LIST_DRIVERS };
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"check-config", no_argument, NULL, 'n'},
+		{"foreground", no_argument, NULL, 'f'},
+		{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+		{"verbose", no_argument, NULL, 'v'},
+		{"list-drivers", no_argument, NULL, OPT_LIST_DRIVERS},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct agent_options opts = {.config_path = DEFAULT_CONFIG};
+	bool check = false, list = false;
+	int c;
+
+	if (argc > 1 && strcmp(argv[1], "explain") == 0)
+		return explain_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "simulate") == 0)
+		return simulate_main(argc - 1, argv + 1);
+
+	while ((c = getopt_long(argc, argv, "c:nfvVh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			opts.config_path = optarg;
+			break;
+		case 'n':
+			check = true;
+			break;
+		case 'f':
+			opts.foreground = true;
+			break;
+		case 'v':
+			opts.verbose = true;
+			break;
+		case OPT_DRY_RUN:
+			opts.dry_run = true;
+			break;
+		case OPT_LIST_DRIVERS:
+			list = true;
+			break;
+		case 'V':
+			printf("autoscaled %s\n", PACKAGE_VERSION);
+			return EXIT_SUCCESS;
+		case 'h':
+			usage(stdout);
+			return EXIT_SUCCESS;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "autoscaled: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (check)
+		return check_config(opts.config_path, false);
+	if (list) {
+		const char *dir = NULL;
+		struct config *cf = NULL;
+
+		/* The configured driver directory counts when the file loads. */
+		if (config_load(opts.config_path, &cf, NULL) == 0)
+			dir = cf->agent.driver_directory;
+		int r = driver_print_list(dir, stdout);
+
+		config_free(cf);
+		return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+	}
+	log_init(opts.foreground, opts.verbose);
+	return agent_run(&opts) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

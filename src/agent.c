@@ -1,0 +1,287 @@
+/* The agent: start-up, the sd-event loop, signals, reload and sd_notify.
+ *
+ * Signal handlers are sd-event signal sources, so they run on the loop like
+ * everything else and never interrupt a half-done evaluation. A reload reads
+ * and validates the whole new configuration and builds every new group before
+ * anything is swapped; if any of that fails the running configuration stays,
+ * and the journal and STATUS= say why. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "agent.h"
+#include "config.h"
+#include "group.h"
+#include "http.h"
+#include "log.h"
+#include "sources/cloud_worker.h"
+
+/* READY=1 waits for the first observation of every group, but no longer
+ * than this: a dead host must not keep the unit in "activating". */
+#define READY_TIMEOUT_USEC (30ULL * 1000000ULL)
+
+struct agent {
+	sd_event *event;
+	const struct agent_options *opts;
+	struct config *config;
+	struct group_rt **groups;
+	size_t n_groups;
+	struct http *http;
+	struct group_ctx ctx;
+	bool ready_sent;
+	size_t waiting_first; /* groups whose first observation is pending */
+	sd_event_source *ready_timer;
+};
+
+static void agent_status(struct agent *a)
+{
+	size_t n_dry = 0;
+
+	for (size_t i = 0; i < a->n_groups; i++)
+		n_dry += group_rt_dry_run(a->groups[i]);
+	sd_notifyf(false, "STATUS=Managing %zu group%s%s%s", a->n_groups, a->n_groups == 1 ? "" : "s",
+		   n_dry ? ", dry run for " : "", n_dry ? (n_dry == a->n_groups ? "all" : "some") : "");
+}
+
+static void agent_send_ready(struct agent *a, const char *why)
+{
+	if (a->ready_sent)
+		return;
+	a->ready_sent = true;
+	a->ready_timer = sd_event_source_disable_unref(a->ready_timer);
+	sd_notify(false, "READY=1");
+	agent_status(a);
+	log_info("autoscaled %s ready: %zu group%s (%s)", PACKAGE_VERSION, a->n_groups,
+		 a->n_groups == 1 ? "" : "s", why);
+}
+
+/* group.c calls this once per group, after its first observation. */
+static void on_first_observation(void *userdata)
+{
+	struct agent *a = userdata;
+
+	if (a->waiting_first > 0)
+		a->waiting_first--;
+	if (a->waiting_first == 0)
+		agent_send_ready(a, "every group observed");
+}
+
+static int on_ready_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct agent *a = userdata;
+
+	log_warnx("agent: %zu group%s not observed after %llu s; ready anyway", a->waiting_first,
+		  a->waiting_first == 1 ? "" : "s", (unsigned long long)(READY_TIMEOUT_USEC / 1000000));
+	agent_send_ready(a, "some groups not yet observed");
+	return 0;
+}
+
+/* Builds runtimes for every group of `c`, adopting the state of same-named
+ * groups in `old` (NULL at start-up). On failure nothing is adopted and the
+ * partial result is freed. */
+static int build_groups(struct agent *a, const struct config *c, struct group_rt ***ret)
+{
+	struct group_rt **v;
+	int r;
+
+	v = calloc(c->n_groups ? c->n_groups : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n_groups; i++) {
+		const struct group_rt *old = NULL;
+
+		for (size_t j = 0; j < a->n_groups; j++)
+			if (strcmp(group_rt_name(a->groups[j]), c->groups[i].name) == 0)
+				old = a->groups[j];
+		r = group_rt_new(&a->ctx, &c->groups[i], old, &v[i]);
+		if (r < 0) {
+			for (size_t j = 0; j < i; j++)
+				group_rt_free(v[j]);
+			free(v);
+			return r;
+		}
+	}
+	*ret = v;
+	return 0;
+}
+
+static void free_groups(struct group_rt **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		group_rt_free(v[i]);
+	free(v);
+}
+
+static void agent_reload(struct agent *a)
+{
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+	struct group_rt **groups = NULL;
+	struct timespec ts;
+	int r;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=Reloading %s",
+		   (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL,
+		   a->opts->config_path);
+	log_info("agent: reloading '%s'", a->opts->config_path);
+
+	r = config_load(a->opts->config_path, &c, &errs);
+	if (r < 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			log_errx("%s", errs.v[i]);
+		sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
+			   errs.n ? errs.v[0] : strerror(-r));
+		log_errx("agent: reload of '%s' failed (%zu error%s); the previous configuration stays",
+			 a->opts->config_path, errs.n, errs.n == 1 ? "" : "s");
+		config_errors_clear(&errs);
+		return;
+	}
+	r = build_groups(a, c, &groups);
+	if (r < 0) {
+		sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
+			   strerror(-r));
+		log_errx("agent: reload of '%s' failed: %s; the previous configuration stays",
+			 a->opts->config_path, strerror(-r));
+		config_free(c);
+		return;
+	}
+	/* Everything is built: swap. The new groups take over the old ones'
+	 * drivers, windows and engine state by name. */
+	for (size_t i = 0; i < c->n_groups; i++) {
+		for (size_t j = 0; j < a->n_groups; j++)
+			if (a->groups[j] && strcmp(group_rt_name(a->groups[j]), c->groups[i].name) == 0)
+				group_rt_adopt(groups[i], a->groups[j]);
+	}
+	for (size_t j = 0; j < a->n_groups; j++)
+		group_rt_stop(a->groups[j]);
+	free_groups(a->groups, a->n_groups);
+	config_free(a->config);
+	a->config = c;
+	a->groups = groups;
+	a->n_groups = c->n_groups;
+	for (size_t i = 0; i < a->n_groups; i++)
+		group_rt_start(a->groups[i]);
+	sd_notify(false, "READY=1");
+	agent_status(a);
+	log_info("agent: reloaded '%s': %zu group%s", a->opts->config_path, a->n_groups,
+		 a->n_groups == 1 ? "" : "s");
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct agent *a = userdata;
+
+	switch (si->ssi_signo) {
+	case SIGHUP:
+		agent_reload(a);
+		break;
+	default:
+		log_info("agent: %s received, stopping", strsignal((int)si->ssi_signo));
+		sd_notify(false, "STOPPING=1\nSTATUS=Stopping");
+		sd_event_exit(sd_event_source_get_event(s), 0);
+		break;
+	}
+	return 0;
+}
+
+int agent_run(const struct agent_options *opts)
+{
+	struct agent a = {.opts = opts};
+	struct config_errors errs = {0};
+	sigset_t mask;
+	int r;
+
+	sd_notifyf(false, "STATUS=Reading %s", opts->config_path);
+	r = config_load(opts->config_path, &a.config, &errs);
+	if (r < 0) {
+		for (size_t i = 0; i < errs.n; i++)
+			log_errx("%s", errs.v[i]);
+		if (errs.n == 0)
+			log_errx("agent: cannot load '%s': %s", opts->config_path, strerror(-r));
+		sd_notifyf(false, "STATUS=Invalid configuration: %s", errs.n ? errs.v[0] : strerror(-r));
+		config_errors_clear(&errs);
+		return r;
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	r = sd_event_default(&a.event);
+	if (r < 0)
+		goto out;
+	/* sd-event pings the watchdog at half of WATCHDOG_USEC when systemd
+	 * asks for it; a stuck loop stops the pings. */
+	r = sd_event_set_watchdog(a.event, true);
+	if (r < 0)
+		goto out;
+	if (r > 0)
+		log_debug("agent: watchdog enabled");
+	sd_event_add_signal(a.event, NULL, SIGTERM, on_signal, &a);
+	sd_event_add_signal(a.event, NULL, SIGINT, on_signal, &a);
+	sd_event_add_signal(a.event, NULL, SIGHUP, on_signal, &a);
+
+	/* The cloud monitoring sources share the cloud drivers' REST and
+	 * credential code and register themselves with the source table. */
+	r = cloud_sources_register();
+	if (r < 0 && r != -EEXIST) {
+		log_errx("agent: cannot register the cloud sources: %s", strerror(-r));
+		goto out;
+	}
+	r = http_new(a.event, &a.http);
+	if (r < 0) {
+		log_errx("agent: cannot set up HTTP: %s", strerror(-r));
+		goto out;
+	}
+	a.ctx = (struct group_ctx){
+		.event = a.event,
+		.http = a.http,
+		.dry_run = opts->dry_run || a.config->agent.dry_run,
+		.verbose = opts->verbose,
+		.first_observation = on_first_observation,
+		.userdata = &a,
+		.agent_conf = &a.config->agent,
+	};
+
+	sd_notify(false, "STATUS=Opening drivers");
+	r = build_groups(&a, a.config, &a.groups);
+	if (r < 0) {
+		log_errx("agent: start-up failed: %s", strerror(-r));
+		sd_notifyf(false, "STATUS=Start-up failed: %s", strerror(-r));
+		goto out;
+	}
+	a.n_groups = a.config->n_groups;
+	a.waiting_first = a.n_groups;
+	for (size_t i = 0; i < a.n_groups; i++)
+		group_rt_start(a.groups[i]);
+	if (a.n_groups == 0)
+		agent_send_ready(&a, "no groups configured");
+	else
+		sd_event_add_time_relative(a.event, &a.ready_timer, CLOCK_MONOTONIC, READY_TIMEOUT_USEC, 0,
+					   on_ready_timeout, &a);
+
+	r = sd_event_loop(a.event);
+	for (size_t i = 0; i < a.n_groups; i++)
+		group_rt_stop(a.groups[i]);
+out:
+	free_groups(a.groups, a.n_groups);
+	a.ready_timer = sd_event_source_disable_unref(a.ready_timer);
+	http_free(a.http);
+	config_free(a.config);
+	sd_event_unref(a.event);
+	if (r < 0)
+		log_errx("agent: stopped on error: %s", strerror(-r));
+	else
+		log_info("agent: stopped");
+	return r < 0 ? r : 0;
+}

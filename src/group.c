@@ -1,0 +1,744 @@
+/* A group at run time; see group.h.
+ *
+ * Each evaluation tick observes the group through its driver (on a worker
+ * thread), feeds driver-backed CPU samples into their windows, runs the
+ * engine, logs the decision and, unless in dry-run, hands an action back to
+ * the driver. Sources with their own endpoints poll on their own timers and
+ * only ever write into their windows, so a slow source never delays an
+ * evaluation: the engine just finds its window stale.
+ *
+ * Driver calls go through jobs: a job runs one operation on its own thread
+ * and posts itself back to the loop through a pipe shared by all groups.
+ * A group has at most one job at a time, which is the driver ABI's "one call
+ * at a time per handle". */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "driver.h"
+#include "engine.h"
+#include "group.h"
+#include "log.h"
+#include "source.h"
+
+/* Signals read from the group's own driver rather than an endpoint. */
+#define DRIVER_CPU_SOURCE "libvirt_cpu"
+
+enum job_kind {
+	JOB_OBSERVE,
+	JOB_SCALE_OUT,
+	JOB_SCALE_IN,
+};
+
+struct cpu_sample {
+	char *id;
+	double percent;
+};
+
+struct job {
+	enum job_kind kind;
+	struct group_rt *g;      /* NULL once the group is gone: drop the result */
+	const struct autoscaled_driver *drv;
+	struct autoscaled_driver_instance *handle;
+	bool close_when_done;    /* orphaned: close the handle afterwards */
+	bool want_cpu;
+	int count;               /* scale: the target (out) or how many to remove (in) */
+	int from;                /* scale: the count when the action was decided */
+	int64_t started_ms;
+	int write_fd;
+	/* Results, written by the worker thread. */
+	int r;
+	struct autoscaled_observation obs;
+	struct instance_obs *instances;
+	size_t n_instances, cap_instances;
+	struct cpu_sample *cpu;
+	size_t n_cpu, cap_cpu;
+	int cpu_r;
+	int n_done;              /* scale: instances created or removed */
+};
+
+struct signal_rt {
+	const struct signal_conf *sc;
+	struct group_rt *g;
+	struct window win;
+	struct source *src;       /* NULL for driver-backed signals */
+	bool driver_cpu;
+	sd_event_source *timer;
+	bool polling;
+	char error[256];          /* the newest poll's error, "" when it succeeded */
+	int n_sampled;
+};
+
+struct group_rt {
+	const struct group_ctx *ctx;
+	const struct group_conf *gc;
+	const struct autoscaled_driver *drv;
+	struct autoscaled_driver_instance *handle;
+	struct autoscaled_host host;
+	struct driver_options drv_opts;
+	struct signal_rt *signals;
+	size_t n_signals;
+	bool want_cpu;
+	sd_event_source *timer;
+	struct engine_state state;
+	struct decision last;
+	bool have_last;
+	char last_sentence[512];
+	struct job *job;          /* the driver call in flight, if any */
+	/* The newest observation, owned copies. */
+	struct instance_obs *instances;
+	size_t n_instances;
+	int current;
+	bool stable;
+	bool partial;
+	bool observed;            /* at least one observation succeeded */
+	bool first_reported;      /* the agent was told of the first observation */
+	bool stopped;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------ jobs */
+
+/* The pipe that carries finished jobs back to the loop, one per process. */
+static int job_pipe[2] = {-1, -1};
+static sd_event_source *job_source;
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->n_instances; i++)
+		free((char *)j->instances[i].id);
+	free(j->instances);
+	for (size_t i = 0; i < j->n_cpu; i++)
+		free(j->cpu[i].id);
+	free(j->cpu);
+	free(j);
+}
+
+static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
+{
+	struct job *j = ctx;
+	struct instance_obs *o;
+
+	if (j->n_instances == j->cap_instances) {
+		size_t cap = j->cap_instances ? j->cap_instances * 2 : 16;
+		void *p = realloc(j->instances, cap * sizeof(*j->instances));
+
+		if (!p)
+			return -ENOMEM;
+		j->instances = p;
+		j->cap_instances = cap;
+	}
+	o = &j->instances[j->n_instances];
+	*o = (struct instance_obs){
+		.id = strdup(in->id ? in->id : ""),
+		.state = in->state == AUTOSCALED_INSTANCE_RUNNING ? INSTANCE_RUNNING
+			 : in->state == AUTOSCALED_INSTANCE_STOPPING ? INSTANCE_STOPPING
+								       : INSTANCE_PROVISIONING,
+		.created_ms = in->created_ms,
+		.running_since_ms = in->running_since_ms,
+		.ready = in->ready,
+	};
+	if (!o->id)
+		return -ENOMEM;
+	j->n_instances++;
+	return 0;
+}
+
+static int job_count_instance(void *ctx, const struct autoscaled_instance *in)
+{
+	struct job *j = ctx;
+
+	(void)in;
+	j->n_done++;
+	return 0;
+}
+
+static int job_collect_cpu(void *ctx, const char *id, double percent)
+{
+	struct job *j = ctx;
+
+	if (j->n_cpu == j->cap_cpu) {
+		size_t cap = j->cap_cpu ? j->cap_cpu * 2 : 16;
+		void *p = realloc(j->cpu, cap * sizeof(*j->cpu));
+
+		if (!p)
+			return -ENOMEM;
+		j->cpu = p;
+		j->cap_cpu = cap;
+	}
+	j->cpu[j->n_cpu].id = strdup(id);
+	if (!j->cpu[j->n_cpu].id)
+		return -ENOMEM;
+	j->cpu[j->n_cpu++].percent = percent;
+	return 0;
+}
+
+static void *job_thread(void *arg)
+{
+	struct job *j = arg;
+	ssize_t n;
+
+	switch (j->kind) {
+	case JOB_OBSERVE:
+		j->r = j->drv->observe(j->handle, job_collect_instance, j, &j->obs);
+		if (j->r >= 0 && j->want_cpu)
+			j->cpu_r = j->drv->read_cpu(j->handle, job_collect_cpu, j);
+		break;
+	case JOB_SCALE_OUT:
+		j->r = j->drv->set_capacity(j->handle, j->count, job_count_instance, j);
+		break;
+	case JOB_SCALE_IN:
+		j->r = j->drv->remove_instances(j->handle, j->count, NULL, 0, job_count_instance, j);
+		break;
+	}
+	do
+		n = write(j->write_fd, &j, sizeof(j));
+	while (n < 0 && errno == EINTR);
+	return NULL;
+}
+
+static int job_start(struct group_rt *g, struct job *j)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int r;
+
+	j->g = g;
+	j->drv = g->drv;
+	j->handle = g->handle;
+	j->write_fd = job_pipe[1];
+	j->started_ms = now_ms();
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = -pthread_create(&t, &attr, job_thread, j);
+	pthread_attr_destroy(&attr);
+	if (r < 0) {
+		log_group(LOG_ERR, g->gc->name, NULL, NULL, "cannot start a driver call: %s", strerror(-r));
+		return r;
+	}
+	g->job = j;
+	return 0;
+}
+
+static void group_job_done(struct job *j);
+
+static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct job *j;
+	ssize_t n;
+
+	(void)s;
+	(void)revents;
+	(void)userdata;
+	while ((n = read(fd, &j, sizeof(j))) == (ssize_t)sizeof(j)) {
+		if (!j->g) {
+			if (j->close_when_done)
+				j->drv->close(j->handle);
+			job_free(j);
+			continue;
+		}
+		j->g->job = NULL;
+		group_job_done(j);
+		job_free(j);
+	}
+	return 0;
+}
+
+static int job_pipe_init(sd_event *event)
+{
+	if (job_pipe[0] >= 0)
+		return 0;
+	if (pipe2(job_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	/* The writers are worker threads; let them block rather than lose a
+	 * job when the pipe is full. */
+	fcntl(job_pipe[1], F_SETFL, fcntl(job_pipe[1], F_GETFL) & ~O_NONBLOCK);
+	return sd_event_add_io(event, &job_source, job_pipe[0], EPOLLIN, on_job_pipe, NULL);
+}
+
+/* --------------------------------------------------------------- driver */
+
+static bool same_driver(const struct group_conf *a, const struct group_conf *b)
+{
+	if (strcmp(a->driver, b->driver) != 0 || a->driver_options.n != b->driver_options.n)
+		return false;
+	for (size_t i = 0; i < a->driver_options.n; i++) {
+		const struct config_option *x = &a->driver_options.v[i], *y = &b->driver_options.v[i];
+
+		if (strcmp(x->key, y->key) != 0 || x->type != y->type || x->n_list != y->n_list)
+			return false;
+		if (x->type == OPTION_LIST) {
+			for (size_t k = 0; k < x->n_list; k++)
+				if (strcmp(x->list[k], y->list[k]) != 0)
+					return false;
+		} else if (strcmp(x->str ? x->str : "", y->str ? y->str : "") != 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* -------------------------------------------------------------- signals */
+
+static void signal_poll_done(void *userdata, int64_t t_ms, int status, double value, const char *error)
+{
+	struct signal_rt *s = userdata;
+
+	s->polling = false;
+	if (status < 0) {
+		snprintf(s->error, sizeof(s->error), "%s", error ? error : strerror(-status));
+		log_group(LOG_DEBUG, s->g->gc->name, NULL, NULL, "signal '%s': %s", s->sc->name, s->error);
+		return;
+	}
+	if (window_push(&s->win, t_ms, value) == -EDOM) {
+		snprintf(s->error, sizeof(s->error), "not a finite number");
+		return;
+	}
+	s->error[0] = '\0';
+	s->n_sampled = -1;
+}
+
+static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	struct signal_rt *s = userdata;
+	int r;
+
+	sd_event_source_set_time(es, usec + (uint64_t)s->sc->poll_interval_ms * 1000);
+	sd_event_source_set_enabled(es, SD_EVENT_ON);
+	if (s->polling) {
+		log_group(LOG_DEBUG, s->g->gc->name, NULL, NULL, "signal '%s': previous poll still running",
+			  s->sc->name);
+		return 0;
+	}
+	s->polling = true;
+	r = source_poll(s->src, now_ms(), signal_poll_done, s);
+	if (r < 0) {
+		s->polling = false;
+		snprintf(s->error, sizeof(s->error), "poll failed: %s", strerror(-r));
+	}
+	return 0;
+}
+
+/* The longest window any rule of any profile reads this signal over. */
+static int64_t longest_window(const struct group_conf *gc, size_t sig)
+{
+	int64_t w = gc->signals[sig].window_ms;
+
+	for (size_t p = 0; p < gc->n_profiles; p++)
+		for (size_t r = 0; r < gc->profiles[p].n_rules; r++)
+			if (gc->profiles[p].rules[r].signal_index == (int)sig &&
+			    gc->profiles[p].rules[r].window_ms > w)
+				w = gc->profiles[p].rules[r].window_ms;
+	return w;
+}
+
+/* Mean CPU of the ready members from a driver's read_cpu results. The
+ * initialization period leaves new members out, as the engine does. */
+static void feed_driver_cpu(struct group_rt *g, const struct job *j, int64_t t)
+{
+	double sum = 0;
+	int n = 0;
+
+	for (size_t i = 0; i < j->n_cpu; i++) {
+		for (size_t k = 0; k < g->n_instances; k++) {
+			const struct instance_obs *in = &g->instances[k];
+
+			if (strcmp(in->id, j->cpu[i].id) != 0)
+				continue;
+			if (in->state == INSTANCE_RUNNING && in->ready && in->running_since_ms &&
+			    t - in->running_since_ms >= g->gc->behavior.initialization_ms) {
+				sum += j->cpu[i].percent;
+				n++;
+			}
+			break;
+		}
+	}
+	for (size_t i = 0; i < g->n_signals; i++) {
+		struct signal_rt *s = &g->signals[i];
+
+		if (!s->driver_cpu)
+			continue;
+		if (j->cpu_r < 0) {
+			snprintf(s->error, sizeof(s->error), "%s read_cpu failed: %s", g->drv->name,
+				 strerror(-j->cpu_r));
+		} else if (n == 0) {
+			snprintf(s->error, sizeof(s->error), "no ready member reported CPU time yet");
+		} else {
+			window_push(&s->win, t, sum / n);
+			s->error[0] = '\0';
+			s->n_sampled = n;
+		}
+	}
+}
+
+/* ----------------------------------------------------------- evaluation */
+
+static void take_observation(struct group_rt *g, struct job *j)
+{
+	for (size_t i = 0; i < g->n_instances; i++)
+		free((char *)g->instances[i].id);
+	free(g->instances);
+	g->instances = j->instances;
+	g->n_instances = j->n_instances;
+	j->instances = NULL;
+	j->n_instances = j->cap_instances = 0;
+	g->current = j->obs.target_size;
+	g->stable = j->obs.stable;
+	g->partial = j->obs.partial;
+	g->observed = true;
+}
+
+static void log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
+{
+	char sentence[512];
+	char *json = NULL;
+	cJSON *o;
+	bool changed;
+	int prio;
+
+	decision_sentence(d, g->gc, sentence, sizeof(sentence));
+	changed = !g->have_last || d->desired != g->last.desired || d->hold != g->last.hold ||
+		  strcmp(sentence, g->last_sentence) != 0;
+	prio = d->action != DIR_NONE || changed || g->ctx->verbose ? LOG_INFO : LOG_DEBUG;
+	o = decision_to_json(d, g->gc);
+	if (o) {
+		cJSON_AddBoolToObject(o, "dry_run", dry_run);
+		json = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+	}
+	log_group(prio, g->gc->name, "DECISION", json ? json : "{}", "%s%s",
+		  dry_run && d->action != DIR_NONE ? "(dry run, not acting) " : "", sentence);
+	free(json);
+	snprintf(g->last_sentence, sizeof(g->last_sentence), "%s", sentence);
+}
+
+static void group_evaluate(struct group_rt *g)
+{
+	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
+	struct observation obs = {
+		.current = g->current,
+		.instances = g->instances,
+		.n_instances = g->n_instances,
+		.stable = g->stable,
+		.in_flight = DIR_NONE,
+	};
+	struct decision d;
+	int64_t t = now_ms();
+	bool dry = group_rt_dry_run(g);
+	int r;
+
+	if (g->job && g->job->kind == JOB_SCALE_OUT)
+		obs.in_flight = DIR_OUT;
+	else if (g->job && g->job->kind == JOB_SCALE_IN)
+		obs.in_flight = DIR_IN;
+	for (size_t i = 0; i < g->n_signals; i++) {
+		in[i] = (struct engine_signal_input){
+			.window = &g->signals[i].win,
+			.error = g->signals[i].error[0] ? g->signals[i].error : NULL,
+			.n_sampled = g->signals[i].n_sampled,
+		};
+	}
+	r = engine_evaluate(g->gc, t, &obs, in, &g->state, &g->state, &d);
+	if (r < 0) {
+		log_group(LOG_ERR, g->gc->name, NULL, NULL, "evaluation failed: %s", strerror(-r));
+		return;
+	}
+	/* A partial observation (a host down) hides members: never remove
+	 * instances on it. */
+	if (d.action == DIR_IN && g->partial) {
+		d.action = DIR_NONE;
+		d.desired = d.current;
+		d.hold = HOLD_IN_FLIGHT;
+		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
+			  "scale-in held: some hosts of the pool could not be observed");
+	}
+	log_decision(g, &d, dry);
+	g->last = d;
+	g->have_last = true;
+	if (d.action == DIR_NONE || dry || g->job)
+		return;
+
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return;
+	j->kind = d.action == DIR_OUT ? JOB_SCALE_OUT : JOB_SCALE_IN;
+	j->count = d.action == DIR_OUT ? d.desired : d.current - d.desired;
+	j->from = d.current;
+	if (job_start(g, j) < 0)
+		job_free(j);
+}
+
+static void group_job_done(struct job *j)
+{
+	struct group_rt *g = j->g;
+	int64_t t = now_ms();
+
+	switch (j->kind) {
+	case JOB_OBSERVE:
+		if (j->r < 0) {
+			log_group(LOG_WARNING, g->gc->name, NULL, NULL, "observe failed: %s; holding",
+				  strerror(-j->r));
+			break;
+		}
+		take_observation(g, j);
+		if (j->want_cpu)
+			feed_driver_cpu(g, j, t);
+		if (!g->first_reported) {
+			g->first_reported = true;
+			if (g->ctx->first_observation)
+				g->ctx->first_observation(g->ctx->userdata);
+		}
+		if (!g->stopped)
+			group_evaluate(g);
+		break;
+	case JOB_SCALE_OUT:
+	case JOB_SCALE_IN: {
+		int to = j->kind == JOB_SCALE_OUT ? j->count : j->from - j->count;
+
+		if (j->r < 0) {
+			log_group(LOG_ERR, g->gc->name, NULL, NULL, "%s from %d to %d failed: %s",
+				  j->kind == JOB_SCALE_OUT ? "scale-out" : "scale-in", j->from, to, strerror(-j->r));
+			/* Whatever part of it happened shows in the next observation;
+			 * recording it keeps rate limits honest. */
+			if (j->n_done > 0)
+				engine_record_action(&g->state, j->started_ms, j->from,
+						     j->from + (j->kind == JOB_SCALE_OUT ? j->n_done : -j->n_done));
+			break;
+		}
+		engine_record_action(&g->state, j->started_ms, j->from, to);
+		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s from %d to %d done in %.1f s",
+			  j->kind == JOB_SCALE_OUT ? "scaled out" : "scaled in", j->from, to,
+			  (double)(t - j->started_ms) / 1000.0);
+		g->current = to;
+		break;
+	}
+	}
+}
+
+static int on_group_timer(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	struct group_rt *g = userdata;
+	struct job *j;
+
+	sd_event_source_set_time(es, usec + (uint64_t)g->gc->interval_ms * 1000);
+	sd_event_source_set_enabled(es, SD_EVENT_ON);
+	if (g->job) {
+		/* A driver call is still running: evaluation and logging go on
+		 * with the last observation; no second action is issued. */
+		if (g->observed)
+			group_evaluate(g);
+		return 0;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return 0;
+	j->kind = JOB_OBSERVE;
+	j->want_cpu = g->want_cpu;
+	if (job_start(g, j) < 0)
+		job_free(j);
+	return 0;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const struct group_rt *old,
+		 struct group_rt **ret)
+{
+	const struct driver *loaded;
+	struct group_rt *g;
+	char err[512];
+	int r;
+
+	r = job_pipe_init(ctx->event);
+	if (r < 0)
+		return r;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->ctx = ctx;
+	g->gc = gc;
+	engine_state_init(&g->state);
+
+	r = driver_load(gc->driver, ctx->agent_conf->driver_directory, &loaded, err, sizeof(err));
+	if (r < 0) {
+		log_group(LOG_ERR, gc->name, NULL, NULL, "%s", err);
+		goto fail;
+	}
+	g->drv = loaded->ops;
+	r = driver_options_from_config(&gc->driver_options, &g->drv_opts);
+	if (r < 0)
+		goto fail;
+	driver_host_init(&g->host, gc->name, g);
+
+	g->signals = calloc(gc->n_signals ? gc->n_signals : 1, sizeof(*g->signals));
+	if (!g->signals) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	g->n_signals = gc->n_signals;
+	for (size_t i = 0; i < gc->n_signals; i++) {
+		struct signal_rt *s = &g->signals[i];
+		const struct signal_conf *sc = &gc->signals[i];
+
+		s->sc = sc;
+		s->g = g;
+		s->n_sampled = -1;
+		r = window_init(&s->win, window_capacity_for(longest_window(gc, i), sc->poll_interval_ms));
+		if (r < 0)
+			goto fail;
+		if (strcmp(sc->source, DRIVER_CPU_SOURCE) == 0) {
+			if (!AUTOSCALED_DRIVER_HAS_OP(g->drv, read_cpu)) {
+				log_group(LOG_ERR, gc->name, NULL, NULL,
+					  "%s:%d: signal '%s': source '%s' needs a driver that reads CPU time, and "
+					  "driver '%s' does not",
+					  sc->file, sc->line, sc->name, sc->source, gc->driver);
+				r = -EINVAL;
+				goto fail;
+			}
+			s->driver_cpu = true;
+			g->want_cpu = true;
+			continue;
+		}
+		struct source_env env = {.event = ctx->event, .http = ctx->http};
+
+		r = source_new(sc, &env, &s->src, err, sizeof(err));
+		if (r < 0) {
+			log_group(LOG_ERR, gc->name, NULL, NULL, "signal '%s': %s", sc->name, err);
+			goto fail;
+		}
+	}
+
+	/* The driver instance is opened last, and only when the old runtime's
+	 * instance cannot be taken over. */
+	if (!(old && old->handle && same_driver(old->gc, gc))) {
+		r = g->drv->open(&g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
+		if (r < 0) {
+			log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' failed to open: %s", gc->driver,
+				  strerror(-r));
+			goto fail;
+		}
+	}
+	*ret = g;
+	return 0;
+fail:
+	group_rt_free(g);
+	return r;
+}
+
+void group_rt_adopt(struct group_rt *g, struct group_rt *old)
+{
+	if (!g->handle && old->handle) {
+		g->handle = old->handle;
+		old->handle = NULL;
+		/* A call in flight on that handle now reports to the new runtime. */
+		if (old->job) {
+			old->job->g = g;
+			g->job = old->job;
+			old->job = NULL;
+		}
+	}
+	for (size_t i = 0; i < g->n_signals; i++) {
+		for (size_t k = 0; k < old->n_signals; k++) {
+			struct signal_rt *a = &g->signals[i], *b = &old->signals[k];
+
+			if (strcmp(a->sc->name, b->sc->name) != 0)
+				continue;
+			/* Keep the samples: a reload must not empty the windows. */
+			for (size_t n = 0; n < b->win.n; n++) {
+				const struct sample *smp = &b->win.buf[(b->win.head + n) % b->win.cap];
+
+				window_push(&a->win, smp->t_ms, smp->v);
+			}
+			memcpy(a->error, b->error, sizeof(a->error));
+			a->n_sampled = b->n_sampled;
+		}
+	}
+	g->state = old->state;
+	g->instances = old->instances;
+	g->n_instances = old->n_instances;
+	old->instances = NULL;
+	old->n_instances = 0;
+	g->current = old->current;
+	g->stable = old->stable;
+	g->partial = old->partial;
+	g->observed = old->observed;
+	g->first_reported = old->first_reported;
+}
+
+void group_rt_start(struct group_rt *g)
+{
+	uint64_t t;
+
+	g->stopped = false;
+	sd_event_now(g->ctx->event, CLOCK_MONOTONIC, &t);
+	/* Evaluate at once, then every interval. */
+	sd_event_add_time(g->ctx->event, &g->timer, CLOCK_MONOTONIC, t, 0, on_group_timer, g);
+	for (size_t i = 0; i < g->n_signals; i++) {
+		struct signal_rt *s = &g->signals[i];
+
+		if (s->src)
+			sd_event_add_time(g->ctx->event, &s->timer, CLOCK_MONOTONIC, t, 0, on_signal_timer, s);
+	}
+}
+
+void group_rt_stop(struct group_rt *g)
+{
+	g->stopped = true;
+	g->timer = sd_event_source_disable_unref(g->timer);
+	for (size_t i = 0; i < g->n_signals; i++)
+		g->signals[i].timer = sd_event_source_disable_unref(g->signals[i].timer);
+}
+
+void group_rt_free(struct group_rt *g)
+{
+	if (!g)
+		return;
+	group_rt_stop(g);
+	for (size_t i = 0; i < g->n_signals; i++) {
+		source_free(g->signals[i].src);
+		window_destroy(&g->signals[i].win);
+	}
+	free(g->signals);
+	if (g->job) {
+		/* The worker still uses the handle: it closes it when done. */
+		g->job->g = NULL;
+		g->job->close_when_done = g->handle != NULL;
+		g->handle = NULL;
+	}
+	if (g->handle)
+		g->drv->close(g->handle);
+	driver_options_free(&g->drv_opts);
+	for (size_t i = 0; i < g->n_instances; i++)
+		free((char *)g->instances[i].id);
+	free(g->instances);
+	free(g);
+}
+
+const char *group_rt_name(const struct group_rt *g)
+{
+	return g->gc->name;
+}
+
+bool group_rt_dry_run(const struct group_rt *g)
+{
+	return g->ctx->dry_run || g->gc->dry_run;
+}
