@@ -11,8 +11,8 @@ got=$(awk '$2 == "ok" { printf "%s ", $3 }' "$TMP/out")
 if [ "$got" = "1 1 2 2 3 3 4 4 1 " ]; then ok "steps through the series and loops ($got)"; else not_ok "steps and loops ($got)"; fi
 probe -n 2 -i 500 "source = \"replay\"; file = \"$TMP/s.csv\"; speed = 20; column = \"other\"; scale = 0.5;"
 if [ "$(grep -c ' ok 4.5 ' "$TMP/out")" = 2 ]; then ok "column by name and scale"; else not_ok "column by name and scale"; fi
-expect_ok "the bundled demo series starts at its first value" 0.817 \
-	"source = \"replay\"; file = \"$top_srcdir/data/replay/nasa-http-1995-07-05.csv\"; speed = 240;"
+expect_ok "the quick-start demo's series starts at its first value" 0.767 \
+	"source = \"replay\"; file = \"$top_srcdir/data/demo-load.csv\"; speed = 1440;"
 printf 'time,load\n0,1\n10,x\n' >"$TMP/bad.csv"
 probe "source = \"replay\"; file = \"$TMP/bad.csv\";"
 if [ "$probe_rc" = 2 ] && grep -q "bad.csv': line 3" "$TMP/out"; then ok "a bad row is a config error with its line"; else not_ok "bad row"; fi
