@@ -5,12 +5,13 @@
  *
  * N http_json sources (default 1,000) read a number from a local HTTP server
  * (libmicrohttpd, two threads, in this process) through the shared client
- * on one sd-event loop, all polled at once, CYCLES times. Reported per
+ * on one sd-event loop, all polled at once, CYCLES times (default 7). Reported per
  * cycle: wall time until the last reading, CPU time of the loop's thread
  * (the daemon's cost; the server threads are excluded), and whether every
- * value was right. Then the same cycles with HUNG more sources pointing at
- * a socket that accepts and never answers: the healthy readings should end
- * as fast as before, the hung ones at their own timeout. */
+ * value was right. Each cycle alternates with one where HUNG more sources
+ * (default 10) point at a socket that accepts and never answers: the
+ * healthy readings should end as fast as alone, the hung ones at their own
+ * timeout (default 1 s). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -55,11 +56,19 @@ static int64_t ns(clockid_t clk)
 static enum MHD_Result serve(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			     const char *version, const char *data, size_t *size, void **state)
 {
+	static int first_call;
 	char body[96];
 	struct MHD_Response *r;
 	enum MHD_Result ret;
-	int n = snprintf(body, sizeof(body), "{\"queue\": {\"depth\": %s}}", strncmp(url, "/q/", 3) == 0 ? url + 3 : "0");
+	int n;
 
+	/* Answering on the first call, before the request is read, makes
+	 * libmicrohttpd close the connection; keep-alive is the normal case. */
+	if (!*state) {
+		*state = &first_call;
+		return MHD_YES;
+	}
+	n = snprintf(body, sizeof(body), "{\"queue\": {\"depth\": %s}}", strncmp(url, "/q/", 3) == 0 ? url + 3 : "0");
 	r = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
 	MHD_add_response_header(r, "Content-Type", "application/json");
 	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
@@ -115,6 +124,19 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* Polls every source once; prints one line; returns the healthy wall ms. */
 static double cycle(sd_event *e, size_t n, const char *label, int k)
 {
@@ -148,6 +170,7 @@ static double cycle(sd_event *e, size_t n, const char *label, int k)
 	if (n > n_healthy)
 		printf("  %zu/%zu timed out", hung_timeouts, n - n_healthy);
 	printf("\n");
+	fflush(stdout);
 	free(lat);
 	return wall_healthy / 1e6;
 }
@@ -155,8 +178,8 @@ static double cycle(sd_event *e, size_t n, const char *label, int k)
 int main(int argc, char **argv)
 {
 	size_t n = 1000, n_hung = 10;
-	int cycles = 5, c, hport = 0, hfd;
-	int64_t hung_timeout = 2000;
+	int cycles = 7, c, hport = 0, hfd;
+	int64_t hung_timeout = 1000;
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct MHD_Daemon *d;
 	struct source_env env;
@@ -164,7 +187,8 @@ int main(int argc, char **argv)
 	struct rlimit rl;
 	sd_event *e;
 	char err[512];
-	double base = 0, with_hung = 0;
+	double alone[64], beside[64];
+	int n_alone = 0, n_beside = 0;
 
 	while ((c = getopt(argc, argv, "n:c:H:T:")) != -1) {
 		switch (c) {
@@ -220,17 +244,20 @@ int main(int argc, char **argv)
 	       n, n_hung, (long long)hung_timeout);
 	printf("%-10s %2s  %6s  %9s  %9s  %9s  %8s  %5s\n", "run", "#", "valid", "p50 ms", "wall ms", "cpu ms",
 	       "hung ms", "wrong");
-	for (int k = 1; k <= cycles; k++) {
-		double w = cycle(e, n, "healthy", k);
-
-		if (k > 1)
-			base += w / (cycles - 1);
+	/* The first cycle opens the connections; the others reuse them.
+	 * Cycles alone and beside the hung sources alternate, so that a busy
+	 * machine weighs on both alike. */
+	cycle(e, n, "warm-up", 1);
+	for (int k = 1; k <= cycles && k <= 64; k++) {
+		alone[n_alone++] = cycle(e, n, "alone", k);
+		if (n_hung)
+			beside[n_beside++] = cycle(e, n + n_hung, "with-hung", k);
 	}
-	for (int k = 1; k <= (cycles > 3 ? 3 : cycles) && n_hung; k++)
-		with_hung += cycle(e, n + n_hung, "with-hung", k) / (cycles > 3 ? 3 : cycles);
-	if (cycles > 1 && n_hung)
-		printf("mean wall of healthy sources (warm): %.1f ms alone, %.1f ms beside %zu hung ones: %+.1f ms\n",
-		       base, with_hung, n_hung, with_hung - base);
+	printf("median over %d cycles: %.1f ms wall for %zu readings", n_alone, median(alone, n_alone), n);
+	if (n_beside)
+		printf("; %.1f ms beside %zu hung sources (%+.1f ms)", median(beside, n_beside), n_hung,
+		       median(beside, n_beside) - median(alone, n_alone));
+	printf("\n");
 	for (size_t i = 0; i < n_sigs; i++)
 		source_free(sigs[i].src);
 	free(sigs);
