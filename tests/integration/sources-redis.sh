@@ -11,7 +11,7 @@ need redis-server redis-cli python3
 
 P=$(free_port)
 mkdir -p "$TMP/redis"
-bg redis-server --bind 127.0.0.1 --port "$P" --dir "$TMP/redis" --save '' --appendonly no \
+bg redis-server --bind 127.0.0.1 -::1 --port "$P" --dir "$TMP/redis" --save '' --appendonly no \
 	--unixsocket "$TMP/redis.sock" --unixsocketperm 700 --requirepass topsecret --loglevel warning --logfile "$TMP/redis.log"
 i=0
 until redis-cli -p "$P" -a topsecret --no-auth-warning ping 2>/dev/null | grep -q PONG; do
@@ -44,6 +44,19 @@ rc acl setuser probe on '>probe-pw' '~*' '+@read' '+select'
 expect_ok "AUTH as an ACL user" 3 "source = \"redis\"; port = $P; username = \"probe\"; password = \"probe-pw\"; key = \"jobs\";"
 expect_ok "over the UNIX socket" 3 "source = \"redis\"; socket = \"$TMP/redis.sock\"; password = \"topsecret\"; key = \"jobs\";"
 
+expect_ok "a host name, looked up off the loop" 3 "source = \"redis\"; host = \"localhost\"; port = $P; password = \"topsecret\"; key = \"jobs\";"
+# A name that does not resolve is invalid with the resolver's reason (or
+# the signal's timeout where DNS cannot be reached), and a reading beside
+# it is not held up by the lookup.
+probe "source = \"redis\"; name = \"dns\"; host = \"no-such-host.invalid\"; port = $P; key = \"jobs\"; timeout = 1500;" \
+	"$(r 'name = "near"; key = "jobs";')"
+near=$(awk '$1 == "near" && $2 == "ok" { print $4 }' "$TMP/out")
+if grep -q "^dns invalid \(EHOSTUNREACH [0-9]* cannot resolve 'no-such-host.invalid'\|ETIMEDOUT\)" "$TMP/out" &&
+	[ -n "$near" ] && [ "$near" -lt 300 ]; then
+	ok "an unresolvable host is invalid, and delays no other reading"
+else
+	not_ok "an unresolvable host is invalid, and delays no other reading"
+fi
 expect_invalid "a wrong password" EACCES "AUTH failed: .*WRONGPASS\|AUTH failed: .*invalid" \
 	"source = \"redis\"; port = $P; password = \"wrong\"; key = \"jobs\";"
 expect_invalid "no password where one is needed" EREMOTEIO "NOAUTH" "source = \"redis\"; port = $P; key = \"jobs\";"

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "source.h"
+#include "sources/resolve.h"
 
 /* A source type of the test's own: it reads its "value" option and
  * completes on the next loop iteration. */
@@ -264,6 +265,40 @@ static void test_timeout_from_the_signal(void **state)
 	source_free(s);
 }
 
+static void on_resolved(void *userdata, int status, const char *addr, const char *error)
+{
+	struct result *r = userdata;
+
+	r->calls++;
+	r->status = status;
+	snprintf(r->error, sizeof(r->error), "%s", status == 0 ? addr : error);
+}
+
+static void test_resolve(void **state)
+{
+	struct result r = { 0 };
+	struct resolve *q;
+
+	assert_true(resolve_is_numeric("127.0.0.1"));
+	assert_true(resolve_is_numeric("::1"));
+	assert_false(resolve_is_numeric("localhost"));
+	assert_int_equal(resolve_start(event, "localhost", on_resolved, &r, &q), 0);
+	assert_int_equal(r.calls, 0);
+	for (int i = 0; i < 500 && !r.calls; i++)
+		sd_event_run(event, 10000);
+	assert_int_equal(r.calls, 1);
+	assert_int_equal(r.status, 0);
+	assert_true(strcmp(r.error, "127.0.0.1") == 0 || strcmp(r.error, "::1") == 0);
+	/* A cancelled lookup never reports, and frees itself. */
+	r.calls = 0;
+	assert_int_equal(resolve_start(event, "localhost", on_resolved, &r, &q), 0);
+	resolve_cancel(q);
+	for (int i = 0; i < 50; i++)
+		sd_event_run(event, 10000);
+	assert_int_equal(r.calls, 0);
+	resolve_cancel(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +309,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_non_finite_is_invalid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeout_from_the_signal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resolve, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
