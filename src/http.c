@@ -300,6 +300,9 @@ int http_new(sd_event *event, struct http **ret)
 	curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
 	curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_timer_change);
 	curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+	/* Keep idle connections for reuse by the next polls (curl's default
+	 * shrinks the cache as calls complete), within a bound on descriptors. */
+	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)HTTP_MAX_IDLE_CONNECTIONS);
 	*ret = h;
 	return 0;
 fail:

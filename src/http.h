@@ -20,6 +20,7 @@
 #define HTTP_DEFAULT_TIMEOUT_MS INT64_C(30000)
 #define HTTP_DEFAULT_MAX_BODY ((size_t)1 << 20)
 #define HTTP_MAX_HEADER_BYTES 16384  /* response headers kept for lookup */
+#define HTTP_MAX_IDLE_CONNECTIONS 512 /* kept open for reuse across polls */
 
 struct http;
 struct http_call;

@@ -40,7 +40,7 @@ struct source_env {
  * The callback may call source_free() on this source. */
 typedef void (*source_done_fn)(void *userdata, int64_t t_ms, int status, double value, const char *error);
 
-/* Builds the reader of signal SC (by SC->source, see source_types[]). On
+/* Builds the reader of signal SC (SC->source found by source_lookup()). On
  * success returns 0 and stores it in *RET. On failure returns a negative
  * errno and writes "FILE:LINE: message" into ERR: -EINVAL for a bad or
  * unknown option, -EOPNOTSUPP for a source type this build lacks. ENV must
@@ -48,8 +48,9 @@ typedef void (*source_done_fn)(void *userdata, int64_t t_ms, int status, double 
 int source_new(const struct signal_conf *sc, const struct source_env *env, struct source **ret, char *err,
 	       size_t errlen);
 
-/* Starts one reading. Returns 0 and calls DONE later, or -EBUSY when a poll
- * of this source is still in flight (DONE is then not called for this try). */
+/* Starts one reading. Returns 0 and calls DONE later; or -EBUSY when a poll
+ * of this source is still in flight, or another negative errno (-ENOMEM,
+ * -EMFILE) when the reading could not start: DONE is then not called. */
 int source_poll(struct source *s, int64_t now_ms, source_done_fn done, void *userdata);
 
 /* Cancels a poll in flight (its callback is not called) and frees S. Safe

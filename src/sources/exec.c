@@ -4,7 +4,8 @@
  * gets /dev/null as stdin, a clean signal mask and its own process group;
  * on timeout the whole group gets SIGKILL. A non-zero exit is invalid, with
  * the status and the start of stderr. The exit is watched with a pidfd, so
- * the daemon's SIGCHLD handling is left alone. */
+ * the daemon's SIGCHLD handling is left alone; where pidfd_open(2) is
+ * missing (kernels before 5.3, valgrind) a 20 ms timer polls waitpid(2). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -21,6 +22,7 @@
 
 #define EXEC_MAX_ARGS 256
 #define EXEC_STDERR_KEEP 512
+#define EXEC_WAIT_POLL_USEC 20000
 
 extern char **environ;
 
@@ -119,7 +121,7 @@ static int exec_init(struct source *s, const struct signal_conf *sc, char *err, 
 }
 
 /* Waits for an abandoned child in the background, so that cancelling a
- * run never leaves a zombie. */
+ * run never leaves a zombie: on its pidfd, or by polling. */
 static int on_orphan_exit(sd_event_source *es, int fd, uint32_t revents, void *userdata)
 {
 	pid_t pid = (pid_t)(intptr_t)userdata;
@@ -128,6 +130,45 @@ static int on_orphan_exit(sd_event_source *es, int fd, uint32_t revents, void *u
 	sd_event_source_set_floating(es, false);
 	sd_event_source_disable_unref(es);
 	return 0;
+}
+
+static int on_orphan_tick(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	pid_t pid = (pid_t)(intptr_t)userdata;
+
+	if (waitpid(pid, NULL, WNOHANG) == 0) {
+		sd_event_source_set_time(es, usec + EXEC_WAIT_POLL_USEC);
+		sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
+		return 0;
+	}
+	sd_event_source_set_floating(es, false);
+	sd_event_source_disable_unref(es);
+	return 0;
+}
+
+static void reap_later(struct source *s, pid_t pid, int pidfd)
+{
+	sd_event_source *es = NULL;
+	uint64_t now;
+	int r;
+
+	if (pidfd >= 0) {
+		r = sd_event_add_io(source_event(s), &es, pidfd, EPOLLIN, on_orphan_exit, (void *)(intptr_t)pid);
+		if (r >= 0)
+			sd_event_source_set_io_fd_own(es, true);
+	} else {
+		r = sd_event_now(source_event(s), CLOCK_MONOTONIC, &now);
+		if (r >= 0)
+			r = sd_event_add_time(source_event(s), &es, CLOCK_MONOTONIC, now + EXEC_WAIT_POLL_USEC, 1000,
+					      on_orphan_tick, (void *)(intptr_t)pid);
+	}
+	if (r < 0) {
+		if (pidfd >= 0)
+			close(pidfd);
+		return;
+	}
+	sd_event_source_set_floating(es, true);
+	sd_event_source_unref(es);
 }
 
 static void run_close(struct source *s, bool abandon)
@@ -144,15 +185,9 @@ static void run_close(struct source *s, bool abandon)
 		close(p->err_fd);
 	p->out_fd = p->err_fd = -1;
 	if (abandon && p->pid > 0) {
-		sd_event_source *es = NULL;
-
 		kill(-p->pid, SIGKILL);
-		if (waitpid(p->pid, NULL, WNOHANG) == 0 &&
-		    sd_event_add_io(source_event(s), &es, p->pidfd, EPOLLIN, on_orphan_exit,
-				    (void *)(intptr_t)p->pid) >= 0) {
-			sd_event_source_set_io_fd_own(es, true);
-			sd_event_source_set_floating(es, true);
-			sd_event_source_unref(es);
+		if (waitpid(p->pid, NULL, WNOHANG) == 0) {
+			reap_later(s, p->pid, p->pidfd);
 			p->pidfd = -1;
 		}
 	}
@@ -228,16 +263,16 @@ static const char *err_excerpt(struct exec_src *p)
 	return p->err;
 }
 
-static int on_exit_event(sd_event_source *es, int fd, uint32_t revents, void *userdata)
+/* Ends the run once the child has exited; returns false while it runs. */
+static bool check_exit(struct source *s)
 {
-	struct source *s = userdata;
 	struct exec_src *p = source_priv(s);
 	char what[64], msg[EXEC_STDERR_KEEP + 384];
 	double v;
 	int st = 0, r;
 
 	if (waitpid(p->pid, &st, WNOHANG) == 0)
-		return 0;
+		return false;
 	p->pid = 0;
 	drain(p, p->out_fd);
 	drain(p, p->err_fd);
@@ -245,7 +280,7 @@ static int on_exit_event(sd_event_source *es, int fd, uint32_t revents, void *us
 		run_close(s, false);
 		source_complete(s, -ETIMEDOUT, 0, "'%s' killed after %lld ms", p->argv[0],
 				(long long)source_timeout_ms(s));
-		return 0;
+		return true;
 	}
 	if (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0)) {
 		if (WIFSIGNALED(st))
@@ -255,12 +290,12 @@ static int on_exit_event(sd_event_source *es, int fd, uint32_t revents, void *us
 		snprintf(msg, sizeof(msg), "'%s' %s%s%s", p->argv[0], what, p->err_len ? ": " : "", err_excerpt(p));
 		run_close(s, false);
 		source_complete(s, -EIO, 0, "%s", msg);
-		return 0;
+		return true;
 	}
 	if (p->out_too_big) {
 		run_close(s, false);
 		source_complete(s, -EFBIG, 0, "'%s' printed more than 1 MiB", p->argv[0]);
-		return 0;
+		return true;
 	}
 	r = parse_last_number(p->out ? p->out : "", p->out_len, &v);
 	run_close(s, false);
@@ -268,6 +303,21 @@ static int on_exit_event(sd_event_source *es, int fd, uint32_t revents, void *us
 		source_complete(s, -ENODATA, 0, "'%s' printed no number", p->argv[0]);
 	else
 		source_complete(s, 0, v, NULL);
+	return true;
+}
+
+static int on_exit_event(sd_event_source *es, int fd, uint32_t revents, void *userdata)
+{
+	check_exit(userdata);
+	return 0;
+}
+
+static int on_exit_tick(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	if (!check_exit(userdata)) {
+		sd_event_source_set_time(es, usec + EXEC_WAIT_POLL_USEC);
+		sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
+	}
 	return 0;
 }
 
@@ -337,15 +387,15 @@ static int exec_poll(struct source *s)
 	fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
 	fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
-	if (p->pidfd < 0) {
-		r = -errno;
-		run_close(s, true);
-		return r;
-	}
-	if ((r = sd_event_add_io(source_event(s), &p->exit_src, p->pidfd, EPOLLIN, on_exit_event, s)) < 0 ||
+	r = sd_event_now(source_event(s), CLOCK_MONOTONIC, &now);
+	if (r >= 0 && p->pidfd >= 0)
+		r = sd_event_add_io(source_event(s), &p->exit_src, p->pidfd, EPOLLIN, on_exit_event, s);
+	else if (r >= 0)
+		r = sd_event_add_time(source_event(s), &p->exit_src, CLOCK_MONOTONIC, now + EXEC_WAIT_POLL_USEC, 1000,
+				      on_exit_tick, s);
+	if (r < 0 ||
 	    (r = sd_event_add_io(source_event(s), &p->out_src, p->out_fd, EPOLLIN, on_output, s)) < 0 ||
 	    (r = sd_event_add_io(source_event(s), &p->err_src, p->err_fd, EPOLLIN, on_output, s)) < 0 ||
-	    (r = sd_event_now(source_event(s), CLOCK_MONOTONIC, &now)) < 0 ||
 	    (r = sd_event_add_time(source_event(s), &p->timer, CLOCK_MONOTONIC,
 				   now + (uint64_t)source_timeout_ms(s) * 1000, 1000, on_timeout, s)) < 0) {
 		run_close(s, true);

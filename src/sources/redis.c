@@ -4,7 +4,8 @@
  * database number. Each poll opens a connection with hiredis's async API,
  * driven by the sd-event loop through a small adapter below, pipelines
  * AUTH, SELECT and the query, and closes it: a poll every few seconds does
- * not justify keeping reconnect state. The timeout covers the whole poll. */
+ * not justify keeping reconnect state. The timeout covers the whole poll,
+ * the lookup of a host name included (done off the loop's thread). */
 #include <errno.h>
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
@@ -15,6 +16,7 @@
 #include <sys/un.h>
 
 #include "sources/registry.h"
+#include "sources/resolve.h"
 
 enum redis_query { Q_LLEN, Q_XLEN, Q_XPENDING, Q_ZCARD };
 
@@ -34,6 +36,7 @@ struct redis {
 	enum redis_query query;
 	char *key, *group;
 	redisAsyncContext *ac;
+	struct resolve *lookup;
 	sd_event_source *timer;
 };
 
@@ -213,6 +216,8 @@ static void finish(struct source *s, int status, double v, const char *why)
 		redisAsyncFree(p->ac);
 		p->ac = NULL;
 	}
+	resolve_cancel(p->lookup);
+	p->lookup = NULL;
 	p->timer = sd_event_source_disable_unref(p->timer);
 	source_complete(s, status, v, "%s", why ? why : "");
 }
@@ -229,7 +234,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		return;
 	p = source_priv(s);
 	if (!rp) {
-		snprintf(why, sizeof(why), "connection lost: %s", ac->errstr[0] ? ac->errstr : "closed by the server");
+		snprintf(why, sizeof(why), "connection lost: %s", ac->c.errstr[0] ? ac->c.errstr : "closed by the server");
 		finish(s, -ECONNRESET, 0, why);
 		return;
 	}
@@ -266,8 +271,9 @@ static void on_connect(const redisAsyncContext *ac, int status)
 	p = source_priv(s);
 	p->ac = NULL;
 	((redisAsyncContext *)ac)->data = NULL;
-	snprintf(why, sizeof(why), "cannot connect: %s", ac->errstr);
-	finish(s, ac->err == REDIS_ERR_IO ? -ECONNREFUSED : -EIO, 0, why);
+	/* The async context copies the error only after this callback. */
+	snprintf(why, sizeof(why), "cannot connect: %s", ac->c.errstr);
+	finish(s, strstr(ac->c.errstr, "refused") ? -ECONNREFUSED : -EIO, 0, why);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
@@ -280,7 +286,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	p = source_priv(s);
 	p->ac = NULL;
 	((redisAsyncContext *)ac)->data = NULL;
-	finish(s, -ECONNRESET, 0, ac->errstr[0] ? ac->errstr : "connection closed by the server");
+	finish(s, -ECONNRESET, 0, ac->c.errstr[0] ? ac->c.errstr : "connection closed by the server");
 }
 
 static int on_timeout(sd_event_source *es, uint64_t usec, void *userdata)
@@ -323,44 +329,89 @@ static int send_commands(struct redis *p)
 	return r == REDIS_OK ? 0 : -ENOMEM;
 }
 
-static int redis_poll(struct source *s)
+/* Opens the connection to ADDR (numeric, or NULL for the UNIX socket) and
+ * queues the commands. Returns 0, or a negative errno with WHY set. */
+static int connect_to(struct source *s, const char *addr, char *why, size_t whylen)
 {
 	struct redis *p = source_priv(s);
-	uint64_t now;
 	int r;
 
-	p->ac = p->socket_path ? redisAsyncConnectUnix(p->socket_path) : redisAsyncConnect(p->host, p->port);
-	if (!p->ac)
+	p->ac = addr ? redisAsyncConnect(addr, p->port) : redisAsyncConnectUnix(p->socket_path);
+	if (!p->ac) {
+		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
+	}
 	if (p->ac->err) {
-		char why[256];
-
-		snprintf(why, sizeof(why), "cannot connect: %s", p->ac->errstr);
+		snprintf(why, whylen, "cannot connect: %s", p->ac->errstr);
 		redisAsyncFree(p->ac);
 		p->ac = NULL;
-		source_complete_later(s, -ECONNREFUSED, 0, "%s", why);
-		return 0;
+		return -ECONNREFUSED;
 	}
 	p->ac->data = s;
 	if ((r = ev_attach(p->ac, source_event(s))) < 0 ||
 	    redisAsyncSetConnectCallback(p->ac, on_connect) != REDIS_OK ||
-	    redisAsyncSetDisconnectCallback(p->ac, on_disconnect) != REDIS_OK || (r = send_commands(p)) < 0 ||
-	    (r = sd_event_now(source_event(s), CLOCK_MONOTONIC, &now)) < 0 ||
-	    (r = sd_event_add_time(source_event(s), &p->timer, CLOCK_MONOTONIC,
-				   now + (uint64_t)source_timeout_ms(s) * 1000, 1000, on_timeout, s)) < 0) {
+	    redisAsyncSetDisconnectCallback(p->ac, on_disconnect) != REDIS_OK || (r = send_commands(p)) < 0) {
 		p->ac->data = NULL;
 		redisAsyncFree(p->ac);
 		p->ac = NULL;
-		p->timer = sd_event_source_disable_unref(p->timer);
-		return r < 0 ? r : -ENOMEM;
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
 	}
 	return 0;
+}
+
+static void on_resolved(void *userdata, int status, const char *addr, const char *error)
+{
+	struct source *s = userdata;
+	struct redis *p = source_priv(s);
+	char why[256];
+
+	p->lookup = NULL;
+	if (status < 0) {
+		finish(s, status, 0, error);
+		return;
+	}
+	status = connect_to(s, addr, why, sizeof(why));
+	if (status < 0)
+		finish(s, status, 0, why);
+}
+
+static int redis_poll(struct source *s)
+{
+	struct redis *p = source_priv(s);
+	char why[256];
+	uint64_t now;
+	int r;
+
+	r = sd_event_now(source_event(s), CLOCK_MONOTONIC, &now);
+	if (r >= 0)
+		r = sd_event_add_time(source_event(s), &p->timer, CLOCK_MONOTONIC,
+				      now + (uint64_t)source_timeout_ms(s) * 1000, 1000, on_timeout, s);
+	if (r < 0)
+		return r;
+	if (!p->socket_path && !resolve_is_numeric(p->host)) {
+		r = resolve_start(source_event(s), p->host, on_resolved, s, &p->lookup);
+		if (r < 0)
+			p->timer = sd_event_source_disable_unref(p->timer);
+		return r;
+	}
+	r = connect_to(s, p->socket_path ? NULL : p->host, why, sizeof(why));
+	if (r == -ECONNREFUSED) {
+		p->timer = sd_event_source_disable_unref(p->timer);
+		source_complete_later(s, r, 0, "%s", why);
+		return 0;
+	}
+	if (r < 0)
+		p->timer = sd_event_source_disable_unref(p->timer);
+	return r;
 }
 
 static void redis_cancel(struct source *s)
 {
 	struct redis *p = source_priv(s);
 
+	resolve_cancel(p->lookup);
+	p->lookup = NULL;
 	if (p->ac) {
 		p->ac->data = NULL;
 		redisAsyncFree(p->ac);

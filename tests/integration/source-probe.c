@@ -2,8 +2,11 @@
  * concurrently on one sd-event loop and prints each reading, for the
  * integration tests of src/sources/.
  *
- *   source-probe [-n POLLS] [-i INTERVAL_MS] [-t TIMEOUT_MS] SNIPPET...
+ *   source-probe [-n POLLS] [-i INTERVAL_MS] [-t TIMEOUT_MS] [-k MS] SNIPPET...
  *   source-probe -f FILE     (one snippet read from FILE, for FILE:LINE)
+ *
+ * -k MS frees every source MS ms after the start, polls in flight included
+ * (each prints "NAME cancelled"), to exercise cancellation.
  *
  * A snippet is the body of a signal: `source = "http_json"; url = "...";`;
  * every setting but source, name and timeout becomes a source option. Each
@@ -15,6 +18,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libconfig.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +43,7 @@ static struct probe probes[PROBE_MAX];
 static size_t n_probes;
 static int n_polls = 1;
 static int64_t interval_ms = 1000;
+static int64_t kill_ms = -1;
 static int busy;
 static sd_event *event;
 
@@ -142,6 +147,21 @@ static int load(struct probe *p, const char *text, const char *file, int index)
 
 static void start(struct probe *p);
 
+static int on_kill(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	for (size_t i = 0; i < n_probes; i++) {
+		if (probes[i].busy)
+			printf("%s cancelled\n", probes[i].sc.name);
+		source_free(probes[i].src);
+		probes[i].src = NULL;
+		probes[i].busy = false;
+		probes[i].polls_left = 0;
+	}
+	fflush(stdout);
+	sd_event_exit(event, 0);
+	return 0;
+}
+
 static void on_done(void *userdata, int64_t t_ms, int status, double value, const char *error)
 {
 	struct probe *p = userdata;
@@ -171,9 +191,10 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata)
 			start(&probes[i]);
 		more |= probes[i].polls_left > 0;
 	}
-	if (more)
+	if (more) {
 		sd_event_source_set_time_relative(es, (uint64_t)interval_ms * 1000);
-	else
+		sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
+	} else
 		sd_event_source_set_enabled(es, SD_EVENT_OFF);
 	return 0;
 }
@@ -205,7 +226,7 @@ int main(int argc, char **argv)
 	char err[1024];
 	int c, rc = 0;
 
-	while ((c = getopt(argc, argv, "n:i:t:f:")) != -1) {
+	while ((c = getopt(argc, argv, "n:i:t:f:k:")) != -1) {
 		switch (c) {
 		case 'n':
 			n_polls = atoi(optarg);
@@ -219,11 +240,16 @@ int main(int argc, char **argv)
 		case 'f':
 			file = optarg;
 			break;
+		case 'k':
+			kill_ms = atoll(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: source-probe [-n POLLS] [-i MS] [-t MS] SNIPPET... | -f FILE\n");
+			fprintf(stderr, "usage: source-probe [-n POLLS] [-i MS] [-t MS] [-k MS] SNIPPET... | -f FILE\n");
 			return 2;
 		}
 	}
+	/* hiredis writes with write(2): a peer that closed must not kill us. */
+	signal(SIGPIPE, SIG_IGN);
 	if (sd_event_default(&event) < 0 || http_new(event, &http) < 0)
 		return 2;
 	env.event = event;
@@ -247,7 +273,13 @@ int main(int argc, char **argv)
 	if (n_probes == 0)
 		return 2;
 	sd_event_add_time_relative(event, &tick, CLOCK_MONOTONIC, 0, 1000, on_tick, NULL);
+	if (kill_ms >= 0)
+		sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, (uint64_t)kill_ms * 1000, 1000, on_kill, NULL);
 	sd_event_loop(event);
+	/* Let an abandoned child's reaper run, as the daemon's loop would. */
+	if (kill_ms >= 0)
+		for (int i = 0; i < 20; i++)
+			sd_event_run(event, 10000);
 	for (size_t i = 0; i < n_probes; i++) {
 		if (!probes[i].last_ok)
 			rc = 1;
