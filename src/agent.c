@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <systemd/sd-daemon.h>
@@ -191,6 +192,20 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return 0;
 }
 
+/* Every signal poll in flight holds a socket and every driver call may
+ * hold more; systemd's soft limit of 1024 descriptors runs out near a
+ * thousand signals, so take the hard limit, which is ours to take. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warn("agent: cannot raise the open-file limit");
+	}
+}
+
 int agent_run(const struct agent_options *opts)
 {
 	struct agent a = {.opts = opts};
@@ -210,6 +225,7 @@ int agent_run(const struct agent_options *opts)
 		return r;
 	}
 
+	raise_fd_limit();
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
