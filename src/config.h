@@ -25,6 +25,8 @@
 #define CONFIG_MAX_RULES 16         /* per profile */
 #define CONFIG_MAX_POLICIES 8       /* rate-limit policies per direction */
 #define CONFIG_MAX_STABILIZATION_MS (3600 * MS_PER_SEC)
+#define CONFIG_MAX_COUNT 100000     /* instances in a group: min, max, default */
+#define CONFIG_MAX_OPTIONS 64       /* keys in driver_options or source_options */
 
 enum signal_type {
 	SIGNAL_UTILIZATION, /* per-instance mean, e.g. CPU %: r = ceil(ready * value / target) */
@@ -162,8 +164,9 @@ struct profile_conf {
 	unsigned days;          /* bit 0 = Monday ... bit 6 = Sunday */
 	int start_minute;       /* minutes after local midnight, [0, 1440) */
 	int end_minute;         /* (0, 1440]; end <= start means the span crosses midnight */
-	char *timezone;         /* IANA name, default "UTC" */
-	void *tz;               /* the resolved zone (GTimeZone *), owned; see schedule.h */
+	char *timezone;         /* IANA name, default "UTC"; NULL for the default profile */
+	void *tz;               /* the resolved zone (GTimeZone *), owned; see schedule.h;
+				 * set for recurrence and fixed profiles */
 	/* PROFILE_FIXED: [start, end) as UTC epoch milliseconds */
 	int64_t start_ms, end_ms;
 	struct rule_conf *rules;

@@ -68,8 +68,9 @@ struct engine_event {
  * (see engine.c) and never hold more than ENGINE_MAX_HISTORY entries. */
 struct engine_state {
 	uint32_t version;
-	/* Recommendations for stabilization: the max-deque for the scale-in
-	 * window and the min-deque for the scale-out window. */
+	/* Recommendations for stabilization: up_recs is the min-deque for
+	 * the scale-out window, down_recs the max-deque for the scale-in
+	 * window (see engine.c). */
 	struct engine_rec up_recs[ENGINE_MAX_HISTORY];
 	size_t n_up_recs;
 	struct engine_rec down_recs[ENGINE_MAX_HISTORY];
@@ -103,6 +104,7 @@ struct signal_decision {
 	int recommendation;      /* when valid */
 	const char *reason;      /* why invalid (static or the source's error) */
 	bool tolerance_hold;     /* inside the tolerance band: r = current */
+	bool rules_only;         /* no target (<= 0): read by rules only, no recommendation */
 };
 
 struct rule_decision {

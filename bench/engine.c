@@ -1,0 +1,209 @@
+/* Engine benchmark: evaluations per second on one core, without JSON.
+ *
+ * Each group has 3 signals (CPU utilization, queue depth, requests/s), 3
+ * profiles (default, a Mon-Fri business-hours recurrence in Europe/Berlin,
+ * a fixed-date sale) with 4 rules each, and windows holding 20 minutes of
+ * samples at 15 s. Two runs: one group evaluated again and again, and a
+ * cycle over 10,000 such groups, as the daemon's timer would run them. Only
+ * engine_evaluate() is timed; feeding the windows is not.
+ *
+ * Usage: bench/engine [GROUPS [CYCLES]] */
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+
+#define N_SIGNALS 3
+#define N_PROFILES 3
+#define N_RULES 4
+#define STEP_MS (15 * MS_PER_SEC)
+
+struct bench_group {
+	struct group_conf g;
+	struct signal_conf sig[N_SIGNALS];
+	struct profile_conf prof[N_PROFILES];
+	struct rule_conf rules[N_PROFILES][N_RULES];
+	struct window win[N_SIGNALS];
+	struct engine_signal_input in[N_SIGNALS];
+	struct engine_state st;
+	int current;
+};
+
+static GTimeZone *berlin;
+
+static void setup_rules(struct rule_conf *r, const struct signal_conf *sig)
+{
+	static const struct {
+		int s;
+		enum rule_operator op;
+		double threshold;
+		enum scale_direction dir;
+		enum change_type change;
+		double value;
+	} spec[N_RULES] = {
+		{ 0, OP_GT, 80, DIR_OUT, CHANGE_COUNT, 2 },
+		{ 1, OP_GT, 200, DIR_OUT, CHANGE_PERCENT, 50 },
+		{ 0, OP_LT, 30, DIR_IN, CHANGE_COUNT, 1 },
+		{ 2, OP_LT, 50, DIR_IN, CHANGE_PERCENT, 20 },
+	};
+	int i;
+
+	for (i = 0; i < N_RULES; i++)
+		r[i] = (struct rule_conf){ .signal = sig[spec[i].s].name, .signal_index = spec[i].s,
+					   .window_ms = 300 * MS_PER_SEC, .statistic = AGG_AVG,
+					   .op = spec[i].op, .threshold = spec[i].threshold,
+					   .direction = spec[i].dir, .change = spec[i].change,
+					   .value = spec[i].value, .cooldown_ms = 300 * MS_PER_SEC };
+}
+
+static void setup_group(struct bench_group *b, int64_t now)
+{
+	struct behavior_conf *beh = &b->g.behavior;
+	int i;
+
+	memset(b, 0, sizeof(*b));
+	b->g.name = "bench";
+	b->g.signals = b->sig;
+	b->g.n_signals = N_SIGNALS;
+	b->g.profiles = b->prof;
+	b->g.n_profiles = N_PROFILES;
+	b->sig[0] = (struct signal_conf){ .name = "cpu", .type = SIGNAL_UTILIZATION, .target = 60 };
+	b->sig[1] = (struct signal_conf){ .name = "queue", .type = SIGNAL_AVERAGE, .target = 20 };
+	b->sig[2] = (struct signal_conf){ .name = "rps", .type = SIGNAL_AVERAGE, .target = 100 };
+	for (i = 0; i < N_SIGNALS; i++) {
+		b->sig[i].window_ms = 60 * MS_PER_SEC;
+		b->sig[i].aggregation = i == 1 ? AGG_LAST : AGG_AVG;
+		b->sig[i].tolerance = 0.1;
+		b->sig[i].staleness_ms = 45 * MS_PER_SEC;
+		if (window_init(&b->win[i], 80) < 0)
+			abort();
+		b->in[i] = (struct engine_signal_input){ .window = &b->win[i], .n_sampled = -1 };
+	}
+	/* The sale is in the future: the lookup still walks past it. */
+	b->prof[0] = (struct profile_conf){ .name = "sale", .kind = PROFILE_FIXED, .min = 10, .max = 200,
+					    .def = 10, .start_ms = now + 86400 * 30 * MS_PER_SEC,
+					    .end_ms = now + 86400 * 31 * MS_PER_SEC };
+	b->prof[1] = (struct profile_conf){ .name = "business", .kind = PROFILE_RECURRENCE, .min = 4, .max = 100,
+					    .def = 4, .days = 0x1f, .start_minute = 8 * 60, .end_minute = 19 * 60,
+					    .timezone = "Europe/Berlin", .tz = berlin };
+	b->prof[2] = (struct profile_conf){ .name = "default", .kind = PROFILE_DEFAULT, .min = 2, .max = 50,
+					    .def = 2 };
+	for (i = 0; i < N_PROFILES; i++) {
+		setup_rules(b->rules[i], b->sig);
+		b->prof[i].rules = b->rules[i];
+		b->prof[i].n_rules = N_RULES;
+	}
+	beh->scale_out = (struct direction_behavior){ .stabilization_ms = 0, .select = SELECT_MAX, .n_policies = 2 };
+	beh->scale_out.policies[0] = (struct rate_policy){ POLICY_INSTANCES, 4, STEP_MS };
+	beh->scale_out.policies[1] = (struct rate_policy){ POLICY_PERCENT, 100, STEP_MS };
+	beh->scale_in = (struct direction_behavior){ .stabilization_ms = 300 * MS_PER_SEC, .select = SELECT_MAX,
+						     .n_policies = 1 };
+	beh->scale_in.policies[0] = (struct rate_policy){ POLICY_PERCENT, 100, STEP_MS };
+	beh->initialization_ms = 60 * MS_PER_SEC;
+	engine_state_init(&b->st);
+	b->current = 4;
+}
+
+/* A daily load curve with some noise, so decisions go both ways. */
+static void feed(struct bench_group *b, int64_t now, unsigned *seed)
+{
+	double phase = (double)(now % (86400 * MS_PER_SEC)) / (86400.0 * MS_PER_SEC);
+	double load = 400 * (1.2 + (phase < 0.5 ? phase : 1 - phase)) + rand_r(seed) % 100;
+
+	window_push(&b->win[0], now, load / (b->current > 0 ? b->current : 1));
+	window_push(&b->win[1], now, load / 4 + rand_r(seed) % 50);
+	window_push(&b->win[2], now, load * 2);
+}
+
+static double seconds(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* Runs `cycles` evaluation rounds over n groups; returns evaluations/s. */
+static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now, long *actions)
+{
+	struct observation obs = { .stable = true };
+	struct decision d;
+	struct timespec t0, t1;
+	double busy = 0;
+	unsigned seed = 42;
+	size_t i;
+	int c;
+
+	for (c = 0; c < cycles; c++) {
+		*now += STEP_MS;
+		for (i = 0; i < n; i++)
+			feed(&groups[i], *now, &seed);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (i = 0; i < n; i++) {
+			struct bench_group *b = &groups[i];
+
+			obs.current = b->current;
+			if (engine_evaluate(&b->g, *now, &obs, b->in, &b->st, &b->st, &d) < 0)
+				abort();
+			if (d.desired != b->current) {
+				engine_record_action(&b->st, *now, b->current, d.desired);
+				b->current = d.desired;
+				(*actions)++;
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		busy += seconds(&t0, &t1);
+	}
+	return (double)n * cycles / busy;
+}
+
+int main(int argc, char **argv)
+{
+	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 10000, i, j;
+	int cycles = argc > 2 ? atoi(argv[2]) : 20;
+	/* Monday 2026-11-23 09:00 UTC: inside the business-hours profile. */
+	int64_t start = INT64_C(1795424400) * MS_PER_SEC, now;
+	struct bench_group *groups;
+	long actions = 0;
+	double rate;
+	unsigned seed = 7;
+
+	if (n == 0 || cycles <= 0) {
+		fprintf(stderr, "usage: bench/engine [GROUPS [CYCLES]]\n");
+		return 2;
+	}
+	berlin = g_time_zone_new_identifier("Europe/Berlin");
+	if (!berlin) {
+		fprintf(stderr, "bench: time zone 'Europe/Berlin' not found (install tzdata)\n");
+		return 1;
+	}
+	groups = calloc(n, sizeof(*groups));
+	if (!groups) {
+		fprintf(stderr, "bench: out of memory for %zu groups\n", n);
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		setup_group(&groups[i], start);
+		/* Twenty minutes of history, so windows are full. */
+		for (now = start - 80 * STEP_MS, j = 0; j < 80; j++, now += STEP_MS)
+			feed(&groups[i], now, &seed);
+	}
+
+	now = start;
+	rate = run(groups, 1, 200000, &now, &actions);
+	printf("one group:       %.0f evaluations/s (%.2f us each), %ld actions\n", rate, 1e6 / rate, actions);
+	now = start;
+	actions = 0;
+	for (i = 1; i < n; i++)
+		engine_state_init(&groups[i].st);
+	rate = run(groups, n, cycles, &now, &actions);
+	printf("%zu groups: %.0f evaluations/s (%.2f us each, %.1f ms a cycle), %ld actions\n", n, rate,
+	       1e6 / rate, 1e3 * n / rate, actions);
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < N_SIGNALS; j++)
+			window_destroy(&groups[i].win[j]);
+	free(groups);
+	g_time_zone_unref(berlin);
+	return 0;
+}

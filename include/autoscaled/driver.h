@@ -1,0 +1,210 @@
+/* autoscaled driver plugin ABI: the only header a driver includes.
+ *
+ * A driver is a shared object, installed as $(pkglibdir)/drivers/NAME.so,
+ * that exports exactly one symbol, autoscaled_driver_info(), returning a
+ * pointer to a `static const struct autoscaled_driver`. Link it with
+ *     -module -avoid-version -shared -export-symbols-regex '^autoscaled_driver_info$$'
+ * so that nothing else leaks into the daemon's symbol space.
+ *
+ * Versioning (as tpm2-tss does for its TCTI modules): abi_version is the
+ * major version and must equal AUTOSCALED_DRIVER_ABI_VERSION exactly;
+ * struct_size is sizeof(struct autoscaled_driver) as the driver was built.
+ * Later minor revisions only append operations at the end of the struct and
+ * keep abi_version, so a host reads an operation only when its offset lies
+ * inside struct_size (AUTOSCALED_DRIVER_HAS_OP) and treats one beyond it as
+ * NULL. A struct smaller than AUTOSCALED_DRIVER_MIN_SIZE is refused.
+ *
+ * Memory: every pointer that crosses the boundary is borrowed. Strings and
+ * structs given to a callback are valid only during that call (copy what you
+ * keep); options given to open/reload are valid only during that call.
+ * Nothing allocated on one side is freed on the other. No libconfig, cJSON or
+ * libvirt type crosses the boundary: options arrive as plain key/value pairs.
+ *
+ * Errors: every operation returns 0 or a negative errno. The driver logs the
+ * detail once through host->log (its own name first, user values in quotes);
+ * the host logs only that the operation failed. Suggested codes: -EINVAL bad
+ * options, -ENOENT something configured does not exist (template, group),
+ * -EHOSTUNREACH / -ECONNREFUSED a backend is down, -ENOSPC out of capacity,
+ * -EEXIST a name collision, -ETIMEDOUT a deadline passed, -EIO anything else.
+ *
+ * Threading contract: operations may block (libvirt calls, HTTP, graceful
+ * shutdowns with a deadline), so the host calls them off its event-loop
+ * thread. The host makes at most one call at a time per driver instance
+ * handle; calls on different handles (different groups) may run
+ * concurrently on different threads, so a driver keeps its state in the
+ * handle and guards any process-wide state itself. host->log may be called
+ * from whichever thread runs the operation.
+ */
+#ifndef AUTOSCALED_DRIVER_H
+#define AUTOSCALED_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AUTOSCALED_DRIVER_ABI_VERSION 1u
+
+/* The exported symbol's name, for dlsym(). */
+#define AUTOSCALED_DRIVER_SYMBOL "autoscaled_driver_info"
+
+/* Put on the definition of autoscaled_driver_info() in a driver. */
+#define AUTOSCALED_DRIVER_EXPORT __attribute__((visibility("default")))
+
+/* Levels of host->log, in increasing severity. */
+enum autoscaled_log_level {
+	AUTOSCALED_LOG_DEBUG = 0,
+	AUTOSCALED_LOG_INFO = 1,
+	AUTOSCALED_LOG_NOTICE = 2,
+	AUTOSCALED_LOG_WARNING = 3,
+	AUTOSCALED_LOG_ERROR = 4,
+};
+
+/* One configuration option of a group's driver: `driver { key = value; }`.
+ * Scalars (strings, numbers, booleans) arrive as their text in `value`
+ * ("web", "3", "2.5", "true") with list == NULL and n_list == 0; a list or
+ * array arrives as n_list strings in `list` with value == NULL. `where` is
+ * "FILE:LINE" of the option for error messages, or NULL. */
+struct autoscaled_option {
+	const char *key;
+	const char *value;
+	const char *const *list;
+	size_t n_list;
+	const char *where;
+};
+
+/* What the host offers a driver. The host keeps this struct and its strings
+ * alive from open() until close() returns, so a driver may keep the pointer
+ * in its handle. */
+struct autoscaled_host {
+	uint32_t abi_version;  /* AUTOSCALED_DRIVER_ABI_VERSION of the host */
+	uint32_t struct_size;  /* sizeof(struct autoscaled_host) of the host */
+	const char *group;     /* name of the group this instance serves */
+	void *userdata;        /* the host's own; drivers pass it back untouched */
+	/* Logs one message (no trailing newline needed). The host adds the group
+	 * as a structured field; the driver starts the text with its own name. */
+	void (*log)(const struct autoscaled_host *host, enum autoscaled_log_level level, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
+};
+
+enum autoscaled_instance_state {
+	AUTOSCALED_INSTANCE_PROVISIONING = 0, /* being created or booting, not yet running */
+	AUTOSCALED_INSTANCE_RUNNING = 1,
+	AUTOSCALED_INSTANCE_STOPPING = 2,     /* being removed */
+};
+
+/* One member of a group, as observe() and set_capacity() report it. Times
+ * are UTC epoch milliseconds; 0 means unknown (created) or not running
+ * (running_since). `ready` is the driver's own readiness (running, and a
+ * health check passed when one is configured); the host's initialization
+ * period counts from running_since on top of it. `location` says where it
+ * lives (libvirt: the connection URI; clouds: the zone) or is NULL. */
+struct autoscaled_instance {
+	const char *id;
+	enum autoscaled_instance_state state;
+	int64_t created_ms;
+	int64_t running_since_ms;
+	bool ready;
+	const char *location;
+};
+
+/* The group as a whole, written by observe() on success. target_size is the
+ * count the backend is converging to (libvirt: the members that are not
+ * being removed); stable is false while anything is being created or
+ * removed; partial is true when some location could not be asked (a libvirt
+ * host down): the instances reported are only the reachable ones, and the
+ * host should not scale in on such an observation. */
+struct autoscaled_observation {
+	int target_size;
+	bool stable;
+	bool partial;
+};
+
+/* Callbacks through which results reach the host. ctx is the host's pointer
+ * given with the operation. A non-zero return asks the driver to stop
+ * reporting and to return that value from the operation. */
+typedef int (*autoscaled_instance_fn)(void *ctx, const struct autoscaled_instance *instance);
+/* percent: CPU utilisation of one instance over the last interval, 0-100
+ * with 100 meaning all of its vCPUs busy (hypervisor overhead may push it a
+ * little above 100). */
+typedef int (*autoscaled_cpu_fn)(void *ctx, const char *id, double percent);
+
+/* A driver's open instance for one group; opaque to the host. */
+struct autoscaled_driver_instance;
+
+struct autoscaled_driver {
+	uint32_t abi_version;  /* AUTOSCALED_DRIVER_ABI_VERSION */
+	uint32_t struct_size;  /* sizeof(struct autoscaled_driver) */
+	const char *name;        /* equals the file name without ".so" */
+	const char *description; /* one line for --list-drivers */
+	const char *config_help; /* the options, one per line: "key = type  meaning (default)" */
+
+	/* Mandatory. Validates the options, connects, repairs what a crash left
+	 * half done, and stores a new handle in *ret. `host` stays valid until
+	 * close(). On failure *ret is untouched and nothing stays allocated. */
+	int (*open)(const struct autoscaled_host *host, const struct autoscaled_option *options, size_t n_options,
+		    struct autoscaled_driver_instance **ret);
+
+	/* Mandatory. Releases the handle; accepts NULL. Never fails. */
+	void (*close)(struct autoscaled_driver_instance *handle);
+
+	/* Mandatory. Reports every member through fn (may be NULL to get only
+	 * the summary) and, on success, writes *ret. Reachable members are
+	 * reported even when the call fails part-way; see `partial`. */
+	int (*observe)(struct autoscaled_driver_instance *handle, autoscaled_instance_fn fn, void *ctx,
+		       struct autoscaled_observation *ret);
+
+	/* Mandatory. Makes the group converge on `count` instances and returns
+	 * when the backend has accepted that (libvirt: the new domains are
+	 * started). Instances created by this call are reported through fn
+	 * (may be NULL). A count below the current size removes instances by
+	 * the driver's own victim policy, without reporting them. */
+	int (*set_capacity)(struct autoscaled_driver_instance *handle, int count, autoscaled_instance_fn fn, void *ctx);
+
+	/* Mandatory. Scale-in: removes `count` instances chosen by the driver's
+	 * configured victim policy (it knows the instances; e.g. newest, oldest,
+	 * least-busy) or, when n_ids > 0, exactly the instances named in ids
+	 * (count is then ignored; an unknown id is logged and skipped). Each
+	 * instance removed is reported through fn (may be NULL) once it is gone.
+	 * Returns 0 when all were removed, else the first error. */
+	int (*remove_instances)(struct autoscaled_driver_instance *handle, int count, const char *const *ids,
+				size_t n_ids, autoscaled_instance_fn fn, void *ctx);
+
+	/* Optional (NULL: the host closes and reopens). Applies new options to
+	 * an open handle; on failure the handle keeps its old options. */
+	int (*reload)(struct autoscaled_driver_instance *handle, const struct autoscaled_option *options,
+		      size_t n_options);
+
+	/* Optional (NULL: the driver has no CPU source). Reports the CPU
+	 * utilisation of each running member since the previous call on this
+	 * handle. The first call after open only takes the baseline and reports
+	 * nothing, as does a member seen for the first time. */
+	int (*read_cpu)(struct autoscaled_driver_instance *handle, autoscaled_cpu_fn fn, void *ctx);
+
+	/* Optional. Validates options without connecting or changing anything,
+	 * for `autoscaled -n`; logs each problem through host->log. */
+	int (*check)(const struct autoscaled_host *host, const struct autoscaled_option *options, size_t n_options);
+};
+
+/* The smallest descriptor a host of this ABI accepts: everything up to and
+ * including the mandatory operations. */
+#define AUTOSCALED_DRIVER_MIN_SIZE \
+	(offsetof(struct autoscaled_driver, remove_instances) + sizeof(((struct autoscaled_driver *)0)->remove_instances))
+
+/* True when descriptor d was built with operation `op` in its struct. */
+#define AUTOSCALED_DRIVER_HAS_OP(d, op) \
+	((d)->struct_size >= offsetof(struct autoscaled_driver, op) + sizeof((d)->op) && (d)->op != NULL)
+
+typedef const struct autoscaled_driver *(*autoscaled_driver_info_fn)(void);
+
+/* The one symbol a driver exports. */
+AUTOSCALED_DRIVER_EXPORT const struct autoscaled_driver *autoscaled_driver_info(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

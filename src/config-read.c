@@ -1,0 +1,382 @@
+/* The schema of autoscaled.conf(5): the agent section, groups and their
+ * signals, and the checks that span a group or the whole file. Profiles,
+ * rules and behavior are in config-profile.c. Defaults are those of DESIGN.md
+ * section 3.
+ *
+ * Messages of this file (besides those of config-get.c):
+ *
+ *   unknown driver 'NAME' (did you mean 'NEAR'?)   or  unknown driver 'NAME'
+ *   unknown source 'NAME' (did you mean 'NEAR'?)   or  unknown source 'NAME'
+ *   duplicate group name 'NAME' (first defined at FILE:LINE)
+ *   duplicate signal name 'NAME' (first defined at FILE:LINE)
+ *   duplicate 'agent' section (first defined at FILE:LINE)
+ *   'timeout' (20s) must not exceed 'poll_interval' (15s)
+ *   'staleness' (5s) must be at least 'poll_interval' (15s)
+ *   'KEY' must be an absolute path, not 'VALUE'
+ *   'admin_socket' is longer than 107 characters
+ *   'metrics_listen' must be HOST:PORT, such as "127.0.0.1:9851", not 'VALUE'
+ *   more than 100000 groups
+ */
+#include <errno.h>
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "config-private.h"
+
+#define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const builtin_drivers[] = { "libvirt", "gce-mig", "azure-vmss" };
+
+static const char *const known_sources[] = {
+	"prometheus", "haproxy", "redis", "http_json", "exec", "libvirt_cpu", "replay", "gce_monitoring", "azure_monitor",
+};
+
+static const char *const top_keys[] = { "agent", "groups" };
+
+static const char *const agent_keys[] = {
+	"interval", "state_directory", "admin_socket", "admin_group", "metrics_listen", "driver_directory", "dry_run",
+};
+
+static const char *const group_keys[] = {
+	"name", "driver", "driver_options", "interval", "dry_run", "min", "max", "default", "signals", "profiles",
+	"behavior",
+};
+
+static const char *const signal_keys[] = {
+	"name", "source", "source_options", "type", "target", "window", "aggregation", "tolerance", "staleness",
+	"poll_interval", "timeout",
+};
+
+static const struct enum_name signal_types[] = {
+	{ "utilization", SIGNAL_UTILIZATION },
+	{ "average", SIGNAL_AVERAGE },
+};
+
+const struct enum_name config_aggregations[N_AGGREGATIONS] = {
+	{ "avg", AGG_AVG }, { "min", AGG_MIN }, { "max", AGG_MAX }, { "last", AGG_LAST }, { "p95", AGG_P95 },
+};
+
+/* ------------------------------------------------------------------ agent */
+
+static int check_absolute(struct config_ctx *x, const config_setting_t *s, const char *key, const char *v)
+{
+	if (v && v[0] != '/') {
+		ctx_error(x, config_setting_get_member(s, key), "'%s' must be an absolute path, not '%s'", key, v);
+		return -1;
+	}
+	return 0;
+}
+
+/* HOST:PORT, HOST possibly a bracketed IPv6 address; the metrics module
+ * resolves it. */
+static bool listen_valid(const char *v)
+{
+	const char *colon = strrchr(v, ':');
+	char *end;
+	long port;
+
+	if (!colon || colon == v)
+		return false;
+	port = strtol(colon + 1, &end, 10);
+	return colon[1] != '\0' && *end == '\0' && port >= 1 && port <= 65535;
+}
+
+static void empty_is_null(char **s)
+{
+	if (*s && !**s) {
+		free(*s);
+		*s = NULL;
+	}
+}
+
+static void read_agent(struct config_ctx *x, const config_setting_t *s)
+{
+	struct agent_conf *a = &x->c->agent;
+
+	check_keys(x, s, agent_keys, N_ELEMS(agent_keys));
+	get_duration(x, s, "interval", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &a->interval_ms);
+	if (get_string(x, s, "state_directory", &a->state_directory) > 0)
+		check_absolute(x, s, "state_directory", a->state_directory);
+	if (get_string(x, s, "admin_socket", &a->admin_socket) > 0 &&
+	    check_absolute(x, s, "admin_socket", a->admin_socket) == 0 &&
+	    strlen(a->admin_socket) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
+		ctx_error(x, config_setting_get_member(s, "admin_socket"), "'admin_socket' is longer than %zu characters",
+			  sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
+	get_string(x, s, "admin_group", &a->admin_group);
+	empty_is_null(&a->admin_group);
+	if (get_string(x, s, "metrics_listen", &a->metrics_listen) > 0) {
+		empty_is_null(&a->metrics_listen);
+		if (a->metrics_listen && !listen_valid(a->metrics_listen))
+			ctx_error(x, config_setting_get_member(s, "metrics_listen"),
+				  "'metrics_listen' must be HOST:PORT, such as \"127.0.0.1:9851\", not '%s'",
+				  a->metrics_listen);
+	}
+	if (get_string(x, s, "driver_directory", &a->driver_directory) > 0) {
+		empty_is_null(&a->driver_directory);
+		check_absolute(x, s, "driver_directory", a->driver_directory);
+	}
+	get_bool(x, s, "dry_run", &a->dry_run);
+}
+
+static void agent_defaults(struct config_ctx *x)
+{
+	struct agent_conf *a = &x->c->agent;
+
+	a->interval_ms = 15 * MS_PER_SEC;
+	/* Fixed paths, not prefix-relative ones: they are systemd's
+	 * StateDirectory= and RuntimeDirectory= of the unit. */
+	a->state_directory = strdup("/var/lib/autoscaled");
+	a->admin_socket = strdup("/run/autoscaled/admin.sock");
+	if (!a->state_directory || !a->admin_socket)
+		x->oom = true;
+}
+
+/* ---------------------------------------------------------------- drivers */
+
+static bool driver_in_dir(const char *dir, const char *name)
+{
+	char *p;
+	bool found;
+
+	if (!dir || !*dir || asprintf(&p, "%s/%s.so", dir, name) < 0)
+		return false;
+	found = access(p, F_OK) == 0;
+	free(p);
+	return found;
+}
+
+static bool driver_known(struct config_ctx *x, const char *name)
+{
+	for (size_t i = 0; i < N_ELEMS(builtin_drivers); i++)
+		if (strcmp(name, builtin_drivers[i]) == 0)
+			return true;
+	/* A plugin is a file name: never look up a path. */
+	if (name[0] == '\0' || name[0] == '.' || strchr(name, '/'))
+		return false;
+	if (driver_in_dir(getenv("AUTOSCALED_DRIVER_DIR"), name) || driver_in_dir(x->c->agent.driver_directory, name))
+		return true;
+#ifdef DRIVERDIR
+	if (driver_in_dir(DRIVERDIR, name))
+		return true;
+#endif
+	return false;
+}
+
+static void unknown_name(struct config_ctx *x, const config_setting_t *m, const char *what, const char *name,
+			 const char *const *known, size_t n)
+{
+	const char *near = ctx_near_miss(name, known, n);
+
+	if (near)
+		ctx_error(x, m, "unknown %s '%s' (did you mean '%s'?)", what, name, near);
+	else
+		ctx_error(x, m, "unknown %s '%s'", what, name);
+}
+
+/* ---------------------------------------------------------------- signals */
+
+static void read_signal(struct config_ctx *x, const config_setting_t *s, const struct group_conf *g,
+			struct signal_conf *sig)
+{
+	bool poll_ok, stale_set, timeout_set;
+	char b1[32], b2[32];
+	int v;
+
+	sig->file = ctx_file_name(x, s);
+	sig->line = (int)s->line;
+	sig->window_ms = 60 * MS_PER_SEC;
+	sig->aggregation = AGG_AVG;
+	sig->tolerance = 0.1;
+	sig->poll_interval_ms = g->interval_ms;
+	check_keys(x, s, signal_keys, N_ELEMS(signal_keys));
+	get_name(x, s, "signal", &sig->name);
+	if (get_string(x, s, "source", &sig->source) == 0)
+		need(x, s, "source");
+	else if (sig->source) {
+		size_t i;
+
+		for (i = 0; i < N_ELEMS(known_sources); i++)
+			if (strcmp(sig->source, known_sources[i]) == 0)
+				break;
+		if (i == N_ELEMS(known_sources))
+			unknown_name(x, config_setting_get_member(s, "source"), "source", sig->source, known_sources,
+				     N_ELEMS(known_sources));
+	}
+	get_options(x, s, "source_options", &sig->source_options);
+	if (get_enum(x, s, "type", signal_types, N_ELEMS(signal_types), &v) == 0)
+		need(x, s, "type");
+	else
+		sig->type = (enum signal_type)v;
+	if (get_positive(x, s, "target", &sig->target) == 0)
+		need(x, s, "target");
+	get_duration(x, s, "window", 0, CONFIG_MAX_STABILIZATION_MS, &sig->window_ms);
+	if (get_enum(x, s, "aggregation", config_aggregations, N_AGGREGATIONS, &v) > 0)
+		sig->aggregation = (enum aggregation)v;
+	if (get_number(x, s, "tolerance", &sig->tolerance) > 0 && (sig->tolerance < 0 || sig->tolerance > 1))
+		ctx_error(x, config_setting_get_member(s, "tolerance"), "'tolerance' must be between 0 and 1, not %g",
+			  sig->tolerance);
+	poll_ok = get_duration(x, s, "poll_interval", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &sig->poll_interval_ms) >= 0;
+	sig->staleness_ms = 3 * sig->poll_interval_ms;
+	sig->timeout_ms = sig->poll_interval_ms < 10 * MS_PER_SEC ? sig->poll_interval_ms : 10 * MS_PER_SEC;
+	stale_set = get_duration(x, s, "staleness", 1 * MS_PER_SEC, 86400 * MS_PER_SEC, &sig->staleness_ms) > 0;
+	timeout_set = get_duration(x, s, "timeout", 100, 3600 * MS_PER_SEC, &sig->timeout_ms) > 0;
+	/* A limit below the poll interval would make every window stale, and
+	 * a timeout above it would let polls of one signal pile up. */
+	if (poll_ok && stale_set && sig->staleness_ms < sig->poll_interval_ms)
+		ctx_error(x, config_setting_get_member(s, "staleness"), "'staleness' (%s) must be at least 'poll_interval' (%s)",
+			  format_duration(b1, sig->staleness_ms), format_duration(b2, sig->poll_interval_ms));
+	if (poll_ok && timeout_set && sig->timeout_ms > sig->poll_interval_ms)
+		ctx_error(x, config_setting_get_member(s, "timeout"), "'timeout' (%s) must not exceed 'poll_interval' (%s)",
+			  format_duration(b1, sig->timeout_ms), format_duration(b2, sig->poll_interval_ms));
+}
+
+static void read_signals(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
+{
+	size_t n;
+	const config_setting_t *list = get_list(x, s, "signals", CONFIG_MAX_SIGNALS, &n);
+
+	if (!list || n == 0)
+		return;
+	g->signals = calloc(n, sizeof(*g->signals));
+	if (!g->signals) {
+		x->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const config_setting_t *e = list_group(x, list, i);
+		struct signal_conf *sig = &g->signals[g->n_signals];
+
+		if (!e)
+			continue;
+		g->n_signals++;
+		read_signal(x, e, g, sig);
+		for (size_t j = 0; sig->name && j + 1 < g->n_signals; j++) {
+			if (g->signals[j].name && strcmp(g->signals[j].name, sig->name) == 0) {
+				ctx_error(x, config_setting_get_member(e, "name"),
+					  "duplicate signal name '%s' (first defined at %s:%d)", sig->name,
+					  g->signals[j].file, g->signals[j].line);
+				break;
+			}
+		}
+	}
+}
+
+/* ----------------------------------------------------------------- groups */
+
+static void read_group(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
+{
+	const struct agent_conf *a = &x->c->agent;
+
+	g->file = ctx_file_name(x, s);
+	g->line = (int)s->line;
+	g->interval_ms = a->interval_ms;
+	check_keys(x, s, group_keys, N_ELEMS(group_keys));
+	get_name(x, s, "group", &g->name);
+	if (get_string(x, s, "driver", &g->driver) == 0)
+		need(x, s, "driver");
+	else if (g->driver && !driver_known(x, g->driver))
+		unknown_name(x, config_setting_get_member(s, "driver"), "driver", g->driver, builtin_drivers,
+			     N_ELEMS(builtin_drivers));
+	get_options(x, s, "driver_options", &g->driver_options);
+	get_duration(x, s, "interval", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &g->interval_ms);
+	/* The agent's dry_run is a safety switch for every group; a group
+	 * cannot opt out of it. */
+	get_bool(x, s, "dry_run", &g->dry_run);
+	g->dry_run = g->dry_run || a->dry_run;
+	read_signals(x, s, g);
+	config_read_profiles(x, s, g);
+	config_read_behavior(x, s, g);
+}
+
+static void read_groups(struct config_ctx *x, const config_setting_t *list, GHashTable *names)
+{
+	struct config *c = x->c;
+	size_t n = (size_t)config_setting_length(list);
+	struct group_conf *v;
+
+	if (n == 0)
+		return;
+	if (c->n_groups + n > CONFIG_MAX_GROUPS) {
+		ctx_error(x, list, "more than %d groups", CONFIG_MAX_GROUPS);
+		return;
+	}
+	v = realloc(c->groups, (c->n_groups + n) * sizeof(*v));
+	if (!v) {
+		x->oom = true;
+		return;
+	}
+	c->groups = v;
+	for (size_t i = 0; i < n && !x->oom; i++) {
+		const config_setting_t *e = list_group(x, list, i);
+		struct group_conf *g = &c->groups[c->n_groups];
+		void *first;
+
+		if (!e)
+			continue;
+		memset(g, 0, sizeof(*g));
+		c->n_groups++;
+		read_group(x, e, g);
+		if (!g->name)
+			continue;
+		if (g_hash_table_lookup_extended(names, g->name, NULL, &first)) {
+			const struct group_conf *f = &c->groups[(uintptr_t)first];
+
+			ctx_error(x, config_setting_get_member(e, "name"), "duplicate group name '%s' (first defined at %s:%d)",
+				  g->name, f->file, f->line);
+		} else {
+			g_hash_table_insert(names, g->name, (void *)(uintptr_t)(c->n_groups - 1));
+		}
+	}
+}
+
+void config_read_units(struct config_ctx *x)
+{
+	const config_setting_t *agent = NULL;
+	struct config_unit *agent_unit = NULL;
+	GHashTable *names;
+
+	agent_defaults(x);
+	for (size_t i = 0; i < x->n_units; i++) {
+		const config_setting_t *root = config_root_setting(&x->units[i]->lc), *a;
+
+		x->unit = x->units[i];
+		check_keys(x, root, top_keys, N_ELEMS(top_keys));
+		a = config_setting_get_member(root, "agent");
+		if (!a)
+			continue;
+		if (agent) {
+			struct config_unit *u = x->unit;
+			const char *ff;
+
+			x->unit = agent_unit;
+			ff = ctx_file_name(x, agent);
+			x->unit = u;
+			ctx_error(x, a, "duplicate 'agent' section (first defined at %s:%u)", ff, agent->line);
+			continue;
+		}
+		agent = a;
+		agent_unit = x->unit;
+	}
+	if (agent) {
+		x->unit = agent_unit;
+		if (config_setting_is_group(agent))
+			read_agent(x, agent);
+		else
+			ctx_error(x, agent, "'agent' must be a group { ... }");
+	}
+	names = g_hash_table_new(g_str_hash, g_str_equal);
+	for (size_t i = 0; i < x->n_units && !x->oom; i++) {
+		const config_setting_t *list;
+		size_t n;
+
+		x->unit = x->units[i];
+		list = get_list(x, config_root_setting(&x->unit->lc), "groups", CONFIG_MAX_GROUPS, &n);
+		if (list)
+			read_groups(x, list, names);
+	}
+	g_hash_table_destroy(names);
+}

@@ -1,0 +1,318 @@
+/* Decision records: the sentence a human reads and the JSON the journal, the
+ * admin API and `explain` carry. Both only read the decision and the group
+ * configuration it was made for. */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "engine.h"
+
+static const char *hold_name(enum hold_reason h)
+{
+	switch (h) {
+	case HOLD_NONE:
+		return "none";
+	case HOLD_SIGNALS_SAY_HOLD:
+		return "signals_say_hold";
+	case HOLD_INVALID_SIGNAL:
+		return "invalid_signal";
+	case HOLD_RULE_NOT_FIRED:
+		return "rule_not_fired";
+	case HOLD_ON_MISSING:
+		return "on_missing";
+	case HOLD_STABILIZATION:
+		return "stabilization";
+	case HOLD_RATE_LIMIT:
+		return "rate_limit";
+	case HOLD_FLAPPING:
+		return "flapping";
+	case HOLD_IN_FLIGHT:
+		return "in_flight";
+	case HOLD_SAFE_START:
+		return "safe_start";
+	}
+	return "unknown";
+}
+
+static const char *action_name(enum scale_direction d)
+{
+	return d == DIR_OUT ? "scale_out" : d == DIR_IN ? "scale_in" : "none";
+}
+
+static const char *on_missing_name(enum on_missing m)
+{
+	return m == ON_MISSING_DEFAULT ? "default" : m == ON_MISSING_MAX ? "max" : "hold";
+}
+
+static const char *op_symbol(enum rule_operator op)
+{
+	static const char *const sym[] = {
+		[OP_GT] = ">", [OP_GE] = ">=", [OP_LT] = "<", [OP_LE] = "<=", [OP_EQ] = "==", [OP_NE] = "!=",
+	};
+
+	return (unsigned)op < sizeof(sym) / sizeof(sym[0]) ? sym[op] : "?";
+}
+
+/* A bounded string builder: appends stop at the end of the buffer, but the
+ * length keeps counting, as snprintf's does. */
+struct sbuf {
+	char *buf;
+	size_t len;
+	size_t used;
+};
+
+__attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(sb->used < sb->len ? sb->buf + sb->used : NULL, sb->used < sb->len ? sb->len - sb->used : 0,
+		      fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		sb->used += (size_t)n;
+}
+
+static void sb_sep(struct sbuf *sb)
+{
+	if (sb->used > 0)
+		sb_printf(sb, "; ");
+}
+
+static void sentence_signals(struct sbuf *sb, const struct decision *d, const struct group_conf *g)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_signals && i < g->n_signals; i++) {
+		const struct signal_conf *sc = &g->signals[i];
+		const struct signal_decision *sd = &d->signals[i];
+
+		sb_sep(sb);
+		if (!sd->valid) {
+			sb_printf(sb, "%s invalid (%s)", sc->name, sd->reason ? sd->reason : "no data");
+			continue;
+		}
+		if (sd->rules_only)
+			sb_printf(sb, "%s %g", sc->name, sd->value);
+		else if (sc->type == SIGNAL_UTILIZATION)
+			sb_printf(sb, "%s %g%% vs target %g%% -> %d", sc->name, sd->value, sd->target,
+				  sd->recommendation);
+		else
+			sb_printf(sb, "%s %g vs %g/instance -> %d", sc->name, sd->value, sd->target,
+				  sd->recommendation);
+		if (sd->tolerance_hold)
+			sb_printf(sb, " (within tolerance)");
+	}
+}
+
+static void sentence_rules(struct sbuf *sb, const struct decision *d, const struct group_conf *g)
+{
+	const struct profile_conf *p = &g->profiles[d->profile_index];
+	size_t i;
+
+	for (i = 0; i < d->n_rules && i < p->n_rules; i++) {
+		const struct rule_conf *r = &p->rules[i];
+		const struct rule_decision *rd = &d->rules[i];
+
+		if (rd->fired) {
+			sb_sep(sb);
+			sb_printf(sb, "rule %zu (%s %g %s %g) fired -> %d", i + 1, r->signal, rd->value,
+				  op_symbol(r->op), r->threshold, rd->proposal);
+		} else if (rd->in_cooldown) {
+			sb_sep(sb);
+			sb_printf(sb, "rule %zu (%s) in cooldown", i + 1, r->signal);
+		}
+	}
+}
+
+static void sentence_combine(struct sbuf *sb, const struct decision *d, const struct group_conf *g)
+{
+	sb_sep(sb);
+	if (d->on_missing_applied) {
+		sb_printf(sb, "no valid signal: on_missing %s -> %d", on_missing_name(g->behavior.on_missing),
+			  d->combined);
+		return;
+	}
+	switch (d->hold) {
+	case HOLD_INVALID_SIGNAL:
+		sb_printf(sb, "an invalid signal blocks scale-in: hold %d", d->combined);
+		return;
+	case HOLD_RULE_NOT_FIRED:
+		sb_printf(sb, "scale-in rule %d did not fire: hold %d", d->driver_rule + 1, d->combined);
+		return;
+	default:
+		break;
+	}
+	if (d->driver_rule >= 0 && d->combined != d->current)
+		sb_printf(sb, "rule %d decides -> %d", d->driver_rule + 1, d->combined);
+	else if (d->combined == d->current && d->driver_signal < 0)
+		sb_printf(sb, "hold %d", d->combined);
+	else
+		sb_printf(sb, "max of signals");
+}
+
+int decision_sentence(const struct decision *d, const struct group_conf *g, char *buf, size_t len)
+{
+	struct sbuf sb = { .buf = buf, .len = len, .used = 0 };
+
+	if (len > 0)
+		buf[0] = '\0';
+	sentence_signals(&sb, d, g);
+	sentence_rules(&sb, d, g);
+	sentence_combine(&sb, d, g);
+	if (d->clamped < d->combined) {
+		sb_sep(&sb);
+		sb_printf(&sb, "capped at max %d", d->max);
+	} else if (d->clamped > d->combined) {
+		sb_sep(&sb);
+		sb_printf(&sb, "raised to min %d", d->min);
+	}
+	if (d->stabilized != d->clamped) {
+		sb_sep(&sb);
+		sb_printf(&sb, "held at %d by the scale-%s stabilization window (%" PRId64 " s)", d->stabilized,
+			  d->stabilized > d->clamped ? "in" : "out",
+			  (d->stabilized > d->clamped ? g->behavior.scale_in.stabilization_ms
+						      : g->behavior.scale_out.stabilization_ms) /
+				  MS_PER_SEC);
+	}
+	if (d->rate_limited != d->stabilized) {
+		sb_sep(&sb);
+		sb_printf(&sb, "rate limit allows %d", d->rate_limited);
+	}
+	if (d->flap_guarded != d->rate_limited) {
+		sb_sep(&sb);
+		sb_printf(&sb, "flapping guard: %d, as fewer would fire a scale-out rule", d->flap_guarded);
+	}
+	if (d->hold == HOLD_IN_FLIGHT) {
+		sb_sep(&sb);
+		sb_printf(&sb, "a scale-%s is in flight: hold %d", d->flap_guarded > d->current ? "out" : "in",
+			  d->current);
+	} else if (d->hold == HOLD_SAFE_START) {
+		sb_sep(&sb);
+		sb_printf(&sb, "no scale-in until the windows are refilled after a restart: hold %d", d->current);
+	}
+	sb_sep(&sb);
+	if (d->action == DIR_NONE)
+		sb_printf(&sb, "no change from %d", d->current);
+	else
+		sb_printf(&sb, "%s %d -> %d", d->action == DIR_OUT ? "scale out" : "scale in", d->current,
+			  d->desired);
+	return (int)sb.used;
+}
+
+static void format_time(int64_t ms, char *buf, size_t len)
+{
+	time_t secs = (time_t)(ms / MS_PER_SEC - (ms % MS_PER_SEC < 0));
+	int frac = (int)(ms - (int64_t)secs * MS_PER_SEC);
+	struct tm tm;
+	char base[32];
+
+	if (!gmtime_r(&secs, &tm) || strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+		snprintf(buf, len, "%" PRId64, ms);
+		return;
+	}
+	if (frac)
+		snprintf(buf, len, "%s.%03dZ", base, frac);
+	else
+		snprintf(buf, len, "%sZ", base);
+}
+
+/* Adds a number, or null when it is not known. */
+static bool add_number_or_null(cJSON *o, const char *key, bool known, double v)
+{
+	return known ? cJSON_AddNumberToObject(o, key, v) != NULL : cJSON_AddNullToObject(o, key) != NULL;
+}
+
+static bool add_signals(cJSON *root, const struct decision *d, const struct group_conf *g)
+{
+	cJSON *arr = cJSON_AddArrayToObject(root, "signals");
+	size_t i;
+
+	if (!arr)
+		return false;
+	for (i = 0; i < d->n_signals && i < g->n_signals; i++) {
+		const struct signal_decision *sd = &d->signals[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(arr, o))
+			return cJSON_Delete(o), false;
+		if (!cJSON_AddStringToObject(o, "name", g->signals[i].name) ||
+		    !cJSON_AddBoolToObject(o, "valid", sd->valid) ||
+		    !add_number_or_null(o, "value", sd->valid, sd->value) ||
+		    !cJSON_AddNumberToObject(o, "target", sd->target) ||
+		    !add_number_or_null(o, "recommendation", sd->valid && !sd->rules_only, sd->recommendation) ||
+		    !cJSON_AddBoolToObject(o, "within_tolerance", sd->tolerance_hold))
+			return false;
+		if (sd->valid ? !cJSON_AddNullToObject(o, "reason")
+			      : !cJSON_AddStringToObject(o, "reason", sd->reason ? sd->reason : "no data"))
+			return false;
+	}
+	return true;
+}
+
+static bool add_rules(cJSON *root, const struct decision *d, const struct group_conf *g)
+{
+	const struct profile_conf *p = &g->profiles[d->profile_index];
+	cJSON *arr = cJSON_AddArrayToObject(root, "rules");
+	size_t i;
+
+	if (!arr)
+		return false;
+	for (i = 0; i < d->n_rules && i < p->n_rules; i++) {
+		const struct rule_decision *rd = &d->rules[i];
+		const struct rule_conf *r = &p->rules[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(arr, o))
+			return cJSON_Delete(o), false;
+		if (!cJSON_AddNumberToObject(o, "index", (double)i) ||
+		    !cJSON_AddStringToObject(o, "signal", r->signal) ||
+		    !cJSON_AddStringToObject(o, "direction", r->direction == DIR_OUT ? "out" : "in") ||
+		    !cJSON_AddBoolToObject(o, "fired", rd->fired) ||
+		    !cJSON_AddBoolToObject(o, "in_cooldown", rd->in_cooldown) ||
+		    !add_number_or_null(o, "value", rd->evaluated, rd->value) ||
+		    !add_number_or_null(o, "proposal", rd->fired, rd->proposal))
+			return false;
+	}
+	return true;
+}
+
+cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
+{
+	cJSON *root = cJSON_CreateObject();
+	char when[48], sentence[1024];
+
+	if (!root)
+		return NULL;
+	format_time(d->time_ms, when, sizeof(when));
+	decision_sentence(d, g, sentence, sizeof(sentence));
+	if (!cJSON_AddStringToObject(root, "time", when) || !cJSON_AddStringToObject(root, "group", d->group) ||
+	    !cJSON_AddStringToObject(root, "profile", d->profile) ||
+	    !cJSON_AddNumberToObject(root, "current", d->current) ||
+	    !cJSON_AddNumberToObject(root, "ready", d->ready) || !cJSON_AddNumberToObject(root, "min", d->min) ||
+	    !cJSON_AddNumberToObject(root, "max", d->max) || !cJSON_AddNumberToObject(root, "default", d->def) ||
+	    !add_signals(root, d, g) || !add_rules(root, d, g) ||
+	    !cJSON_AddBoolToObject(root, "on_missing_applied", d->on_missing_applied) ||
+	    !cJSON_AddNumberToObject(root, "combined", d->combined) ||
+	    !cJSON_AddNumberToObject(root, "clamped", d->clamped) ||
+	    !cJSON_AddNumberToObject(root, "stabilized", d->stabilized) ||
+	    !cJSON_AddNumberToObject(root, "rate_limited", d->rate_limited) ||
+	    !cJSON_AddNumberToObject(root, "flap_guarded", d->flap_guarded) ||
+	    !cJSON_AddNumberToObject(root, "final", d->desired) ||
+	    !cJSON_AddNumberToObject(root, "desired", d->desired) ||
+	    !cJSON_AddStringToObject(root, "action", action_name(d->action)) ||
+	    !cJSON_AddStringToObject(root, "hold", hold_name(d->hold)) ||
+	    !(d->driver_signal >= 0 && (size_t)d->driver_signal < g->n_signals
+		      ? cJSON_AddStringToObject(root, "driver_signal", g->signals[d->driver_signal].name)
+		      : cJSON_AddNullToObject(root, "driver_signal")) ||
+	    !(d->driver_rule >= 0 ? cJSON_AddNumberToObject(root, "driver_rule", d->driver_rule)
+				  : cJSON_AddNullToObject(root, "driver_rule")) ||
+	    !cJSON_AddStringToObject(root, "explanation", sentence)) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}

@@ -1,0 +1,268 @@
+/* `autoscaled explain`: what the engine would decide for one group, given the
+ * current count and a value per signal, from a clean state (no history, no
+ * cooldowns). The same engine_evaluate() the daemon runs; each --value
+ * becomes the one sample of that signal's window, taken at --at. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+#include "explain.h"
+#include "schedule.h"
+
+#define EXPLAIN_MAX_COUNT 1000000
+
+struct explain_args {
+	const char *config;
+	const char *group;
+	int current;
+	int ready; /* -1: all of current */
+	const char *at;
+	char *value_arg[CONFIG_MAX_SIGNALS * 4];
+	size_t n_values;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: autoscaled explain -c FILE --group NAME --current N [--ready N]\n"
+		   "                          [--value SIGNAL=NUMBER]... [--at ISO8601]\n"
+		   "Prints the decision record of one evaluation from a clean state as JSON.\n");
+}
+
+static int parse_count(const char *opt, const char *s, int *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end != '\0' || v < 0 || v > EXPLAIN_MAX_COUNT) {
+		fprintf(stderr, "explain: %s '%s' is not a count between 0 and %d\n", opt, s, EXPLAIN_MAX_COUNT);
+		return -EINVAL;
+	}
+	*ret = (int)v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct explain_args *a)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' }, { "group", required_argument, NULL, 'g' },
+		{ "current", required_argument, NULL, 'n' }, { "ready", required_argument, NULL, 'r' },
+		{ "value", required_argument, NULL, 'v' },   { "at", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
+	};
+	bool have_current = false;
+	int c;
+
+	*a = (struct explain_args){ .current = -1, .ready = -1 };
+	optind = 0; /* GNU getopt: start over, even if a caller parsed before */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+c:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			a->config = optarg;
+			break;
+		case 'g':
+			a->group = optarg;
+			break;
+		case 'n':
+			if (parse_count("--current", optarg, &a->current) < 0)
+				return -EINVAL;
+			have_current = true;
+			break;
+		case 'r':
+			if (parse_count("--ready", optarg, &a->ready) < 0)
+				return -EINVAL;
+			break;
+		case 'v':
+			if (a->n_values == sizeof(a->value_arg) / sizeof(a->value_arg[0])) {
+				fprintf(stderr, "explain: too many --value options\n");
+				return -EINVAL;
+			}
+			a->value_arg[a->n_values++] = optarg;
+			break;
+		case 't':
+			a->at = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			fprintf(stderr, "explain: unknown or incomplete option '%s'\n", argv[optind - 1]);
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "explain: unexpected argument '%s'\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (!a->config || !a->group || !have_current) {
+		fprintf(stderr, "explain: -c FILE, --group NAME and --current N are required\n");
+		usage(stderr);
+		return -EINVAL;
+	}
+	if (a->ready > a->current) {
+		fprintf(stderr, "explain: --ready %d is more than --current %d\n", a->ready, a->current);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Puts each --value SIGNAL=NUMBER into its signal's window at now_ms. */
+static int fill_windows(const struct explain_args *a, const struct group_conf *g, struct window *w,
+			int64_t now_ms)
+{
+	size_t i;
+
+	for (i = 0; i < a->n_values; i++) {
+		char name[256], *eq = strchr(a->value_arg[i], '='), *end;
+		size_t len = eq ? (size_t)(eq - a->value_arg[i]) : 0;
+		double v;
+		int s;
+
+		if (!eq || len == 0 || len >= sizeof(name)) {
+			fprintf(stderr, "explain: --value '%s' is not SIGNAL=NUMBER\n", a->value_arg[i]);
+			return -EINVAL;
+		}
+		memcpy(name, a->value_arg[i], len);
+		name[len] = '\0';
+		s = group_find_signal(g, name);
+		if (s < 0) {
+			fprintf(stderr, "explain: group '%s' has no signal '%s'\n", g->name, name);
+			return -ENOENT;
+		}
+		errno = 0;
+		v = strtod(eq + 1, &end);
+		if (errno || end == eq + 1 || *end != '\0' || !isfinite(v)) {
+			fprintf(stderr, "explain: value '%s' of signal '%s' is not a number\n", eq + 1, name);
+			return -EINVAL;
+		}
+		if (window_newest(&w[s])) {
+			fprintf(stderr, "explain: signal '%s' is given twice\n", name);
+			return -EINVAL;
+		}
+		window_push(&w[s], now_ms, v);
+	}
+	return 0;
+}
+
+static int64_t wall_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * MS_PER_SEC + ts.tv_nsec / 1000000;
+}
+
+/* Evaluates and prints. The first `ready` instances are running and past
+ * their initialization; the others are still provisioning. */
+static int explain_group(const struct explain_args *a, const struct group_conf *g, int64_t now_ms)
+{
+	struct window w[CONFIG_MAX_SIGNALS];
+	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
+	struct observation obs = { .current = a->current, .stable = true };
+	struct instance_obs *inst = NULL;
+	struct engine_state st;
+	struct decision d;
+	cJSON *json = NULL;
+	char *text = NULL;
+	size_t i;
+	int r = 1;
+
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < g->n_signals; i++) {
+		if (window_init(&w[i], 8) < 0) {
+			fprintf(stderr, "explain: out of memory\n");
+			goto out;
+		}
+		in[i] = (struct engine_signal_input){ .window = &w[i], .error = "no --value given", .n_sampled = -1 };
+	}
+	if (fill_windows(a, g, w, now_ms) < 0) {
+		r = 2;
+		goto out;
+	}
+	if (a->ready >= 0 && a->ready < a->current) {
+		inst = calloc((size_t)a->current, sizeof(*inst));
+		if (!inst) {
+			fprintf(stderr, "explain: out of memory\n");
+			goto out;
+		}
+		for (i = 0; i < (size_t)a->current; i++)
+			inst[i] = (struct instance_obs){ .id = "instance",
+							 .state = i < (size_t)a->ready ? INSTANCE_RUNNING
+										       : INSTANCE_PROVISIONING,
+							 .ready = i < (size_t)a->ready };
+		obs.instances = inst;
+		obs.n_instances = (size_t)a->current;
+	}
+	engine_state_init(&st);
+	if (engine_evaluate(g, now_ms, &obs, in, &st, &st, &d) < 0) {
+		fprintf(stderr, "explain: group '%s' cannot be evaluated\n", g->name);
+		goto out;
+	}
+	json = decision_to_json(&d, g);
+	text = json ? cJSON_Print(json) : NULL;
+	if (!text) {
+		fprintf(stderr, "explain: out of memory\n");
+		goto out;
+	}
+	printf("%s\n", text);
+	fflush(stdout);
+	r = 0;
+out:
+	free(text);
+	cJSON_Delete(json);
+	free(inst);
+	for (i = 0; i < g->n_signals; i++)
+		window_destroy(&w[i]);
+	return r;
+}
+
+int explain_main(int argc, char **argv)
+{
+	struct explain_args a;
+	struct config *cfg = NULL;
+	struct config_errors errs = { 0 };
+	const struct group_conf *g;
+	int64_t now_ms;
+	size_t i;
+	int r;
+
+	r = parse_args(argc, argv, &a);
+	if (r != 0)
+		return r > 0 ? 0 : 2;
+	if (a.at) {
+		if (schedule_parse_datetime(a.at, NULL, &now_ms) < 0) {
+			fprintf(stderr, "explain: --at '%s' is not an ISO 8601 date and time\n", a.at);
+			return 2;
+		}
+	} else {
+		now_ms = wall_clock_ms();
+	}
+	r = config_load(a.config, &cfg, &errs);
+	if (r < 0) {
+		for (i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.v[i]);
+		if (errs.n == 0)
+			fprintf(stderr, "explain: cannot read '%s': %s\n", a.config, strerror(-r));
+		config_errors_clear(&errs);
+		return 1;
+	}
+	g = config_find_group(cfg, a.group);
+	if (!g) {
+		fprintf(stderr, "explain: no group '%s' in '%s'\n", a.group, a.config);
+		config_free(cfg);
+		return 2;
+	}
+	r = explain_group(&a, g, now_ms);
+	config_free(cfg);
+	return r;
+}

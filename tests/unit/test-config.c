@@ -1,0 +1,880 @@
+/* Unit tests of the configuration: every class of error with its exact
+ * message and FILE:LINE, wildcard includes, a valid configuration read back
+ * field by field, defaults, durations, and the shipped example. Each test
+ * writes its files to a temporary directory of its own. */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "schedule.h"
+
+static char dir[PATH_MAX];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(dir, sizeof(dir), "%s/test-config.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Writes DIR/NAME, creating one level of subdirectory when NAME has one. */
+static void write_file(const char *name, const char *text)
+{
+	char path[PATH_MAX + 64];
+	const char *slash = strchr(name, '/');
+	FILE *f;
+
+	if (slash) {
+		snprintf(path, sizeof(path), "%s/%.*s", dir, (int)(slash - name), name);
+		mkdir(path, 0700);
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static const char *main_path(void)
+{
+	static char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/main.conf", dir);
+	return path;
+}
+
+/* Loads main.conf (after writing `text` to it, when given) and checks that
+ * it fails with exactly the `expected` errors, each "FILE:LINE: message"
+ * with FILE relative to the test directory, in that order. */
+static void expect_errors(const char *text, ...)
+{
+	struct config *c = NULL;
+	struct config_errors e;
+	const char *want;
+	va_list ap;
+	size_t n = 0;
+
+	if (text)
+		write_file("main.conf", text);
+	assert_int_equal(config_load(main_path(), &c, &e), -EINVAL);
+	assert_null(c);
+	va_start(ap, text);
+	while ((want = va_arg(ap, const char *))) {
+		char full[2 * PATH_MAX + 512];
+		size_t len = (size_t)snprintf(full, sizeof(full), "%s/", dir);
+
+		/* "DIR/" in an expected message stands for the test directory. */
+		for (const char *p = want; *p && len < sizeof(full) - PATH_MAX - 1; p++) {
+			if (strncmp(p, "DIR/", 4) == 0) {
+				len += (size_t)snprintf(full + len, sizeof(full) - len, "%s/", dir);
+				p += 3;
+			} else {
+				full[len++] = *p;
+				full[len] = '\0';
+			}
+		}
+		if (n >= e.n)
+			fail_msg("missing error: %s", full);
+		if (strcmp(e.v[n], full) != 0)
+			fail_msg("error %zu:\n  got:  %s\n  want: %s", n, e.v[n], full);
+		n++;
+	}
+	va_end(ap);
+	if (n != e.n)
+		fail_msg("%zu unexpected errors, first: %s", e.n - n, e.v[n]);
+	config_errors_clear(&e);
+	assert_int_equal(e.n, 0);
+}
+
+static struct config *load_ok(const char *text)
+{
+	struct config *c = NULL;
+	struct config_errors e;
+	int r;
+
+	if (text)
+		write_file("main.conf", text);
+	r = config_load(main_path(), &c, &e);
+	if (r != 0)
+		fail_msg("load failed (%d): %s", r, e.n ? e.v[0] : "no message");
+	assert_int_equal(e.n, 0);
+	assert_non_null(c);
+	return c;
+}
+
+/* Lines 1-5 of a valid group; what follows starts on line 6. */
+#define GROUP_HEAD "groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n  min = 1;\n  max = 4;\n"
+#define GROUP_TAIL "} );\n"
+#define CPU "signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\"; target = 60.0; } );\n"
+
+static void test_syntax_errors(void **state)
+{
+	expect_errors("groups = (\n  { name = \"a\"; },\n  { name = \"b\" }\n  { name = \"c\"; }\n);\n",
+		      "main.conf:4: syntax error", NULL);
+	expect_errors("agent = { interval = 15; };\nagent = { };\n", "main.conf:2: duplicate setting name", NULL);
+}
+
+static void test_unknown_keys(void **state)
+{
+	expect_errors(GROUP_HEAD "  behavior = { scale_in = {\n    stabilisation = \"300s\"; }; };\n" GROUP_TAIL,
+		      "main.conf:7: unknown key 'stabilisation' (did you mean 'stabilization'?)", NULL);
+	expect_errors("agent = {\n  intervall = 15;\n  colour = \"red\";\n};\n",
+		      "main.conf:2: unknown key 'intervall' (did you mean 'interval'?)",
+		      "main.conf:3: unknown key 'colour'", NULL);
+	expect_errors("group = ( );\n", "main.conf:1: unknown key 'group' (did you mean 'groups'?)", NULL);
+	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
+				 "    target = 60.0; agregation = \"max\"; } );\n" GROUP_TAIL,
+		      "main.conf:7: unknown key 'agregation' (did you mean 'aggregation'?)", NULL);
+}
+
+static void test_wrong_types(void **state)
+{
+	expect_errors("agent = {\n  interval = true;\n  dry_run = 1;\n  state_directory = 5;\n};\n",
+		      "main.conf:2: 'interval' must be a duration (seconds, or a string such as \"90s\" or \"5m\")",
+		      "main.conf:3: 'dry_run' must be a boolean (true or false)",
+		      "main.conf:4: 'state_directory' must be a string", NULL);
+	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n  min = \"two\";\n  max = 4.5;\n"
+		      "  interval = \"5x\";\n  signals = { };\n} );\n",
+		      "main.conf:4: 'min' must be an integer", "main.conf:5: 'max' must be an integer",
+		      "main.conf:6: invalid duration '5x' for 'interval' (use seconds or a string such as \"90s\", \"5m\" or \"500ms\")",
+		      "main.conf:7: 'signals' must be a list ( ... ) of groups", NULL);
+	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
+				 "    target = \"high\"; aggregation = \"mean\"; } );\n" GROUP_TAIL,
+		      "main.conf:7: 'target' must be a number",
+		      "main.conf:7: 'aggregation' must be one of avg, min, max, last, p95, not 'mean'", NULL);
+	expect_errors("groups = ( \"web\" );\nagent = [ 1 ];\n", "main.conf:1: each entry of 'groups' must be a group { ... }",
+		      "main.conf:2: 'agent' must be a group { ... }", NULL);
+	/* Driver options are free-form but flat. */
+	expect_errors(GROUP_HEAD "  driver_options = {\n    uri = \"test:///default\";\n    hosts = [ \"a\", \"b\" ];\n"
+				 "    nested = { a = 1; };\n    mixed = ( \"a\", 1 );\n  };\n" GROUP_TAIL,
+		      "main.conf:9: option 'nested' must be a string, number, boolean or list of strings",
+		      "main.conf:10: option 'mixed' must be a string, number, boolean or list of strings", NULL);
+}
+
+static void test_out_of_range(void **state)
+{
+	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
+				 "    target = 0;\n    tolerance = 1.5;\n    window = \"2h\";\n  } );\n"
+				 "  behavior = { scale_out = { stabilization = 4000; }; };\n" GROUP_TAIL,
+		      "main.conf:7: 'target' must be greater than 0, not 0",
+		      "main.conf:8: 'tolerance' must be between 0 and 1, not 1.5",
+		      "main.conf:9: 'window' must be between 0s and 3600s, not 7200s",
+		      "main.conf:11: 'stabilization' must be between 0s and 3600s, not 4000s", NULL);
+	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n  min = -1;\n  max = 200000;\n} );\n",
+		      "main.conf:4: 'min' must be between 0 and 100000, not -1",
+		      "main.conf:5: 'max' must be between 0 and 100000, not 200000", NULL);
+	expect_errors("agent = { interval = 0.5; metrics_listen = \"localhost\"; admin_socket = \"admin.sock\"; };\n",
+		      "main.conf:1: 'interval' must be between 1s and 3600s, not 500ms",
+		      "main.conf:1: 'admin_socket' must be an absolute path, not 'admin.sock'",
+		      "main.conf:1: 'metrics_listen' must be HOST:PORT, such as \"127.0.0.1:9851\", not 'localhost'", NULL);
+	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\"; target = 60;\n"
+				 "    poll_interval = \"15s\";\n    staleness = \"5s\";\n    timeout = \"20s\";\n  } );\n" GROUP_TAIL,
+		      "main.conf:8: 'staleness' (5s) must be at least 'poll_interval' (15s)",
+		      "main.conf:9: 'timeout' (20s) must not exceed 'poll_interval' (15s)", NULL);
+}
+
+static void test_list_limits(void **state)
+{
+	char text[8192];
+	size_t len;
+
+	/* 17 signals, one more than a group may have. */
+	len = (size_t)snprintf(text, sizeof(text), "%s", GROUP_HEAD "  signals = (\n");
+	for (int i = 0; i < 17; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+					"    { name = \"s%d\"; source = \"exec\"; type = \"average\"; target = 1; }%s\n", i,
+					i < 16 ? "," : "");
+	snprintf(text + len, sizeof(text) - len, "  );\n" GROUP_TAIL);
+	expect_errors(text, "main.conf:6: 'signals' has 17 entries; at most 16 are allowed", NULL);
+}
+
+static void test_rule_values(void **state)
+{
+	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n" CPU
+		      "  profiles = ( { name = \"d\"; min = 1; max = 4; rules = (\n"
+		      "    { signal = \"cpu\"; operator = \">\"; threshold = 70; direction = \"in\"; change = \"percent\"; value = 150; },\n"
+		      "    { signal = \"cpu\"; operator = \"=>\"; threshold = 70; direction = \"out\"; value = 1.5; },\n"
+		      "    { signal = \"cpu\"; operator = \"<\"; threshold = 10; direction = \"in\"; change = \"exact\"; value = -1; },\n"
+		      "    { signal = \"cpu\"; threshold = 10; direction = \"sideways\"; value = 1; }\n"
+		      "  ); } );\n} );\n",
+		      "main.conf:6: 'value' must be greater than 0 and at most 100 with change 'percent' and direction 'in', not 150",
+		      "main.conf:7: 'operator' must be one of >, >=, <, <=, ==, !=, not '=>'",
+		      "main.conf:7: 'value' must be a whole number from 1 to 100000 with change 'count', not 1.5",
+		      "main.conf:8: 'value' must be a whole number from 0 to 100000 with change 'exact', not -1",
+		      "main.conf:9: missing required key 'operator'",
+		      "main.conf:9: 'direction' must be one of out, in, not 'sideways'", NULL);
+}
+
+static void test_bounds(void **state)
+{
+	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n  min = 9;\n  max = 8;\n} );\n",
+		      "main.conf:4: 'min' (9) is greater than 'max' (8)", NULL);
+	expect_errors(GROUP_HEAD "  profiles = ( {\n    name = \"office\";\n    recurrence = { start = \"08:00\"; end = \"19:00\"; };\n"
+				 "    min = 4;\n    max = 20;\n    default = 25;\n  } );\n" GROUP_TAIL,
+		      "main.conf:11: 'default' (25) must be between 'min' (4) and 'max' (20)", NULL);
+	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n  min = 2;\n  max = 4;\n  default = 1;\n} );\n",
+		      "main.conf:6: 'default' (1) must be between 'min' (2) and 'max' (4)", NULL);
+	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n  max = 4;\n} );\n",
+		      "main.conf:1: missing required key 'min'", NULL);
+}
+
+static void test_default_profile(void **state)
+{
+	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n} );\n",
+		      "main.conf:1: no default profile: set 'min' and 'max' in the group or add a profile without 'recurrence' or 'fixed'",
+		      NULL);
+	expect_errors(GROUP_HEAD "  profiles = (\n    { name = \"a\"; min = 1; max = 2; },\n"
+				 "    { name = \"b\"; min = 1; max = 2; }\n  );\n" GROUP_TAIL,
+		      "main.conf:4: 'min' of the group conflicts with default profile 'a'; set it in that profile",
+		      "main.conf:5: 'max' of the group conflicts with default profile 'a'; set it in that profile",
+		      "main.conf:8: profile 'b' is a second default profile (one without 'recurrence' or 'fixed'); the first is 'a'",
+		      NULL);
+	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n  profiles = (\n"
+		      "    { name = \"a\"; min = 1; max = 2; },\n    { name = \"a\"; min = 1; max = 2;\n"
+		      "      recurrence = { start = \"08:00\"; end = \"09:00\"; };\n"
+		      "      fixed = { start = \"2026-01-01\"; end = \"2026-01-02\"; }; }\n  );\n} );\n",
+		      "main.conf:6: a profile may have 'recurrence' or 'fixed', not both",
+		      "main.conf:6: duplicate profile name 'a' (first defined at DIR/main.conf:5)", NULL);
+	expect_errors(GROUP_HEAD "  profiles = ( { name = \"night\"; min = 1; max = 2;\n"
+				 "    recurrence = { start = \"22:00\";\n      end = \"22:00\"; }; } );\n" GROUP_TAIL,
+		      "main.conf:8: 'start' and 'end' must differ", NULL);
+}
+
+static void test_time_zones_and_dates(void **state)
+{
+	expect_errors(GROUP_HEAD "  profiles = ( {\n    name = \"office\";\n    recurrence = {\n      start = \"8:00\";\n"
+				 "      end = \"24:30\";\n      days = [ \"mon\", \"mnd\" ];\n      timezone = \"Europe/Berln\";\n"
+				 "    };\n    min = 1;\n    max = 4;\n  } );\n" GROUP_TAIL,
+		      "main.conf:10: 'end' must be a time of day \"HH:MM\", not '24:30'",
+		      "main.conf:11: unknown day 'mnd' (use mon, tue, wed, thu, fri, sat or sun)",
+		      "main.conf:12: unknown time zone 'Europe/Berln'", NULL);
+	expect_errors(GROUP_HEAD "  profiles = ( {\n    name = \"sale\";\n    fixed = {\n      start = \"2026-02-30T00:00:00\";\n"
+				 "      end = \"2026-11-30\";\n      timezone = \"Mars/Olympus\";\n    };\n    min = 1;\n    max = 4;\n  } );\n"
+				 GROUP_TAIL,
+		      "main.conf:9: 'start' must be a date and time such as \"2026-11-27T08:00:00\", not '2026-02-30T00:00:00'",
+		      "main.conf:11: unknown time zone 'Mars/Olympus'", NULL);
+}
+
+static void test_overlapping_fixed(void **state)
+{
+	expect_errors(GROUP_HEAD "  profiles = (\n"
+				 "    { name = \"sale\"; min = 1; max = 4;\n"
+				 "      fixed = { start = \"2026-11-27T00:00:00\"; end = \"2026-11-30T00:00:00\"; timezone = \"UTC\"; }; },\n"
+				 "    { name = \"late\"; min = 1; max = 4;\n"
+				 "      fixed = { start = \"2026-11-30T00:00:00\"; end = \"2026-12-01\"; }; },\n"
+				 "    { name = \"berlin\"; min = 1; max = 4;\n"
+				 "      fixed = { start = \"2026-11-30T00:30\"; end = \"2026-11-30T02:00\"; timezone = \"Europe/Berlin\"; }; },\n"
+				 "    { name = \"backwards\"; min = 1; max = 4;\n"
+				 "      fixed = { start = \"2026-12-05\"; end = \"2026-12-04\"; }; }\n"
+				 "  );\n" GROUP_TAIL,
+		      /* 00:30 in Berlin is 23:30 UTC on the 29th, inside "sale";
+		       * "late" starts where "sale" ends and does not overlap. */
+		      "main.conf:11: fixed-date profile 'berlin' overlaps 'sale' (defined at DIR/main.conf:7)",
+		      "main.conf:14: 'end' must be after 'start'", NULL);
+}
+
+static void test_undefined_signal_messages(void **state)
+{
+	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n" CPU
+		      "  profiles = ( { name = \"d\"; min = 1; max = 4;\n"
+		      "    rules = ( { signal = \"cpux\"; operator = \">\"; threshold = 70; direction = \"out\"; value = 1; },\n"
+		      "              { signal = \"queue\"; operator = \">\"; threshold = 70; direction = \"out\"; value = 1; } );\n"
+		      "    targets = { cpu = 50.0;\n      memory = 20.0; };\n  } );\n} );\n",
+		      "main.conf:6: rule refers to undefined signal 'cpux' (did you mean 'cpu'?)",
+		      "main.conf:7: rule refers to undefined signal 'queue'",
+		      "main.conf:9: target override for undefined signal 'memory'", NULL);
+}
+
+static void test_duplicates(void **state)
+{
+	expect_errors("groups = (\n  { name = \"web\"; driver = \"libvirt\"; min = 1; max = 2; },\n"
+		      "  { name = \"db\"; driver = \"libvirt\"; min = 1; max = 2;\n"
+		      "    signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\"; target = 60.0; },\n"
+		      "                { name = \"cpu\"; source = \"prometheus\"; type = \"average\"; target = 5.0; } ); },\n"
+		      "  { name = \"web\"; driver = \"libvirt\"; min = 1; max = 2; }\n);\n",
+		      "main.conf:5: duplicate signal name 'cpu' (first defined at DIR/main.conf:4)",
+		      "main.conf:6: duplicate group name 'web' (first defined at DIR/main.conf:2)", NULL);
+}
+
+static void test_drivers_and_sources(void **state)
+{
+	char drivers[PATH_MAX + 16], text[2 * PATH_MAX];
+	char *saved = getenv("AUTOSCALED_DRIVER_DIR") ? strdup(getenv("AUTOSCALED_DRIVER_DIR")) : NULL;
+	struct config *c;
+
+	unsetenv("AUTOSCALED_DRIVER_DIR");
+	expect_errors("groups = (\n  { name = \"a\"; driver = \"libvrt\"; min = 1; max = 2; },\n"
+		      "  { name = \"b\"; driver = \"custom\"; min = 1; max = 2; },\n"
+		      "  { name = \"c\"; driver = \"../../bin/sh\"; min = 1; max = 2;\n"
+		      "    signals = ( { name = \"q\"; source = \"prometeus\"; type = \"average\"; target = 5; },\n"
+		      "                { name = \"r\"; source = \"statsd\"; type = \"average\"; target = 5; } ); }\n);\n",
+		      "main.conf:2: unknown driver 'libvrt' (did you mean 'libvirt'?)",
+		      "main.conf:3: unknown driver 'custom'", "main.conf:4: unknown driver '../../bin/sh'",
+		      "main.conf:5: unknown source 'prometeus' (did you mean 'prometheus'?)",
+		      "main.conf:6: unknown source 'statsd'", NULL);
+
+	/* A plugin file in the driver directory makes a driver known, from
+	 * the environment or from agent.driver_directory. */
+	snprintf(drivers, sizeof(drivers), "%s/drivers", dir);
+	write_file("drivers/custom.so", "");
+	setenv("AUTOSCALED_DRIVER_DIR", drivers, 1);
+	c = load_ok("groups = ( { name = \"b\"; driver = \"custom\"; min = 1; max = 2; } );\n");
+	assert_string_equal(c->groups[0].driver, "custom");
+	config_free(c);
+	unsetenv("AUTOSCALED_DRIVER_DIR");
+	snprintf(text, sizeof(text),
+		 "agent = { driver_directory = \"%s\"; };\ngroups = ( { name = \"b\"; driver = \"custom\"; min = 1; max = 2; } );\n",
+		 drivers);
+	c = load_ok(text);
+	assert_string_equal(c->agent.driver_directory, drivers);
+	config_free(c);
+	if (saved)
+		setenv("AUTOSCALED_DRIVER_DIR", saved, 1);
+	free(saved);
+}
+
+static void test_wildcard_include(void **state)
+{
+	struct config *c;
+
+	/* Files of conf.d are read in name order, relative to the including
+	 * file, and errors name them with their own line numbers. */
+	write_file("conf.d/20-db.conf", "# db\ngroups = ( {\n  name = \"db\";\n  driver = \"libvirt\";\n"
+					"  min = 3;\n  max = 1;\n} );\n");
+	write_file("conf.d/10-web.conf", "groups = ( { name = \"web\"; driver = \"libvirt\"; min = 1; max = 2;\n"
+					 "  behavior = { scale_in = { stabilisation = 10; }; }; } );\n");
+	write_file("conf.d/30-syntax.conf", "groups = (\n  { name = \"x\" }\n  { name = \"y\" }\n);\n");
+	write_file("conf.d/README", "not a configuration file");
+	expect_errors("agent = { interval = 20; };\n@include \"conf.d/*.conf\"\n"
+		      "groups = ( { name = \"web\"; driver = \"libvirt\"; min = 1; max = 2; } );\n",
+		      "conf.d/10-web.conf:1: duplicate group name 'web' (first defined at DIR/main.conf:3)",
+		      "conf.d/10-web.conf:2: unknown key 'stabilisation' (did you mean 'stabilization'?)",
+		      "conf.d/20-db.conf:5: 'min' (3) is greater than 'max' (1)", "conf.d/30-syntax.conf:3: syntax error",
+		      NULL);
+
+	/* Fixed, the groups of every file are merged: the main file's first,
+	 * then conf.d's in name order. */
+	write_file("conf.d/20-db.conf", "groups = ( { name = \"db\"; driver = \"libvirt\"; min = 1; max = 3; } );\n");
+	write_file("conf.d/10-web.conf", "groups = ( { name = \"api\"; driver = \"libvirt\"; min = 1; max = 2; } );\n");
+	write_file("conf.d/30-syntax.conf", "# nothing here yet\n");
+	c = load_ok(NULL);
+	assert_int_equal(c->n_groups, 3);
+	assert_string_equal(c->groups[0].name, "web");
+	assert_string_equal(c->groups[1].name, "api");
+	assert_string_equal(c->groups[2].name, "db");
+	assert_int_equal(c->groups[2].interval_ms, 20000);
+	assert_int_equal(c->groups[2].line, 1);
+	assert_non_null(strstr(c->groups[2].file, "/conf.d/20-db.conf"));
+	assert_int_equal(c->n_files, 4);
+	config_free(c);
+}
+
+static void test_include_plain_and_missing(void **state)
+{
+	struct config *c;
+
+	/* No conf.d at all is fine. A plain include works, relative to the
+	 * including file, and its errors name it. */
+	write_file("groups.inc", "groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n  min = 1; max = 2;\n"
+				 "  dry_run = \"yes\";\n} );\n");
+	expect_errors("@include \"conf.d/*.conf\"\n@include \"groups.inc\"\n",
+		      "groups.inc:5: 'dry_run' must be a boolean (true or false)", NULL);
+	write_file("groups.inc", "groups = ( { name = \"web\"; driver = \"libvirt\"; min = 1; max = 2; } );\n");
+	c = load_ok(NULL);
+	assert_int_equal(c->n_groups, 1);
+	assert_int_equal(c->n_files, 2);
+	config_free(c);
+
+	/* An absolute name works too (libconfig 1.5 alone would prefix it). */
+	{
+		char text[PATH_MAX + 64];
+
+		write_file("groups.inc", "groups = ( { name = \"web\"; driver = \"libvirt\";\n  min = 3; max = 2; } );\n");
+		snprintf(text, sizeof(text), "agent = { interval = 10; };\n  @include \"%s/groups.inc\"\n", dir);
+		expect_errors(text, "groups.inc:2: 'min' (3) is greater than 'max' (2)", NULL);
+		write_file("groups.inc", "groups = ( { name = \"web\"; driver = \"libvirt\"; min = 1; max = 2; } );\n");
+		c = load_ok(NULL);
+		assert_int_equal(c->n_groups, 1);
+		assert_int_equal(c->n_files, 2);
+		assert_string_equal(c->groups[0].file, c->files[1]);
+		assert_non_null(strstr(c->files[1], "/groups.inc"));
+		assert_null(strstr(c->files[1], ".."));
+		config_free(c);
+	}
+	expect_errors("@include \"nothere.conf\"\n", "main.conf:1: cannot open include file", NULL);
+	expect_errors("groups = (\n  @include \"conf.d/*.conf\"\n);\n",
+		      "main.conf:2: an @include with a wildcard must stand at the top level, outside any group or list", NULL);
+	/* A file that matches its own wildcard is read once. */
+	expect_errors("@include \"*.conf\"\n", "main.conf:1: 'DIR/main.conf' is already read; a file may be included only once",
+		      NULL);
+	write_file("conf.d/a.conf", "agent = { interval = 5; };\n");
+	expect_errors("agent = { interval = 10; };\n@include \"conf.d/*.conf\"\n",
+		      "conf.d/a.conf:1: duplicate 'agent' section (first defined at DIR/main.conf:1)", NULL);
+}
+
+static void test_every_error_reported(void **state)
+{
+	/* Nothing stops at the first error, not even within one setting. */
+	expect_errors("agent = { interval = -1; dry_run = 2; };\n"
+		      "groups = (\n  { name = \"a/b\"; driver = \"nope\"; min = 5; max = 1; },\n"
+		      "  { driver = \"libvirt\"; min = 1; max = 2; signals = ( { name = \"s\"; } ); }\n);\n",
+		      "main.conf:1: 'interval' must be between 1s and 3600s, not -1s",
+		      "main.conf:1: 'dry_run' must be a boolean (true or false)",
+		      "main.conf:3: invalid group name 'a/b' (use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit)",
+		      "main.conf:3: unknown driver 'nope'", "main.conf:3: 'min' (5) is greater than 'max' (1)",
+		      "main.conf:4: missing required key 'name'", "main.conf:4: missing required key 'source'",
+		      "main.conf:4: missing required key 'type'", "main.conf:4: missing required key 'target'", NULL);
+}
+
+static void test_missing_file(void **state)
+{
+	struct config *c = NULL;
+	struct config_errors e;
+	char want[PATH_MAX + 64];
+
+	assert_int_equal(config_load(main_path(), &c, &e), -ENOENT);
+	assert_null(c);
+	assert_int_equal(e.n, 1);
+	snprintf(want, sizeof(want), "%s: cannot read: No such file or directory", main_path());
+	assert_string_equal(e.v[0], want);
+	config_errors_clear(&e);
+	/* Callers that do not want the messages may pass NULL. */
+	assert_int_equal(config_load(main_path(), &c, NULL), -ENOENT);
+	write_file("main.conf", "agent = { interval = 0; };\n");
+	assert_int_equal(config_load(main_path(), &c, NULL), -EINVAL);
+	assert_null(c);
+}
+
+static const char full_config[] =
+	"agent = {\n"
+	"  interval = \"20s\";\n"
+	"  state_directory = \"/srv/as/state\";\n"
+	"  admin_socket = \"/srv/as/admin.sock\";\n"
+	"  admin_group = \"ops\";\n"
+	"  metrics_listen = \"127.0.0.1:9900\";\n"
+	"  driver_directory = \"/opt/as/drivers\";\n"
+	"  dry_run = false;\n"
+	"};\n"
+	"groups = ( {\n" /* 10 */
+	"  name = \"web\";\n"
+	"  driver = \"libvirt\";\n"
+	"  driver_options = { uri = \"test:///default\"; count = 3; ratio = 0.5;\n"
+	"    spread = true; hosts = [ \"h1\", \"h2\" ]; };\n"
+	"  interval = \"30s\";\n"
+	"  dry_run = true;\n"
+	"  signals = (\n"
+	"    { name = \"cpu\"; source = \"libvirt_cpu\"; source_options = { uri = \"test:///default\"; };\n"
+	"      type = \"utilization\"; target = 60.0; window = \"2m\"; aggregation = \"p95\"; tolerance = 0.05;\n"
+	"      staleness = \"1m\"; poll_interval = \"20s\"; timeout = \"5s\"; },\n" /* 20 */
+	"    { name = \"queue\"; source = \"redis\"; type = \"average\"; target = 5; }\n"
+	"  );\n"
+	"  profiles = (\n"
+	"    { name = \"office\";\n"
+	"      recurrence = { days = [ \"mon\", \"fri\", \"sunday\" ]; start = \"08:30\"; end = \"24:00\";\n"
+	"                     timezone = \"Europe/Berlin\"; };\n"
+	"      min = 4; max = 20; default = 5; targets = { cpu = 50.0; }; },\n"
+	"    { name = \"sale\";\n"
+	"      fixed = { start = \"2026-11-27T00:00:00\"; end = \"2026-11-30\"; timezone = \"Europe/Berlin\"; };\n"
+	"      min = 10; max = 30; },\n" /* 30 */
+	"    { name = \"base\"; min = 2; max = 8; default = 3;\n"
+	"      rules = (\n"
+	"        { signal = \"queue\"; window = \"10m\"; statistic = \"max\"; operator = \">=\"; threshold = 100.0;\n"
+	"          direction = \"out\"; change = \"percent\"; value = 50; cooldown = \"2m\"; },\n"
+	"        { signal = \"cpu\"; operator = \"<\"; threshold = 10; direction = \"in\"; change = \"exact\"; value = 2; }\n"
+	"      ); }\n"
+	"  );\n"
+	"  behavior = {\n"
+	"    scale_in = { stabilization = \"10m\"; select = \"min\";\n"
+	"      policies = ( { type = \"instances\"; value = 2; period = \"1m\"; }, { type = \"percent\"; value = 10; period = 30; } ); };\n"
+	"    scale_out = { stabilization = 30; select = \"disabled\"; policies = ( ); };\n" /* 41 */
+	"    initialization_period = \"2m\";\n"
+	"    on_missing = \"max\";\n"
+	"  };\n"
+	"} );\n";
+
+static void test_valid_read_back(void **state)
+{
+	struct config *c = load_ok(full_config);
+	const struct agent_conf *a = &c->agent;
+	const struct group_conf *g;
+	const struct signal_conf *s;
+	const struct profile_conf *p;
+	const struct rule_conf *r;
+	const struct config_option *o;
+	const struct behavior_conf *b;
+
+	assert_string_equal(c->path, main_path());
+	assert_int_equal(c->n_files, 1);
+	assert_string_equal(c->files[0], main_path());
+	assert_int_equal(a->interval_ms, 20000);
+	assert_string_equal(a->state_directory, "/srv/as/state");
+	assert_string_equal(a->admin_socket, "/srv/as/admin.sock");
+	assert_string_equal(a->admin_group, "ops");
+	assert_string_equal(a->metrics_listen, "127.0.0.1:9900");
+	assert_string_equal(a->driver_directory, "/opt/as/drivers");
+	assert_false(a->dry_run);
+
+	assert_int_equal(c->n_groups, 1);
+	g = &c->groups[0];
+	assert_ptr_equal(config_find_group(c, "web"), g);
+	assert_null(config_find_group(c, "db"));
+	assert_string_equal(g->name, "web");
+	assert_string_equal(g->driver, "libvirt");
+	assert_string_equal(g->file, main_path());
+	assert_int_equal(g->line, 10);
+	assert_int_equal(g->interval_ms, 30000);
+	assert_true(g->dry_run);
+
+	assert_int_equal(g->driver_options.n, 5);
+	assert_string_equal(options_get_str(&g->driver_options, "uri", NULL), "test:///default");
+	o = options_get(&g->driver_options, "count");
+	assert_non_null(o);
+	assert_int_equal(o->type, OPTION_INT);
+	assert_int_equal(o->i, 3);
+	assert_string_equal(o->str, "3");
+	assert_int_equal(o->line, 13);
+	assert_ptr_equal(o->file, c->files[0]);
+	assert_true(options_get_num(&g->driver_options, "ratio", 0) == 0.5);
+	assert_int_equal(options_get(&g->driver_options, "ratio")->type, OPTION_FLOAT);
+	assert_true(options_get_bool(&g->driver_options, "spread", false));
+	assert_string_equal(options_get_str(&g->driver_options, "spread", NULL), "true");
+	o = options_get(&g->driver_options, "hosts");
+	assert_int_equal(o->type, OPTION_LIST);
+	assert_int_equal(o->n_list, 2);
+	assert_string_equal(o->list[1], "h2");
+	assert_null(options_get_str(&g->driver_options, "hosts", NULL));
+	assert_null(options_get(&g->driver_options, "absent"));
+	assert_string_equal(options_get_str(&g->driver_options, "absent", "dflt"), "dflt");
+	assert_true(options_get_num(&g->driver_options, "absent", 7) == 7);
+	assert_false(options_get_bool(&g->driver_options, "absent", false));
+
+	assert_int_equal(g->n_signals, 2);
+	assert_int_equal(group_find_signal(g, "queue"), 1);
+	assert_int_equal(group_find_signal(g, "disk"), -1);
+	s = &g->signals[0];
+	assert_string_equal(s->name, "cpu");
+	assert_string_equal(s->source, "libvirt_cpu");
+	assert_string_equal(options_get_str(&s->source_options, "uri", NULL), "test:///default");
+	assert_int_equal(s->type, SIGNAL_UTILIZATION);
+	assert_true(s->target == 60.0);
+	assert_int_equal(s->window_ms, 120000);
+	assert_int_equal(s->aggregation, AGG_P95);
+	assert_true(s->tolerance == 0.05);
+	assert_int_equal(s->staleness_ms, 60000);
+	assert_int_equal(s->poll_interval_ms, 20000);
+	assert_int_equal(s->timeout_ms, 5000);
+	assert_int_equal(s->line, 18);
+	s = &g->signals[1];
+	assert_int_equal(s->type, SIGNAL_AVERAGE);
+	assert_true(s->target == 5.0);
+	assert_int_equal(s->source_options.n, 0);
+	/* Defaults of a signal, from the group's interval. */
+	assert_int_equal(s->window_ms, 60000);
+	assert_int_equal(s->aggregation, AGG_AVG);
+	assert_true(s->tolerance == 0.1);
+	assert_int_equal(s->poll_interval_ms, 30000);
+	assert_int_equal(s->staleness_ms, 90000);
+	assert_int_equal(s->timeout_ms, 10000);
+
+	assert_int_equal(g->n_profiles, 3);
+	p = &g->profiles[0];
+	assert_string_equal(p->name, "office");
+	assert_int_equal(p->kind, PROFILE_RECURRENCE);
+	assert_int_equal(p->days, (1u << 0) | (1u << 4) | (1u << 6));
+	assert_int_equal(p->start_minute, 8 * 60 + 30);
+	assert_int_equal(p->end_minute, 1440);
+	assert_string_equal(p->timezone, "Europe/Berlin");
+	assert_non_null(p->tz);
+	assert_int_equal(p->min, 4);
+	assert_int_equal(p->max, 20);
+	assert_int_equal(p->def, 5);
+	assert_int_equal(p->n_targets, 1);
+	assert_string_equal(p->targets[0].signal, "cpu");
+	assert_int_equal(p->targets[0].signal_index, 0);
+	assert_true(p->targets[0].target == 50.0);
+	assert_int_equal(p->line, 24);
+	p = &g->profiles[1];
+	assert_string_equal(p->name, "sale");
+	assert_int_equal(p->kind, PROFILE_FIXED);
+	/* Midnight in Berlin in November is 23:00 UTC the day before. */
+	assert_int_equal(p->start_ms, INT64_C(1795734000000));
+	assert_int_equal(p->end_ms, INT64_C(1795993200000));
+	assert_int_equal(p->def, 10); /* default = min */
+	p = &g->profiles[2];
+	assert_ptr_equal(group_default_profile(g), p);
+	assert_string_equal(p->name, "base");
+	assert_int_equal(p->kind, PROFILE_DEFAULT);
+	assert_null(p->tz);
+	assert_int_equal(p->min, 2);
+	assert_int_equal(p->max, 8);
+	assert_int_equal(p->def, 3);
+	assert_int_equal(p->n_rules, 2);
+	r = &p->rules[0];
+	assert_string_equal(r->signal, "queue");
+	assert_int_equal(r->signal_index, 1);
+	assert_int_equal(r->window_ms, 600000);
+	assert_int_equal(r->statistic, AGG_MAX);
+	assert_int_equal(r->op, OP_GE);
+	assert_true(r->threshold == 100.0);
+	assert_int_equal(r->direction, DIR_OUT);
+	assert_int_equal(r->change, CHANGE_PERCENT);
+	assert_true(r->value == 50);
+	assert_int_equal(r->cooldown_ms, 120000);
+	assert_int_equal(r->line, 33);
+	r = &p->rules[1];
+	assert_int_equal(r->signal_index, 0);
+	assert_int_equal(r->op, OP_LT);
+	assert_int_equal(r->direction, DIR_IN);
+	assert_int_equal(r->change, CHANGE_EXACT);
+	assert_true(r->value == 2);
+	/* Defaults of a rule. */
+	assert_int_equal(r->window_ms, 300000);
+	assert_int_equal(r->statistic, AGG_AVG);
+	assert_int_equal(r->cooldown_ms, 300000);
+
+	b = &g->behavior;
+	assert_int_equal(b->scale_in.stabilization_ms, 600000);
+	assert_int_equal(b->scale_in.select, SELECT_MIN);
+	assert_int_equal(b->scale_in.n_policies, 2);
+	assert_int_equal(b->scale_in.policies[0].type, POLICY_INSTANCES);
+	assert_true(b->scale_in.policies[0].value == 2);
+	assert_int_equal(b->scale_in.policies[0].period_ms, 60000);
+	assert_int_equal(b->scale_in.policies[1].type, POLICY_PERCENT);
+	assert_true(b->scale_in.policies[1].value == 10);
+	assert_int_equal(b->scale_in.policies[1].period_ms, 30000);
+	assert_int_equal(b->scale_out.stabilization_ms, 30000);
+	assert_int_equal(b->scale_out.select, SELECT_DISABLED);
+	assert_int_equal(b->scale_out.n_policies, 0);
+	assert_int_equal(b->initialization_ms, 120000);
+	assert_int_equal(b->on_missing, ON_MISSING_MAX);
+	config_free(c);
+}
+
+static void test_defaults(void **state)
+{
+	struct config *c = load_ok("groups = ( { name = \"web\"; driver = \"libvirt\"; min = 2; max = 8;\n"
+				   "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\"; target = 60;\n"
+				   "                poll_interval = 5; } );\n"
+				   "  profiles = ( { name = \"night\"; min = 0; max = 2;\n"
+				   "                 recurrence = { start = \"22:00\"; end = \"06:00\"; }; } ); } );\n");
+	const struct group_conf *g = &c->groups[0];
+	const struct behavior_conf *b = &g->behavior;
+	const struct profile_conf *p;
+
+	assert_int_equal(c->agent.interval_ms, 15000);
+	assert_string_equal(c->agent.state_directory, "/var/lib/autoscaled");
+	assert_string_equal(c->agent.admin_socket, "/run/autoscaled/admin.sock");
+	assert_null(c->agent.admin_group);
+	assert_null(c->agent.metrics_listen);
+	assert_null(c->agent.driver_directory);
+	assert_false(c->agent.dry_run);
+	assert_int_equal(g->interval_ms, 15000);
+	assert_false(g->dry_run);
+	assert_int_equal(g->driver_options.n, 0);
+	/* The timeout is at most the poll interval, staleness 3 polls. */
+	assert_int_equal(g->signals[0].poll_interval_ms, 5000);
+	assert_int_equal(g->signals[0].timeout_ms, 5000);
+	assert_int_equal(g->signals[0].staleness_ms, 15000);
+	assert_int_equal(g->signals[0].window_ms, 60000);
+
+	/* A recurrence over midnight, every day, in UTC. */
+	p = &g->profiles[0];
+	assert_int_equal(p->kind, PROFILE_RECURRENCE);
+	assert_int_equal(p->days, 0x7f);
+	assert_int_equal(p->start_minute, 22 * 60);
+	assert_int_equal(p->end_minute, 6 * 60);
+	assert_string_equal(p->timezone, "UTC");
+	assert_non_null(p->tz);
+	assert_int_equal(p->def, 0);
+
+	/* The group's min and max form the default profile. */
+	assert_int_equal(g->n_profiles, 2);
+	p = group_default_profile(g);
+	assert_ptr_equal(p, &g->profiles[1]);
+	assert_string_equal(p->name, "default");
+	assert_int_equal(p->min, 2);
+	assert_int_equal(p->max, 8);
+	assert_int_equal(p->def, 2);
+	assert_int_equal(p->n_rules, 0);
+	assert_null(p->timezone);
+
+	assert_int_equal(b->scale_out.stabilization_ms, 0);
+	assert_int_equal(b->scale_out.select, SELECT_MAX);
+	assert_int_equal(b->scale_out.n_policies, 2);
+	assert_int_equal(b->scale_out.policies[0].type, POLICY_INSTANCES);
+	assert_true(b->scale_out.policies[0].value == 4);
+	assert_int_equal(b->scale_out.policies[0].period_ms, 15000);
+	assert_int_equal(b->scale_out.policies[1].type, POLICY_PERCENT);
+	assert_true(b->scale_out.policies[1].value == 100);
+	assert_int_equal(b->scale_out.policies[1].period_ms, 15000);
+	assert_int_equal(b->scale_in.stabilization_ms, 300000);
+	assert_int_equal(b->scale_in.select, SELECT_MAX);
+	assert_int_equal(b->scale_in.n_policies, 1);
+	assert_int_equal(b->scale_in.policies[0].type, POLICY_PERCENT);
+	assert_true(b->scale_in.policies[0].value == 100);
+	assert_int_equal(b->scale_in.policies[0].period_ms, 15000);
+	assert_int_equal(b->initialization_ms, 60000);
+	assert_int_equal(b->on_missing, ON_MISSING_HOLD);
+	config_free(c);
+
+	/* The agent's dry_run holds for every group; "" turns metrics off. */
+	c = load_ok("agent = { dry_run = true; metrics_listen = \"\"; interval = 1.5; };\n"
+		    "groups = ( { name = \"web\"; driver = \"libvirt\"; min = 1; max = 1; dry_run = false; } );\n");
+	assert_true(c->groups[0].dry_run);
+	assert_null(c->agent.metrics_listen);
+	assert_int_equal(c->agent.interval_ms, 1500);
+	assert_int_equal(c->groups[0].interval_ms, 1500);
+	config_free(c);
+}
+
+static void test_example(void **state)
+{
+	const char *top = getenv("top_srcdir");
+	char path[PATH_MAX];
+	struct config *c = NULL;
+	struct config_errors e;
+	int r;
+
+	assert_non_null(top);
+	snprintf(path, sizeof(path), "%s/etc/autoscaled.conf", top);
+	r = config_load(path, &c, &e);
+	if (r != 0)
+		fail_msg("%s does not load: %s", path, e.n ? e.v[0] : "no message");
+	assert_int_equal(c->n_groups, 1);
+	assert_string_equal(c->groups[0].driver, "libvirt");
+	assert_string_equal(options_get_str(&c->groups[0].driver_options, "uri", NULL), "test:///default");
+	assert_int_equal(c->groups[0].n_signals, 2);
+	assert_int_equal(c->groups[0].n_profiles, 3);
+	assert_string_equal(group_default_profile(&c->groups[0])->name, "default");
+	config_free(c);
+}
+
+static void test_durations(void **state)
+{
+	static const struct {
+		const char *s;
+		int64_t ms;
+	} good[] = {
+		{ "90", 90000 }, { "90s", 90000 }, { "5m", 300000 }, { "2h", 7200000 }, { "1d", 86400000 },
+		{ "500ms", 500 }, { "0", 0 }, { "1.5", 1500 }, { "1.5m", 90000 }, { "1h30m", 5400000 },
+		{ "0.25s", 250 },
+	};
+	static const char *const bad[] = { "", "s", "-5s", "5 m", "5x", "1m30", "m5", "1.2.3s", "99999999999d", " 5s" };
+	int64_t ms;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ms = -1;
+		if (parse_duration_ms(good[i].s, &ms) != 0)
+			fail_msg("'%s' refused", good[i].s);
+		assert_int_equal(ms, good[i].ms);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ms = 42;
+		if (parse_duration_ms(bad[i], &ms) != -EINVAL)
+			fail_msg("'%s' accepted", bad[i]);
+		assert_int_equal(ms, 42);
+	}
+	assert_int_equal(parse_duration_ms(NULL, &ms), -EINVAL);
+}
+
+static void test_datetimes(void **state)
+{
+	void *berlin = NULL;
+	int64_t ms;
+
+	assert_int_equal(schedule_tz_open("Europe/Berlin", &berlin), 0);
+	assert_int_equal(schedule_tz_open("Europe/Berln", &berlin), -ENOENT);
+	assert_int_equal(schedule_tz_open("../../etc/passwd", &berlin), -ENOENT);
+	assert_int_equal(schedule_tz_open("", &berlin), -ENOENT);
+	/* The first hour of summer time in Berlin is 01:00 UTC. */
+	assert_int_equal(schedule_parse_datetime("2026-03-29T03:00:00", berlin, &ms), 0);
+	assert_int_equal(ms, INT64_C(1774746000000));
+	assert_int_equal(schedule_parse_datetime("2026-11-27T08:00:00+01:00", berlin, &ms), 0);
+	assert_int_equal(ms, INT64_C(1795762800000));
+	assert_int_equal(schedule_parse_datetime("2026-11-27T09:00+0200", NULL, &ms), 0);
+	assert_int_equal(ms, INT64_C(1795762800000));
+	assert_int_equal(schedule_parse_datetime("2026-11-27T08:00Z", berlin, &ms), 0);
+	assert_int_equal(ms, INT64_C(1795766400000));
+	assert_int_equal(schedule_parse_datetime("2026-11-27 08:00", NULL, &ms), 0);
+	assert_int_equal(ms, INT64_C(1795766400000));
+	assert_int_equal(schedule_parse_datetime("2026-01-01", NULL, &ms), 0);
+	assert_int_equal(ms, INT64_C(1767225600000));
+	ms = 42;
+	assert_int_equal(schedule_parse_datetime("2026-13-01", NULL, &ms), -EINVAL);
+	assert_int_equal(schedule_parse_datetime("2026-11-27T25:00", NULL, &ms), -EINVAL);
+	assert_int_equal(schedule_parse_datetime("2026-11-27T08", NULL, &ms), -EINVAL);
+	assert_int_equal(schedule_parse_datetime("2026-11-27T08:00:00+1", NULL, &ms), -EINVAL);
+	assert_int_equal(schedule_parse_datetime("2026-11-27T08:00:00 CET", NULL, &ms), -EINVAL);
+	assert_int_equal(schedule_parse_datetime("27.11.2026", NULL, &ms), -EINVAL);
+	assert_int_equal(ms, 42);
+	schedule_tz_close(berlin);
+	schedule_tz_close(NULL);
+}
+
+static void test_names(void **state)
+{
+	assert_string_equal(aggregation_name(AGG_P95), "p95");
+	assert_string_equal(aggregation_name(AGG_LAST), "last");
+	assert_string_equal(signal_type_name(SIGNAL_AVERAGE), "average");
+	assert_string_equal(signal_type_name(SIGNAL_UTILIZATION), "utilization");
+	assert_string_equal(direction_name(DIR_OUT), "out");
+	assert_string_equal(direction_name(DIR_IN), "in");
+	assert_string_equal(direction_name(DIR_NONE), "none");
+	/* Destructors accept NULL. */
+	config_free(NULL);
+	config_errors_clear(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_syntax_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_out_of_range, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rule_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_default_profile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_time_zones_and_dates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overlapping_fixed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_undefined_signal_messages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drivers_and_sources, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wildcard_include, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_include_plain_and_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_every_error_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_valid_read_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+		cmocka_unit_test(test_example),
+		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_datetimes),
+		cmocka_unit_test(test_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
