@@ -1,0 +1,43 @@
+/* The perfect-foresight oracle for `autoscaled simulate`: the fewest
+ * VM-hours that serve a whole demand series with a given boot delay,
+ * knowing the future. It is the physical limit a reactive policy is
+ * measured against (cost_ratio = policy VM-hours / oracle VM-hours).
+ *
+ * Model: the series is cut into steps; step i needs need[i] instances
+ * (the caller applies ceil(demand / capacity) and the group's minimum).
+ * Instances are stacked in layers: layer j is busy while need >= j + 1, and
+ * one instance serves each layer. An instance is launched one boot delay
+ * before its layer becomes busy and removed when it goes idle, unless the
+ * idle gap is shorter than the boot delay, in which case keeping it is
+ * cheaper than relaunching it and it is kept. Instances needed at the
+ * first step are already running at its start. Each lifetime is then billed
+ * with the same granularity and minimum as the simulated pool. */
+#ifndef AUTOSCALED_ORACLE_H
+#define AUTOSCALED_ORACLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct oracle_params {
+	int64_t start_ms;               /* time of step 0 */
+	int64_t step_ms;                /* > 0 */
+	int64_t boot_ms;                /* >= 0 */
+	int64_t billing_granularity_ms; /* <= 0: bill by the millisecond */
+	int64_t billing_minimum_ms;     /* <= 0: no minimum */
+};
+
+struct oracle_result {
+	double vm_hours;      /* billed */
+	int64_t launches;     /* instances launched after the first step */
+	int peak;             /* most instances alive at once */
+};
+
+/* The billed length of one instance lifetime: rounded up to the granularity,
+ * at least the minimum. */
+int64_t oracle_bill_ms(int64_t lifetime_ms, int64_t granularity_ms, int64_t minimum_ms);
+
+/* Plans the oracle over need[0..n). Returns 0, -EINVAL for a bad parameter
+ * or a negative need, or -ENOMEM. */
+int oracle_plan(const int *need, size_t n, const struct oracle_params *p, struct oracle_result *ret);
+
+#endif

@@ -1,0 +1,344 @@
+/* `autoscaled simulate`: see simulate.h for the model and
+ * docs/evaluation.md for the metrics. */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "log.h"
+#include "oracle.h"
+#include "schedule.h"
+#include "simulate.h"
+#include "window.h"
+
+/* Two actions in opposite directions this close together are a reversal. */
+#define REVERSAL_MS (600 * MS_PER_SEC)
+
+/* Bounds the modelled pool whatever the configuration's max says. */
+#define SIM_MAX_INSTANCES 100000
+
+struct instance {
+	int64_t launch_ms;
+	int64_t ready_ms;
+	char id[24];
+};
+
+struct pool {
+	struct instance *v;
+	struct instance_obs *obs;
+	size_t n, cap;
+	int64_t billed_ms;
+	unsigned next_id;
+	const struct sim_params *p;
+};
+
+static int pool_launch(struct pool *pool, int64_t now_ms, int64_t ready_ms)
+{
+	struct instance *in;
+
+	if (pool->n == pool->cap) {
+		size_t cap = pool->cap ? pool->cap * 2 : 64;
+		struct instance *v;
+		struct instance_obs *o;
+
+		if (pool->cap >= SIM_MAX_INSTANCES)
+			return -E2BIG;
+		v = realloc(pool->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		pool->v = v;
+		o = realloc(pool->obs, cap * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		pool->obs = o;
+		pool->cap = cap;
+	}
+	in = &pool->v[pool->n++];
+	in->launch_ms = now_ms;
+	in->ready_ms = ready_ms;
+	snprintf(in->id, sizeof(in->id), "sim-%u", pool->next_id++);
+	return 0;
+}
+
+/* Removes the newest instance, which is a provisioning one if any is. */
+static void pool_remove_newest(struct pool *pool, int64_t now_ms)
+{
+	struct instance *in = &pool->v[--pool->n];
+
+	pool->billed_ms +=
+		oracle_bill_ms(now_ms - in->launch_ms, pool->p->billing_granularity_ms, pool->p->billing_minimum_ms);
+}
+
+static int pool_ready(const struct pool *pool, int64_t now_ms)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < pool->n; i++)
+		r += pool->v[i].ready_ms <= now_ms;
+	return r;
+}
+
+/* The driver's view of the pool: booting instances are provisioning. */
+static void pool_observe(struct pool *pool, int64_t now_ms, int64_t warm_ms, struct observation *obs)
+{
+	for (size_t i = 0; i < pool->n; i++) {
+		const struct instance *in = &pool->v[i];
+		struct instance_obs *o = &pool->obs[i];
+		bool ready = in->ready_ms <= now_ms;
+
+		o->id = in->id;
+		o->state = ready ? INSTANCE_RUNNING : INSTANCE_PROVISIONING;
+		/* The pool that exists when the trace starts has been running long
+		 * before it: no initialization period. */
+		o->created_ms = in->launch_ms == warm_ms ? warm_ms - 3600 * MS_PER_SEC : in->launch_ms;
+		o->running_since_ms = ready ? (in->launch_ms == warm_ms ? o->created_ms : in->ready_ms) : 0;
+		o->ready = ready;
+	}
+	memset(obs, 0, sizeof(*obs));
+	obs->current = (int)pool->n;
+	obs->instances = pool->obs;
+	obs->n_instances = pool->n;
+	obs->stable = true;
+	obs->in_flight = DIR_NONE;
+}
+
+static int required_for(double demand, double capacity)
+{
+	double r;
+
+	if (isnan(demand) || demand <= 0)
+		return 0;
+	/* A hair below an integer is that integer: 2.0000000001 -> 3 is a
+	 * floating-point artefact, not load. */
+	r = ceil(demand / capacity - 1e-9);
+	return r > SIM_MAX_INSTANCES ? SIM_MAX_INSTANCES : (int)r;
+}
+
+static int64_t longest_window(const struct group_conf *g, size_t s)
+{
+	int64_t w = g->signals[s].window_ms;
+
+	for (size_t p = 0; p < g->n_profiles; p++)
+		for (size_t r = 0; r < g->profiles[p].n_rules; r++)
+			if (g->profiles[p].rules[r].signal_index == (int)s && g->profiles[p].rules[r].window_ms > w)
+				w = g->profiles[p].rules[r].window_ms;
+	return w;
+}
+
+struct scoring {
+	double t_known_ms, under_acc, over_acc, under_ms, over_ms, unserved, demand;
+	int prev_required, prev_ready;
+	long demand_changes, supply_changes;
+	bool have_prev;
+};
+
+static void score_step(struct scoring *sc, const struct sim_step *st, double capacity, double dt)
+{
+	if (isnan(st->demand))
+		return;
+	sc->t_known_ms += dt;
+	if (st->required > st->ready) {
+		sc->under_acc += (double)(st->required - st->ready) / st->required * dt;
+		sc->under_ms += dt;
+	} else if (st->ready > st->required) {
+		sc->over_acc += (double)(st->ready - st->required) / (st->required > 0 ? st->required : 1) * dt;
+		sc->over_ms += dt;
+	}
+	if (st->demand > st->ready * capacity)
+		sc->unserved += (st->demand - st->ready * capacity) * dt;
+	sc->demand += st->demand * dt;
+	if (sc->have_prev) {
+		sc->demand_changes += st->required != sc->prev_required;
+		sc->supply_changes += st->ready != sc->prev_ready;
+	}
+	sc->prev_required = st->required;
+	sc->prev_ready = st->ready;
+	sc->have_prev = true;
+}
+
+static int check_params(const struct group_conf *g, const struct trace *t, const struct sim_params *p)
+{
+	if (!g || !t || !p || t->n == 0 || p->step_ms <= 0 || p->boot_ms < 0 || !(p->capacity > 0) ||
+	    g->n_signals > CONFIG_MAX_SIGNALS)
+		return -EINVAL;
+	return 0;
+}
+
+int simulate_run(const struct group_conf *g, const struct trace *t, const struct sim_params *p, struct sim_metrics *m,
+		 struct sim_step **steps_out, size_t *n_steps)
+{
+	struct window windows[CONFIG_MAX_SIGNALS] = {{0}};
+	struct engine_signal_input inputs[CONFIG_MAX_SIGNALS];
+	struct pool pool = {.p = p};
+	struct engine_state state;
+	struct scoring sc = {0};
+	struct sim_metrics res = {0};
+	struct sim_step *steps = NULL;
+	struct oracle_params op;
+	struct oracle_result orc;
+	struct decision *dec = NULL;
+	int *need = NULL;
+	int64_t t0, end, last_action_ms = 0;
+	enum scale_direction last_dir = DIR_NONE;
+	size_t n;
+	int r, prev_ready = 0, ready_now;
+
+	r = check_params(g, t, p);
+	if (r < 0)
+		return r;
+	t0 = t->start_ms;
+	n = (size_t)((trace_end_ms(t) - t0 + p->step_ms - 1) / p->step_ms);
+	end = t0 + (int64_t)n * p->step_ms;
+	steps = calloc(n, sizeof(*steps));
+	need = calloc(n, sizeof(*need));
+	dec = calloc(1, sizeof(*dec));
+	if (!steps || !need || !dec) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t s = 0; s < g->n_signals; s++) {
+		r = window_init(&windows[s], window_capacity_for(longest_window(g, s), p->step_ms));
+		if (r < 0)
+			goto out;
+	}
+	engine_state_init(&state);
+
+	/* The pool the trace starts with: sized for the first step's demand
+	 * within the active profile's bounds, already warm. */
+	{
+		const struct profile_conf *pr = &g->profiles[schedule_active_profile(g, t0)];
+		double d0 = trace_mean(t, t0, t0 + p->step_ms);
+		int n0 = isnan(d0) ? pr->def : required_for(d0, p->capacity);
+
+		n0 = n0 < pr->min ? pr->min : n0 > pr->max ? pr->max : n0;
+		for (int i = 0; i < n0; i++) {
+			r = pool_launch(&pool, t0, t0);
+			if (r < 0)
+				goto out;
+		}
+	}
+
+	for (size_t k = 0; k < n; k++) {
+		int64_t now = t0 + (int64_t)k * p->step_ms;
+		struct observation obs;
+		struct sim_step *st = &steps[k];
+		const struct profile_conf *pr;
+
+		/* 1. Samples measured over the step that just ended. */
+		if (k > 0) {
+			double d = steps[k - 1].demand;
+
+			for (size_t s = 0; s < g->n_signals && !isnan(d); s++) {
+				if (g->signals[s].type == SIGNAL_UTILIZATION) {
+					if (prev_ready > 0)
+						window_push(&windows[s], now, d / (prev_ready * p->capacity) * 100.0);
+				} else {
+					window_push(&windows[s], now, d);
+				}
+			}
+		}
+		/* Instances that became ready just now served nothing in the
+		 * step measured: they have no sample yet (HPA's rules apply). */
+		ready_now = pool_ready(&pool, now);
+		for (size_t s = 0; s < g->n_signals; s++) {
+			inputs[s].window = windows[s].n > 0 ? &windows[s] : NULL;
+			inputs[s].error = windows[s].n > 0 ? NULL : "no samples yet";
+			inputs[s].n_sampled = k > 0 && ready_now > prev_ready ? prev_ready : -1;
+		}
+
+		/* 2 and 3. The driver's observation, then the engine. */
+		pool_observe(&pool, now, t0, &obs);
+		r = engine_evaluate(g, now, &obs, inputs, &state, &state, dec);
+		if (r < 0) {
+			log_warnx("simulate: engine failed at step %zu: %s", k, strerror(-r));
+			goto out;
+		}
+		st->t_ms = now;
+		st->desired = dec->desired;
+
+		/* 4. Act. */
+		if (dec->action != DIR_NONE && dec->desired != obs.current) {
+			int from = obs.current, to = dec->desired;
+			enum scale_direction dir = to > from ? DIR_OUT : DIR_IN;
+
+			if (to > SIM_MAX_INSTANCES)
+				to = SIM_MAX_INSTANCES;
+			while ((int)pool.n < to) {
+				r = pool_launch(&pool, now, now + p->boot_ms);
+				if (r < 0)
+					goto out;
+			}
+			while ((int)pool.n > to && pool.n > 0)
+				pool_remove_newest(&pool, now);
+			engine_record_action(&state, now, from, to);
+			if (dir == DIR_OUT)
+				res.actions_out++;
+			else
+				res.actions_in++;
+			if (last_dir != DIR_NONE && dir != last_dir && now - last_action_ms < REVERSAL_MS)
+				res.reversals++;
+			last_dir = dir;
+			last_action_ms = now;
+			st->action = dir;
+		}
+
+		/* 5. Score the coming step. */
+		st->demand = trace_mean(t, now, now + p->step_ms);
+		st->required = required_for(st->demand, p->capacity);
+		st->ready = pool_ready(&pool, now);
+		st->billed = (int)pool.n;
+		prev_ready = st->ready;
+		if (st->ready > res.peak_ready)
+			res.peak_ready = st->ready;
+		score_step(&sc, st, p->capacity,
+			   (double)((now + p->step_ms > trace_end_ms(t) ? trace_end_ms(t) : now + p->step_ms) - now));
+		pr = &g->profiles[schedule_active_profile(g, now)];
+		need[k] = st->required > pr->min ? st->required : pr->min;
+	}
+	while (pool.n > 0)
+		pool_remove_newest(&pool, end);
+
+	op = (struct oracle_params){
+		.start_ms = t0,
+		.step_ms = p->step_ms,
+		.boot_ms = p->boot_ms,
+		.billing_granularity_ms = p->billing_granularity_ms,
+		.billing_minimum_ms = p->billing_minimum_ms,
+	};
+	r = oracle_plan(need, n, &op, &orc);
+	if (r < 0)
+		goto out;
+
+	res.steps = n;
+	res.hours = sc.t_known_ms / 3.6e6;
+	res.vm_hours = (double)pool.billed_ms / 3.6e6;
+	res.oracle_vm_hours = orc.vm_hours;
+	res.cost_ratio = orc.vm_hours > 0 ? res.vm_hours / orc.vm_hours : NAN;
+	if (sc.t_known_ms > 0) {
+		res.theta_u = 100.0 * sc.under_acc / sc.t_known_ms;
+		res.theta_o = 100.0 * sc.over_acc / sc.t_known_ms;
+		res.tau_u = 100.0 * sc.under_ms / sc.t_known_ms;
+		res.tau_o = 100.0 * sc.over_ms / sc.t_known_ms;
+		res.jitter = (double)(sc.supply_changes - sc.demand_changes) / res.hours;
+	}
+	res.unserved_fraction = sc.demand > 0 ? sc.unserved / sc.demand : 0;
+	*m = res;
+	if (steps_out) {
+		*steps_out = steps;
+		*n_steps = n;
+		steps = NULL;
+	}
+	r = 0;
+out:
+	for (size_t s = 0; s < g->n_signals; s++)
+		window_destroy(&windows[s]);
+	free(pool.v);
+	free(pool.obs);
+	free(steps);
+	free(need);
+	free(dec);
+	return r;
+}

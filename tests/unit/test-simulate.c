@@ -1,0 +1,214 @@
+/* simulate_run() on a tiny trace whose every step is worked out by hand, the
+ * same group through a utilization signal, and the SVG plot it writes. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "engine.h"
+#include "simulate.h"
+#include "trace.h"
+
+#define S INT64_C(1000)
+
+/* Demand per 15 s: 1 1 4 4 4 4 1 1 1 1. */
+static const double demand[] = {1, 1, 4, 4, 4, 4, 1, 1, 1, 1};
+
+struct fixture {
+	struct signal_conf sig;
+	struct profile_conf prof;
+	struct group_conf g;
+	struct trace t;
+	struct sim_params p;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	f->sig = (struct signal_conf){
+		.name = "rate",
+		.source = "replay",
+		.type = SIGNAL_AVERAGE,
+		.target = 1,
+		.window_ms = 15 * S,
+		.aggregation = AGG_LAST,
+		.tolerance = 0,
+		.staleness_ms = 45 * S,
+		.poll_interval_ms = 15 * S,
+		.timeout_ms = 10 * S,
+	};
+	f->prof = (struct profile_conf){.name = "default", .kind = PROFILE_DEFAULT, .min = 1, .max = 10, .def = 1};
+	f->g = (struct group_conf){
+		.name = "pool",
+		.driver = "none",
+		.interval_ms = 15 * S,
+		.signals = &f->sig,
+		.n_signals = 1,
+		.profiles = &f->prof,
+		.n_profiles = 1,
+	};
+	f->g.behavior.scale_out = (struct direction_behavior){
+		.stabilization_ms = 0,
+		.select = SELECT_MAX,
+		.policies = {{.type = POLICY_INSTANCES, .value = 100, .period_ms = 15 * S}},
+		.n_policies = 1,
+	};
+	f->g.behavior.scale_in = (struct direction_behavior){
+		.stabilization_ms = 0,
+		.select = SELECT_MAX,
+		.policies = {{.type = POLICY_PERCENT, .value = 100, .period_ms = 15 * S}},
+		.n_policies = 1,
+	};
+	f->g.behavior.initialization_ms = 0;
+	f->g.behavior.on_missing = ON_MISSING_HOLD;
+	f->t = (struct trace){.start_ms = 1700000000 * S, .res_ms = 15 * S, .v = (double *)demand, .n = 10};
+	f->p = (struct sim_params){
+		.boot_ms = 30 * S,
+		.capacity = 1,
+		.step_ms = 15 * S,
+		.billing_granularity_ms = 1 * S,
+		.billing_minimum_ms = 0,
+	};
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	free(*state);
+	return 0;
+}
+
+static void test_hand_computed_run(void **state)
+{
+	struct fixture *f = *state;
+	struct sim_metrics m;
+	struct sim_step *st;
+	size_t n;
+
+	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	assert_int_equal(n, 10);
+	/* The first sample (demand 4 over step 2) arrives at 45 s: out to 4,
+	 * ready at 75 s. Demand 1 over step 6 is seen at 105 s: in to 1. */
+	for (size_t k = 0; k < n; k++) {
+		static const int ready[] = {1, 1, 1, 1, 1, 4, 4, 1, 1, 1};
+		static const int billed[] = {1, 1, 1, 4, 4, 4, 4, 1, 1, 1};
+		static const int action[] = {0, 0, 0, 1, 0, 0, 0, -1, 0, 0};
+
+		assert_int_equal(st[k].ready, ready[k]);
+		assert_int_equal(st[k].billed, billed[k]);
+		assert_int_equal(st[k].action, action[k]);
+		assert_int_equal(st[k].required, (int)demand[k]);
+	}
+	/* Billed: one instance 150 s, three 45 s -> 105 s: 330 s. */
+	assert_true(fabs(m.vm_hours * 3600 - 330) < 1e-6);
+	/* Oracle: one instance 150 s, three launched at 0 (30 s before 30 s)
+	 * and gone at 90 s: 420 s. */
+	assert_true(fabs(m.oracle_vm_hours * 3600 - 420) < 1e-6);
+	assert_true(fabs(m.cost_ratio - 330.0 / 420.0) < 1e-9);
+	/* Short by 3 of 4 for three steps of ten. */
+	assert_true(fabs(m.theta_u - 22.5) < 1e-9);
+	assert_true(fabs(m.tau_u - 30) < 1e-9);
+	/* Over by 3 of 1 for one step. */
+	assert_true(fabs(m.theta_o - 30) < 1e-9);
+	assert_true(fabs(m.tau_o - 10) < 1e-9);
+	/* 3 x 3 x 15 unserved of 22 x 15. */
+	assert_true(fabs(m.unserved_fraction - 9.0 / 22.0) < 1e-9);
+	/* Two demand changes and two supply changes. */
+	assert_true(fabs(m.jitter) < 1e-9);
+	assert_int_equal(m.actions_out, 1);
+	assert_int_equal(m.actions_in, 1);
+	assert_int_equal(m.reversals, 1);
+	assert_int_equal(m.peak_ready, 4);
+	free(st);
+}
+
+static void test_utilization_signal(void **state)
+{
+	struct fixture *f = *state;
+	struct sim_metrics m;
+	struct sim_step *st;
+	size_t n;
+
+	/* The same load as CPU: 400 % of one ready instance at 45 s against a
+	 * 100 % target asks for ceil(1 x 400 / 100) = 4, as the rate did. */
+	f->sig.type = SIGNAL_UTILIZATION;
+	f->sig.target = 100;
+	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	assert_int_equal(st[3].action, 1);
+	assert_int_equal(st[3].desired, 4);
+	assert_int_equal(m.actions_out, 1);
+	assert_true(fabs(m.vm_hours * 3600 - 330) < 1e-6);
+	free(st);
+}
+
+static void test_svg_plot(void **state)
+{
+	struct fixture *f = *state;
+	struct sim_metrics m;
+	struct sim_step *st;
+	char path[] = "/tmp/test-simulate-XXXXXX", buf[65536];
+	size_t n, len;
+	FILE *fp;
+	int fd;
+
+	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(svg_write_plot(path, "pool <test> & co", st, n, 1), 0);
+	fp = fopen(path, "r");
+	assert_non_null(fp);
+	len = fread(buf, 1, sizeof(buf) - 1, fp);
+	buf[len] = '\0';
+	fclose(fp);
+	unlink(path);
+	assert_non_null(strstr(buf, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+	assert_non_null(strstr(buf, "id=\"demand\""));
+	assert_non_null(strstr(buf, "id=\"ready\""));
+	assert_non_null(strstr(buf, "id=\"billed\""));
+	assert_non_null(strstr(buf, "class=\"scale-out\""));
+	assert_non_null(strstr(buf, "class=\"scale-in\""));
+	assert_non_null(strstr(buf, "id=\"legend\""));
+	/* The title is escaped, so the file stays well-formed. */
+	assert_non_null(strstr(buf, "pool &lt;test&gt; &amp; co"));
+	assert_null(strstr(buf, "<test>"));
+	assert_non_null(strstr(buf, "</svg>"));
+	free(st);
+}
+
+static void test_bad_params(void **state)
+{
+	struct fixture *f = *state;
+	struct sim_metrics m;
+
+	f->p.capacity = 0;
+	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, NULL, NULL), -EINVAL);
+	f->p.capacity = 1;
+	f->p.step_ms = 0;
+	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, NULL, NULL), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_hand_computed_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_utilization_signal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_svg_plot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_params, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,188 @@
+/* Trace readers: each format's fixture with its quirks (trailing space and
+ * no newline; CRLF, no final newline and 7 fractional digits; ";\t"
+ * separators, timestamp jitter, a short and a long gap, CPU above 100 %;
+ * ISO 8601 with offsets), and what each must refuse. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "trace.h"
+
+static void load_fixture(const char *name, enum trace_format fmt, struct trace *t)
+{
+	const char *top = getenv("top_srcdir");
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/tests/data/traces/%s", top ? top : ".", name);
+	assert_int_equal(trace_load(path, fmt, t), 0);
+}
+
+static void test_format_names(void **state)
+{
+	enum trace_format f;
+
+	(void)state;
+	assert_int_equal(trace_format_parse("azure-llm", &f), 0);
+	assert_int_equal(f, TRACE_AZURE_LLM);
+	assert_string_equal(trace_format_name(TRACE_BITBRAINS), "bitbrains");
+	assert_int_equal(trace_format_parse("parquet", &f), -EINVAL);
+}
+
+static void test_nasa(void **state)
+{
+	struct trace t;
+
+	(void)state;
+	load_fixture("nasa-small.txt", TRACE_NASA, &t);
+	assert_int_equal(t.n, 5);
+	assert_int_equal(t.res_ms, 1000);
+	/* 1995-07-01 00:00:01 EDT. */
+	assert_int_equal(t.start_ms, INT64_C(804571201000));
+	assert_true(t.v[0] == 0 && t.v[1] == 1 && t.v[2] == 3 && t.v[3] == 0 && t.v[4] == 2);
+	assert_true(fabs(trace_mean(&t, t.start_ms, t.start_ms + 5000) - 1.2) < 1e-12);
+	/* Half of second 1 and all of second 2: (0.5 * 1 + 3) / 1.5. */
+	assert_true(fabs(trace_mean(&t, t.start_ms + 1500, t.start_ms + 3000) - 3.5 / 1.5) < 1e-12);
+	assert_int_equal(trace_end_ms(&t), t.start_ms + 5000);
+	trace_free(&t);
+}
+
+static void test_nasa_refuses_junk(void **state)
+{
+	struct trace t;
+
+	(void)state;
+	assert_int_equal(trace_parse("1 2 x 3", 7, TRACE_NASA, "junk", &t), -EINVAL);
+	assert_int_equal(trace_parse("1 -2", 4, TRACE_NASA, "junk", &t), -EINVAL);
+	assert_int_equal(trace_parse("  ", 2, TRACE_NASA, "empty", &t), -EINVAL);
+}
+
+static void test_azure(void **state)
+{
+	struct trace t;
+
+	(void)state;
+	load_fixture("azure-small.csv", TRACE_AZURE_LLM, &t);
+	/* 18:15:46 has two arrivals, :47 none, :48 two (one at .0000001, one at .9999999). */
+	assert_int_equal(t.start_ms, INT64_C(1700158546000));
+	assert_int_equal(t.res_ms, 1000);
+	assert_int_equal(t.n, 3);
+	assert_true(t.v[0] == 2 && t.v[1] == 0 && t.v[2] == 2);
+	trace_free(&t);
+}
+
+static void test_azure_refuses_bad_timestamp(void **state)
+{
+	static const char bad[] = "TIMESTAMP,a,b\r\n2023-11-16 18:15:46.68,1,2\r\n2023-11-16 1815:47,1,2";
+	struct trace t;
+
+	(void)state;
+	assert_int_equal(trace_parse(bad, sizeof(bad) - 1, TRACE_AZURE_LLM, "bad", &t), -EINVAL);
+}
+
+static void test_bitbrains(void **state)
+{
+	struct trace t;
+
+	(void)state;
+	load_fixture("bitbrains-small.csv", TRACE_BITBRAINS, &t);
+	assert_int_equal(t.start_ms, INT64_C(1372629804000));
+	assert_int_equal(t.res_ms, 300000);
+	assert_int_equal(t.n, 31);
+	assert_true(t.v[0] == 1000 && t.v[1] == 1200);
+	/* The row 301 s after the previous one still lands in slot 2. */
+	assert_true(t.v[2] == 1400);
+	/* A 10-minute gap is bridged linearly. */
+	assert_true(fabs(t.v[3] - 1600) < 1e-9);
+	assert_true(t.v[4] == 1800);
+	/* A 2-hour gap is left as no data. */
+	for (size_t i = 5; i < 29; i++)
+		assert_true(isnan(t.v[i]));
+	/* Usage above the provisioned capacity (112.5 %) is kept as measured. */
+	assert_true(t.v[29] == 5400);
+	assert_true(t.v[30] == 2000);
+	/* A mean across the gap uses only the data. */
+	assert_true(fabs(trace_mean(&t, t.start_ms + 4 * 300000, t.start_ms + 30 * 300000) - 3600) < 1e-9);
+	assert_true(isnan(trace_mean(&t, t.start_ms + 6 * 300000, t.start_ms + 7 * 300000)));
+	trace_free(&t);
+}
+
+static void test_csv_iso(void **state)
+{
+	struct trace t;
+
+	(void)state;
+	load_fixture("series.csv", TRACE_CSV, &t);
+	assert_int_equal(t.start_ms, INT64_C(1795766400000));
+	assert_int_equal(t.res_ms, 60000);
+	assert_int_equal(t.n, 4);
+	assert_true(t.v[0] == 4 && t.v[1] == 6 && t.v[3] == 2);
+	assert_true(fabs(t.v[2] - 4) < 1e-9);
+	trace_free(&t);
+}
+
+static void test_csv_seconds_and_offsets(void **state)
+{
+	static const char secs[] = "0,1\r\n15,2.5\r\n30,3";
+	static const char offs[] = "time,value\n2026-01-01T10:00:00+02:00,1\n2026-01-01T08:00:30Z,2\n";
+	struct trace t;
+
+	(void)state;
+	assert_int_equal(trace_parse(secs, sizeof(secs) - 1, TRACE_CSV, "secs", &t), 0);
+	assert_int_equal(t.start_ms, 0);
+	assert_int_equal(t.res_ms, 15000);
+	assert_int_equal(t.n, 3);
+	assert_true(t.v[1] == 2.5);
+	trace_free(&t);
+	/* 10:00+02:00 is 08:00Z, 30 s before the second row. */
+	assert_int_equal(trace_parse(offs, sizeof(offs) - 1, TRACE_CSV, "offs", &t), 0);
+	assert_int_equal(t.res_ms, 30000);
+	assert_int_equal(t.n, 2);
+	trace_free(&t);
+}
+
+static void test_csv_refuses(void **state)
+{
+	static const char back[] = "0,1\n30,2\n15,3\n";
+	static const char neg[] = "0,1\n30,-2\n";
+	static const char nocomma[] = "0 1\n";
+	struct trace t;
+
+	(void)state;
+	assert_int_equal(trace_parse(back, sizeof(back) - 1, TRACE_CSV, "back", &t), -EINVAL);
+	assert_int_equal(trace_parse(neg, sizeof(neg) - 1, TRACE_CSV, "neg", &t), -EINVAL);
+	assert_int_equal(trace_parse(nocomma, sizeof(nocomma) - 1, TRACE_CSV, "nocomma", &t), -EINVAL);
+}
+
+static void test_missing_file(void **state)
+{
+	struct trace t;
+
+	(void)state;
+	assert_int_equal(trace_load("/nonexistent/trace.txt", TRACE_NASA, &t), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_format_names),
+		cmocka_unit_test(test_nasa),
+		cmocka_unit_test(test_nasa_refuses_junk),
+		cmocka_unit_test(test_azure),
+		cmocka_unit_test(test_azure_refuses_bad_timestamp),
+		cmocka_unit_test(test_bitbrains),
+		cmocka_unit_test(test_csv_iso),
+		cmocka_unit_test(test_csv_seconds_and_offsets),
+		cmocka_unit_test(test_csv_refuses),
+		cmocka_unit_test(test_missing_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
