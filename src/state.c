@@ -569,9 +569,9 @@ enum state_reconcile state_reconcile(struct group_state *s, int current, bool st
 	if (a->direction == DIR_NONE)
 		return RECONCILE_NONE;
 	reached = a->direction == DIR_OUT ? current >= a->to : current <= a->to;
-	if (reached && stable) {
+	if (stable) {
 		*a = (struct state_action){.direction = DIR_NONE};
-		return RECONCILE_DONE;
+		return reached ? RECONCILE_DONE : RECONCILE_STOPPED;
 	}
 	if (now_ms >= a->deadline_ms) {
 		*a = (struct state_action){.direction = DIR_NONE};

@@ -115,12 +115,18 @@ enum state_reconcile {
 	RECONCILE_NONE,     /* nothing was in flight */
 	RECONCILE_PENDING,  /* still in flight: no second action */
 	RECONCILE_DONE,     /* the observation shows the target reached */
+	RECONCILE_STOPPED,  /* the group is stable short of the target: the
+			     * operation died with the process (libvirt) */
 	RECONCILE_EXPIRED,  /* the deadline passed without the target */
 };
 
-/* Compares an action in flight with what the driver observes (`current`,
- * `stable`). On DONE or EXPIRED the action is cleared from `s` (the caller
- * records DONE with engine_record_action and saves). */
+/* Compares an action in flight that no call of this process is carrying
+ * out (one restored after a restart) with what the driver observes
+ * (`current`, `stable`). A backend still converging (not stable) is waited
+ * for until the deadline: no second action. On DONE, STOPPED or EXPIRED the
+ * action is cleared from `s`; the caller records what happened (the whole
+ * step on DONE, the part observed on STOPPED) with engine_record_action so
+ * that rate limits and cooldowns count it, and saves. */
 enum state_reconcile state_reconcile(struct group_state *s, int current, bool stable, int64_t now_ms);
 
 /* Applies a pause or a pin to a decision the engine made. A pin sets the

@@ -362,21 +362,29 @@ static void test_reconcile(void **st)
 	state_init(&s);
 	assert_int_equal(state_reconcile(&s, 3, true, NOW), RECONCILE_NONE);
 
-	/* A scale-out from 4 to 7 is pending until 7 are seen and the group is
-	 * stable, however long the driver takes within the deadline. */
+	/* A scale-out from 4 to 7 is pending while the backend converges,
+	 * however long it takes within the deadline, and done once 7 are seen
+	 * and the group is stable. */
 	s.in_flight = (struct state_action){.direction = DIR_OUT, .from = 4, .to = 7, .started_ms = NOW,
 					    .deadline_ms = NOW + 60000};
-	assert_int_equal(state_reconcile(&s, 4, true, NOW + 1000), RECONCILE_PENDING);
+	assert_int_equal(state_reconcile(&s, 5, false, NOW + 1000), RECONCILE_PENDING);
 	assert_int_equal(state_reconcile(&s, 7, false, NOW + 2000), RECONCILE_PENDING);
 	assert_int_equal(state_reconcile(&s, 7, true, NOW + 3000), RECONCILE_DONE);
 	assert_int_equal(s.in_flight.direction, DIR_NONE);
 
-	/* A scale-in from 6 to 3 that the driver never finishes gives up at
+	/* Stable short of the target: the operation died with the old
+	 * process; waiting longer would only block the group. */
+	s.in_flight = (struct state_action){.direction = DIR_OUT, .from = 4, .to = 7, .started_ms = NOW,
+					    .deadline_ms = NOW + 60000};
+	assert_int_equal(state_reconcile(&s, 5, true, NOW + 1000), RECONCILE_STOPPED);
+	assert_int_equal(s.in_flight.direction, DIR_NONE);
+
+	/* A scale-in from 6 to 3 that the backend never finishes gives up at
 	 * the deadline. */
 	s.in_flight = (struct state_action){.direction = DIR_IN, .from = 6, .to = 3, .started_ms = NOW,
 					    .deadline_ms = NOW + 60000};
-	assert_int_equal(state_reconcile(&s, 5, true, NOW + 59999), RECONCILE_PENDING);
-	assert_int_equal(state_reconcile(&s, 5, true, NOW + 60000), RECONCILE_EXPIRED);
+	assert_int_equal(state_reconcile(&s, 5, false, NOW + 59999), RECONCILE_PENDING);
+	assert_int_equal(state_reconcile(&s, 5, false, NOW + 60000), RECONCILE_EXPIRED);
 	assert_int_equal(s.in_flight.direction, DIR_NONE);
 	s.in_flight = (struct state_action){.direction = DIR_IN, .from = 6, .to = 3, .started_ms = NOW,
 					    .deadline_ms = NOW + 60000};
