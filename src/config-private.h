@@ -116,6 +116,14 @@ void config_read_behavior(struct config_ctx *x, const config_setting_t *s, struc
 /* Reads the agent section and the groups of every unit into x->c. */
 void config_read_units(struct config_ctx *x);
 
+/* Reads `notifications` and `hooks` of an agent or group section into *n,
+ * taking each from `defaults` (the agent's; NULL for the agent itself) when
+ * the section does not set it (config-notify.c). */
+void config_read_notify(struct config_ctx *x, const config_setting_t *s, struct notify_conf *n,
+			const struct notify_conf *defaults);
+void config_notify_clear(struct notify_conf *n);
+void config_notify_defaults(struct notify_conf *n);
+
 /* Frees what one group owns (not the group itself). */
 void config_group_clear(struct group_conf *g);
 

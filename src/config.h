@@ -239,6 +239,7 @@ struct agent_conf {
 	char *metrics_listen;      /* "127.0.0.1:9851"; NULL = off */
 	char *driver_directory;    /* NULL = built-in default or AUTOSCALED_DRIVER_DIR */
 	bool dry_run;
+	struct notify_conf notify; /* the defaults of every group */
 };
 
 struct config {
