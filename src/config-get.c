@@ -28,7 +28,7 @@
 #define CONFIG_MAX_OPTION_LIST 256
 #define NAME_MAX_LEN 64
 
-const char *format_duration(char buf[32], int64_t ms)
+const char *cfg_format_duration(char buf[32], int64_t ms)
 {
 	if (ms % MS_PER_SEC == 0)
 		snprintf(buf, 32, "%llds", (long long)(ms / MS_PER_SEC));
@@ -46,13 +46,13 @@ static char *dup_or_oom(struct config_ctx *x, const char *s)
 	return d;
 }
 
-int need(struct config_ctx *x, const config_setting_t *s, const char *key)
+int cfg_need(struct config_ctx *x, const config_setting_t *s, const char *key)
 {
-	ctx_error(x, s, "missing required key '%s'", key);
+	cfg_error(x, s, "missing required key '%s'", key);
 	return -1;
 }
 
-void check_keys(struct config_ctx *x, const config_setting_t *s, const char *const *keys, size_t n)
+void cfg_check_keys(struct config_ctx *x, const config_setting_t *s, const char *const *keys, size_t n)
 {
 	int len = config_setting_length(s);
 
@@ -68,15 +68,15 @@ void check_keys(struct config_ctx *x, const config_setting_t *s, const char *con
 				break;
 		if (k < n)
 			continue;
-		near = ctx_near_miss(name, keys, n);
+		near = cfg_near_miss(name, keys, n);
 		if (near)
-			ctx_error(x, m, "unknown key '%s' (did you mean '%s'?)", name, near);
+			cfg_error(x, m, "unknown key '%s' (did you mean '%s'?)", name, near);
 		else
-			ctx_error(x, m, "unknown key '%s'", name);
+			cfg_error(x, m, "unknown key '%s'", name);
 	}
 }
 
-int get_string(struct config_ctx *x, const config_setting_t *s, const char *key, char **out)
+int cfg_get_string(struct config_ctx *x, const config_setting_t *s, const char *key, char **out)
 {
 	const config_setting_t *m = config_setting_get_member(s, key);
 	char *d;
@@ -84,7 +84,7 @@ int get_string(struct config_ctx *x, const config_setting_t *s, const char *key,
 	if (!m)
 		return 0;
 	if (config_setting_type(m) != CONFIG_TYPE_STRING) {
-		ctx_error(x, m, "'%s' must be a string", key);
+		cfg_error(x, m, "'%s' must be a string", key);
 		return -1;
 	}
 	d = dup_or_oom(x, config_setting_get_string(m));
@@ -95,21 +95,21 @@ int get_string(struct config_ctx *x, const config_setting_t *s, const char *key,
 	return 1;
 }
 
-int get_bool(struct config_ctx *x, const config_setting_t *s, const char *key, bool *out)
+int cfg_get_bool(struct config_ctx *x, const config_setting_t *s, const char *key, bool *out)
 {
 	const config_setting_t *m = config_setting_get_member(s, key);
 
 	if (!m)
 		return 0;
 	if (config_setting_type(m) != CONFIG_TYPE_BOOL) {
-		ctx_error(x, m, "'%s' must be a boolean (true or false)", key);
+		cfg_error(x, m, "'%s' must be a boolean (true or false)", key);
 		return -1;
 	}
 	*out = config_setting_get_bool(m) != 0;
 	return 1;
 }
 
-int get_count(struct config_ctx *x, const config_setting_t *s, const char *key, int *out)
+int cfg_get_count(struct config_ctx *x, const config_setting_t *s, const char *key, int *out)
 {
 	const config_setting_t *m = config_setting_get_member(s, key);
 	long long v;
@@ -117,19 +117,19 @@ int get_count(struct config_ctx *x, const config_setting_t *s, const char *key, 
 	if (!m)
 		return 0;
 	if (config_setting_type(m) != CONFIG_TYPE_INT && config_setting_type(m) != CONFIG_TYPE_INT64) {
-		ctx_error(x, m, "'%s' must be an integer", key);
+		cfg_error(x, m, "'%s' must be an integer", key);
 		return -1;
 	}
 	v = config_setting_get_int64(m);
 	if (v < 0 || v > CONFIG_MAX_COUNT) {
-		ctx_error(x, m, "'%s' must be between 0 and %d, not %lld", key, CONFIG_MAX_COUNT, v);
+		cfg_error(x, m, "'%s' must be between 0 and %d, not %lld", key, CONFIG_MAX_COUNT, v);
 		return -1;
 	}
 	*out = (int)v;
 	return 1;
 }
 
-int get_number(struct config_ctx *x, const config_setting_t *s, const char *key, double *out)
+int cfg_get_number(struct config_ctx *x, const config_setting_t *s, const char *key, double *out)
 {
 	const config_setting_t *m = config_setting_get_member(s, key);
 	double v;
@@ -145,33 +145,33 @@ int get_number(struct config_ctx *x, const config_setting_t *s, const char *key,
 		v = config_setting_get_float(m);
 		break;
 	default:
-		ctx_error(x, m, "'%s' must be a number", key);
+		cfg_error(x, m, "'%s' must be a number", key);
 		return -1;
 	}
 	if (!isfinite(v)) {
-		ctx_error(x, m, "'%s' must be a number", key);
+		cfg_error(x, m, "'%s' must be a number", key);
 		return -1;
 	}
 	*out = v;
 	return 1;
 }
 
-int get_positive(struct config_ctx *x, const config_setting_t *s, const char *key, double *out)
+int cfg_get_positive(struct config_ctx *x, const config_setting_t *s, const char *key, double *out)
 {
 	double v;
-	int r = get_number(x, s, key, &v);
+	int r = cfg_get_number(x, s, key, &v);
 
 	if (r <= 0)
 		return r;
 	if (v <= 0) {
-		ctx_error(x, config_setting_get_member(s, key), "'%s' must be greater than 0, not %g", key, v);
+		cfg_error(x, config_setting_get_member(s, key), "'%s' must be greater than 0, not %g", key, v);
 		return -1;
 	}
 	*out = v;
 	return 1;
 }
 
-int get_duration(struct config_ctx *x, const config_setting_t *s, const char *key, int64_t lo, int64_t hi,
+int cfg_get_duration(struct config_ctx *x, const config_setting_t *s, const char *key, int64_t lo, int64_t hi,
 		 int64_t *out)
 {
 	const config_setting_t *m = config_setting_get_member(s, key);
@@ -195,26 +195,26 @@ int get_duration(struct config_ctx *x, const config_setting_t *s, const char *ke
 		break;
 	case CONFIG_TYPE_STRING:
 		if (parse_duration_ms(config_setting_get_string(m), &ms) < 0) {
-			ctx_error(x, m,
+			cfg_error(x, m,
 				  "invalid duration '%s' for '%s' (use seconds or a string such as \"90s\", \"5m\" or \"500ms\")",
 				  config_setting_get_string(m), key);
 			return -1;
 		}
 		break;
 	default:
-		ctx_error(x, m, "'%s' must be a duration (seconds, or a string such as \"90s\" or \"5m\")", key);
+		cfg_error(x, m, "'%s' must be a duration (seconds, or a string such as \"90s\" or \"5m\")", key);
 		return -1;
 	}
 	if (ms < lo || ms > hi) {
-		ctx_error(x, m, "'%s' must be between %s and %s, not %s", key, format_duration(b1, lo),
-			  format_duration(b2, hi), format_duration(b3, ms));
+		cfg_error(x, m, "'%s' must be between %s and %s, not %s", key, cfg_format_duration(b1, lo),
+			  cfg_format_duration(b2, hi), cfg_format_duration(b3, ms));
 		return -1;
 	}
 	*out = ms;
 	return 1;
 }
 
-int get_enum(struct config_ctx *x, const config_setting_t *s, const char *key, const struct enum_name *names,
+int cfg_get_enum(struct config_ctx *x, const config_setting_t *s, const char *key, const struct enum_name *names,
 	     size_t n, int *out)
 {
 	const config_setting_t *m = config_setting_get_member(s, key);
@@ -236,24 +236,24 @@ int get_enum(struct config_ctx *x, const config_setting_t *s, const char *key, c
 		snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", names[i].name);
 	}
 	if (v)
-		ctx_error(x, m, "'%s' must be one of %s, not '%s'", key, list, v);
+		cfg_error(x, m, "'%s' must be one of %s, not '%s'", key, list, v);
 	else
-		ctx_error(x, m, "'%s' must be one of %s", key, list);
+		cfg_error(x, m, "'%s' must be one of %s", key, list);
 	return -1;
 }
 
-const config_setting_t *get_group(struct config_ctx *x, const config_setting_t *s, const char *key)
+const config_setting_t *cfg_get_group(struct config_ctx *x, const config_setting_t *s, const char *key)
 {
 	const config_setting_t *m = config_setting_get_member(s, key);
 
 	if (m && !config_setting_is_group(m)) {
-		ctx_error(x, m, "'%s' must be a group { ... }", key);
+		cfg_error(x, m, "'%s' must be a group { ... }", key);
 		return NULL;
 	}
 	return m;
 }
 
-const config_setting_t *get_list(struct config_ctx *x, const config_setting_t *s, const char *key, size_t max,
+const config_setting_t *cfg_get_list(struct config_ctx *x, const config_setting_t *s, const char *key, size_t max,
 				 size_t *n)
 {
 	const config_setting_t *m = config_setting_get_member(s, key);
@@ -265,23 +265,23 @@ const config_setting_t *get_list(struct config_ctx *x, const config_setting_t *s
 	len = (size_t)config_setting_length(m);
 	/* An empty array "[]" is an empty list too. */
 	if (!config_setting_is_list(m) && !(config_setting_is_array(m) && len == 0)) {
-		ctx_error(x, m, "'%s' must be a list ( ... ) of groups", key);
+		cfg_error(x, m, "'%s' must be a list ( ... ) of groups", key);
 		return NULL;
 	}
 	if (len > max) {
-		ctx_error(x, m, "'%s' has %zu entries; at most %zu are allowed", key, len, max);
+		cfg_error(x, m, "'%s' has %zu entries; at most %zu are allowed", key, len, max);
 		return NULL;
 	}
 	*n = len;
 	return m;
 }
 
-const config_setting_t *list_group(struct config_ctx *x, const config_setting_t *list, size_t i)
+const config_setting_t *cfg_list_group(struct config_ctx *x, const config_setting_t *list, size_t i)
 {
 	const config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
 
 	if (!config_setting_is_group(e)) {
-		ctx_error(x, e, "each entry of '%s' must be a group { ... }", config_setting_name(list));
+		cfg_error(x, e, "each entry of '%s' must be a group { ... }", config_setting_name(list));
 		return NULL;
 	}
 	return e;
@@ -292,12 +292,12 @@ static int option_list(struct config_ctx *x, const config_setting_t *m, struct c
 	size_t n = (size_t)config_setting_length(m);
 
 	if (n > CONFIG_MAX_OPTION_LIST) {
-		ctx_error(x, m, "'%s' has %zu entries; at most %d are allowed", o->key, n, CONFIG_MAX_OPTION_LIST);
+		cfg_error(x, m, "'%s' has %zu entries; at most %d are allowed", o->key, n, CONFIG_MAX_OPTION_LIST);
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (config_setting_type(config_setting_get_elem(m, (unsigned)i)) != CONFIG_TYPE_STRING) {
-			ctx_error(x, m, "option '%s' must be a string, number, boolean or list of strings", o->key);
+			cfg_error(x, m, "option '%s' must be a string, number, boolean or list of strings", o->key);
 			return -1;
 		}
 	}
@@ -347,14 +347,14 @@ static int option_value(struct config_ctx *x, const config_setting_t *m, struct 
 		o->type = OPTION_LIST;
 		return option_list(x, m, o);
 	default:
-		ctx_error(x, m, "option '%s' must be a string, number, boolean or list of strings", o->key);
+		cfg_error(x, m, "option '%s' must be a string, number, boolean or list of strings", o->key);
 		return -1;
 	}
 }
 
-int get_options(struct config_ctx *x, const config_setting_t *s, const char *key, struct options *o)
+int cfg_get_options(struct config_ctx *x, const config_setting_t *s, const char *key, struct options *o)
 {
-	const config_setting_t *g = get_group(x, s, key);
+	const config_setting_t *g = cfg_get_group(x, s, key);
 	size_t n;
 	int r = 1;
 
@@ -362,7 +362,7 @@ int get_options(struct config_ctx *x, const config_setting_t *s, const char *key
 		return config_setting_get_member(s, key) ? -1 : 0;
 	n = (size_t)config_setting_length(g);
 	if (n > CONFIG_MAX_OPTIONS) {
-		ctx_error(x, g, "'%s' has %zu entries; at most %d are allowed", key, n, CONFIG_MAX_OPTIONS);
+		cfg_error(x, g, "'%s' has %zu entries; at most %d are allowed", key, n, CONFIG_MAX_OPTIONS);
 		return -1;
 	}
 	o->v = calloc(n ? n : 1, sizeof(*o->v));
@@ -377,7 +377,7 @@ int get_options(struct config_ctx *x, const config_setting_t *s, const char *key
 		v->key = dup_or_oom(x, config_setting_name(m));
 		if (!v->key)
 			return -1;
-		v->file = ctx_file_name(x, m);
+		v->file = cfg_file_name(x, m);
 		v->line = (int)m->line;
 		o->n++;
 		if (option_value(x, m, v) < 0)
@@ -397,16 +397,16 @@ static bool name_valid(const char *s)
 	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == len;
 }
 
-int get_name(struct config_ctx *x, const config_setting_t *s, const char *what, char **out)
+int cfg_get_name(struct config_ctx *x, const config_setting_t *s, const char *what, char **out)
 {
-	int r = get_string(x, s, "name", out);
+	int r = cfg_get_string(x, s, "name", out);
 
 	if (r == 0)
-		return need(x, s, "name");
+		return cfg_need(x, s, "name");
 	if (r < 0)
 		return r;
 	if (!name_valid(*out)) {
-		ctx_error(x, config_setting_get_member(s, "name"),
+		cfg_error(x, config_setting_get_member(s, "name"),
 			  "invalid %s name '%s' (use 1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit)",
 			  what, *out, NAME_MAX_LEN);
 		free(*out);

@@ -51,7 +51,7 @@ static void strv_clear(char ***v, size_t *n)
 	*n = 0;
 }
 
-void config_notify_defaults(struct notify_conf *n)
+void cfg_notify_defaults(struct notify_conf *n)
 {
 	n->webhook_timeout_ms = 10 * MS_PER_SEC;
 	n->webhook_retries = 3;
@@ -59,7 +59,7 @@ void config_notify_defaults(struct notify_conf *n)
 	n->pre_scale_in_deadline_ms = 300 * MS_PER_SEC;
 }
 
-void config_notify_clear(struct notify_conf *n)
+void cfg_notify_clear(struct notify_conf *n)
 {
 	free(n->webhook_url);
 	free(n->webhook_secret_file);
@@ -81,17 +81,17 @@ static int get_argv(struct config_ctx *x, const config_setting_t *s, const char 
 	type = config_setting_type(m);
 	n = config_setting_length(m);
 	if ((type != CONFIG_TYPE_LIST && type != CONFIG_TYPE_ARRAY) || n < 1 || n > NOTIFY_MAX_ARGS) {
-		ctx_error(x, m, "'%s' must be a list of 1 to %d strings, such as [ \"/usr/local/bin/hook\", \"--flag\" ]",
+		cfg_error(x, m, "'%s' must be a list of 1 to %d strings, such as [ \"/usr/local/bin/hook\", \"--flag\" ]",
 			  key, NOTIFY_MAX_ARGS);
 		return -1;
 	}
 	for (int i = 0; i < n; i++)
 		if (config_setting_type(config_setting_get_elem(m, (unsigned)i)) != CONFIG_TYPE_STRING) {
-			ctx_error(x, m, "'%s' must hold strings only", key);
+			cfg_error(x, m, "'%s' must hold strings only", key);
 			return -1;
 		}
 	if (config_setting_get_string_elem(m, 0)[0] != '/') {
-		ctx_error(x, m, "'%s' must start with an absolute path (no shell, no PATH search), not '%s'", key,
+		cfg_error(x, m, "'%s' must start with an absolute path (no shell, no PATH search), not '%s'", key,
 			  config_setting_get_string_elem(m, 0));
 		return -1;
 	}
@@ -111,31 +111,31 @@ static int get_argv(struct config_ctx *x, const config_setting_t *s, const char 
 
 static void read_webhook(struct config_ctx *x, const config_setting_t *w, struct notify_conf *n)
 {
-	check_keys(x, w, webhook_keys, sizeof(webhook_keys) / sizeof(webhook_keys[0]));
-	if (get_string(x, w, "url", &n->webhook_url) == 0)
-		need(x, w, "url");
+	cfg_check_keys(x, w, webhook_keys, sizeof(webhook_keys) / sizeof(webhook_keys[0]));
+	if (cfg_get_string(x, w, "url", &n->webhook_url) == 0)
+		cfg_need(x, w, "url");
 	else if (n->webhook_url && strncmp(n->webhook_url, "http://", 7) != 0 &&
 		 strncmp(n->webhook_url, "https://", 8) != 0)
-		ctx_error(x, config_setting_get_member(w, "url"), "webhook 'url' must start with http:// or https://, not '%s'",
+		cfg_error(x, config_setting_get_member(w, "url"), "webhook 'url' must start with http:// or https://, not '%s'",
 			  n->webhook_url);
-	if (get_string(x, w, "secret_file", &n->webhook_secret_file) > 0 && n->webhook_secret_file[0] != '/')
-		ctx_error(x, config_setting_get_member(w, "secret_file"), "'secret_file' must be an absolute path, not '%s'",
+	if (cfg_get_string(x, w, "secret_file", &n->webhook_secret_file) > 0 && n->webhook_secret_file[0] != '/')
+		cfg_error(x, config_setting_get_member(w, "secret_file"), "'secret_file' must be an absolute path, not '%s'",
 			  n->webhook_secret_file);
-	get_duration(x, w, "timeout", 100, 300 * MS_PER_SEC, &n->webhook_timeout_ms);
-	if (get_count(x, w, "retries", &n->webhook_retries) > 0 && n->webhook_retries > NOTIFY_MAX_RETRIES)
-		ctx_error(x, config_setting_get_member(w, "retries"), "'retries' must be at most %d, not %d",
+	cfg_get_duration(x, w, "timeout", 100, 300 * MS_PER_SEC, &n->webhook_timeout_ms);
+	if (cfg_get_count(x, w, "retries", &n->webhook_retries) > 0 && n->webhook_retries > NOTIFY_MAX_RETRIES)
+		cfg_error(x, config_setting_get_member(w, "retries"), "'retries' must be at most %d, not %d",
 			  NOTIFY_MAX_RETRIES, n->webhook_retries);
 }
 
-void config_read_notify(struct config_ctx *x, const config_setting_t *s, struct notify_conf *n,
+void cfg_read_notify(struct config_ctx *x, const config_setting_t *s, struct notify_conf *n,
 			const struct notify_conf *defaults)
 {
-	const config_setting_t *nt = get_group(x, s, "notifications");
-	const config_setting_t *hk = get_group(x, s, "hooks");
+	const config_setting_t *nt = cfg_get_group(x, s, "notifications");
+	const config_setting_t *hk = cfg_get_group(x, s, "hooks");
 	const config_setting_t *w;
 
 	memset(n, 0, sizeof(*n));
-	config_notify_defaults(n);
+	cfg_notify_defaults(n);
 	if (defaults && !nt) {
 		n->webhook_url = defaults->webhook_url ? strdup(defaults->webhook_url) : NULL;
 		n->webhook_secret_file = defaults->webhook_secret_file ? strdup(defaults->webhook_secret_file) : NULL;
@@ -154,17 +154,17 @@ void config_read_notify(struct config_ctx *x, const config_setting_t *s, struct 
 		n->pre_scale_in_deadline_ms = defaults->pre_scale_in_deadline_ms;
 	}
 	if (nt) {
-		check_keys(x, nt, notifications_keys, sizeof(notifications_keys) / sizeof(notifications_keys[0]));
-		w = get_group(x, nt, "webhook");
+		cfg_check_keys(x, nt, notifications_keys, sizeof(notifications_keys) / sizeof(notifications_keys[0]));
+		w = cfg_get_group(x, nt, "webhook");
 		if (w)
 			read_webhook(x, w, n);
 		get_argv(x, nt, "command", &n->command, &n->n_command);
-		get_duration(x, nt, "command_timeout", 100, 3600 * MS_PER_SEC, &n->command_timeout_ms);
+		cfg_get_duration(x, nt, "command_timeout", 100, 3600 * MS_PER_SEC, &n->command_timeout_ms);
 	}
 	if (hk) {
-		check_keys(x, hk, hooks_keys, sizeof(hooks_keys) / sizeof(hooks_keys[0]));
+		cfg_check_keys(x, hk, hooks_keys, sizeof(hooks_keys) / sizeof(hooks_keys[0]));
 		if (get_argv(x, hk, "pre_scale_in", &n->pre_scale_in, &n->n_pre_scale_in) == 0)
-			need(x, hk, "pre_scale_in");
-		get_duration(x, hk, "deadline", 100, 3600 * MS_PER_SEC, &n->pre_scale_in_deadline_ms);
+			cfg_need(x, hk, "pre_scale_in");
+		cfg_get_duration(x, hk, "deadline", 100, 3600 * MS_PER_SEC, &n->pre_scale_in_deadline_ms);
 	}
 }

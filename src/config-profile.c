@@ -82,33 +82,33 @@ static int resolve_signal(struct config_ctx *x, const config_setting_t *m, const
 			return (int)i;
 		names[n++] = g->signals[i].name;
 	}
-	near = ctx_near_miss(name, names, n);
+	near = cfg_near_miss(name, names, n);
 	if (near)
-		ctx_error(x, m, "%s undefined signal '%s' (did you mean '%s'?)", what, name, near);
+		cfg_error(x, m, "%s undefined signal '%s' (did you mean '%s'?)", what, name, near);
 	else
-		ctx_error(x, m, "%s undefined signal '%s'", what, name);
+		cfg_error(x, m, "%s undefined signal '%s'", what, name);
 	return -1;
 }
 
 /* min, max and default of a profile (or of the group, as shorthand). */
 static void read_bounds(struct config_ctx *x, const config_setting_t *s, struct profile_conf *p)
 {
-	int rmin = get_count(x, s, "min", &p->min);
-	int rmax = get_count(x, s, "max", &p->max);
-	int rdef = get_count(x, s, "default", &p->def);
+	int rmin = cfg_get_count(x, s, "min", &p->min);
+	int rmax = cfg_get_count(x, s, "max", &p->max);
+	int rdef = cfg_get_count(x, s, "default", &p->def);
 
 	if (rmin == 0)
-		need(x, s, "min");
+		cfg_need(x, s, "min");
 	if (rmax == 0)
-		need(x, s, "max");
+		cfg_need(x, s, "max");
 	if (rdef == 0)
 		p->def = p->min;
 	if (rmin <= 0 || rmax <= 0)
 		return;
 	if (p->min > p->max)
-		ctx_error(x, config_setting_get_member(s, "min"), "'min' (%d) is greater than 'max' (%d)", p->min, p->max);
+		cfg_error(x, config_setting_get_member(s, "min"), "'min' (%d) is greater than 'max' (%d)", p->min, p->max);
 	else if (rdef > 0 && (p->def < p->min || p->def > p->max))
-		ctx_error(x, config_setting_get_member(s, "default"), "'default' (%d) must be between 'min' (%d) and 'max' (%d)",
+		cfg_error(x, config_setting_get_member(s, "default"), "'default' (%d) must be between 'min' (%d) and 'max' (%d)",
 			  p->def, p->min, p->max);
 }
 
@@ -119,12 +119,12 @@ static int read_zone(struct config_ctx *x, const config_setting_t *s, struct pro
 		x->oom = true;
 		return -1;
 	}
-	if (get_string(x, s, "timezone", &p->timezone) < 0)
+	if (cfg_get_string(x, s, "timezone", &p->timezone) < 0)
 		return -1;
 	if (schedule_tz_open(p->timezone, &p->tz) < 0) {
 		const config_setting_t *m = config_setting_get_member(s, "timezone");
 
-		ctx_error(x, m ? m : s, "unknown time zone '%s'", p->timezone);
+		cfg_error(x, m ? m : s, "unknown time zone '%s'", p->timezone);
 		return -1;
 	}
 	return 0;
@@ -149,12 +149,12 @@ static int parse_hhmm(const char *s, bool end, int *ret)
 static int read_time_of_day(struct config_ctx *x, const config_setting_t *s, const char *key, bool end, int *ret)
 {
 	char *v = NULL;
-	int r = get_string(x, s, key, &v);
+	int r = cfg_get_string(x, s, key, &v);
 
 	if (r == 0)
-		return need(x, s, key);
+		return cfg_need(x, s, key);
 	if (r > 0 && parse_hhmm(v, end, ret) < 0) {
-		ctx_error(x, config_setting_get_member(s, key), "'%s' must be a time of day \"HH:MM\", not '%s'", key, v);
+		cfg_error(x, config_setting_get_member(s, key), "'%s' must be a time of day \"HH:MM\", not '%s'", key, v);
 		r = -1;
 	}
 	free(v);
@@ -171,11 +171,11 @@ static void read_days(struct config_ctx *x, const config_setting_t *s, struct pr
 		return;
 	n = config_setting_length(m);
 	if (!config_setting_is_array(m) && !config_setting_is_list(m)) {
-		ctx_error(x, m, "'days' must be a list of day names such as [ \"mon\", \"fri\" ]");
+		cfg_error(x, m, "'days' must be a list of day names such as [ \"mon\", \"fri\" ]");
 		return;
 	}
 	if (n == 0) {
-		ctx_error(x, m, "'days' must name at least one day");
+		cfg_error(x, m, "'days' must name at least one day");
 		return;
 	}
 	p->days = 0;
@@ -185,14 +185,14 @@ static void read_days(struct config_ctx *x, const config_setting_t *s, struct pr
 		int k;
 
 		if (!d) {
-			ctx_error(x, m, "'days' must be a list of day names such as [ \"mon\", \"fri\" ]");
+			cfg_error(x, m, "'days' must be a list of day names such as [ \"mon\", \"fri\" ]");
 			return;
 		}
 		for (k = 0; k < 7; k++)
 			if (strcasecmp(d, day_names[k]) == 0 || strcasecmp(d, day_full_names[k]) == 0)
 				break;
 		if (k == 7)
-			ctx_error(x, m, "unknown day '%s' (use mon, tue, wed, thu, fri, sat or sun)", d);
+			cfg_error(x, m, "unknown day '%s' (use mon, tue, wed, thu, fri, sat or sun)", d);
 		else
 			p->days |= 1u << k;
 	}
@@ -202,24 +202,24 @@ static void read_recurrence(struct config_ctx *x, const config_setting_t *s, str
 {
 	int rs, re;
 
-	check_keys(x, s, recurrence_keys, N_ELEMS(recurrence_keys));
+	cfg_check_keys(x, s, recurrence_keys, N_ELEMS(recurrence_keys));
 	read_days(x, s, p);
 	rs = read_time_of_day(x, s, "start", false, &p->start_minute);
 	re = read_time_of_day(x, s, "end", true, &p->end_minute);
 	if (rs > 0 && re > 0 && p->start_minute == p->end_minute)
-		ctx_error(x, config_setting_get_member(s, "end"), "'start' and 'end' must differ");
+		cfg_error(x, config_setting_get_member(s, "end"), "'start' and 'end' must differ");
 	read_zone(x, s, p);
 }
 
 static int read_datetime(struct config_ctx *x, const config_setting_t *s, const char *key, void *tz, int64_t *ret)
 {
 	char *v = NULL;
-	int r = get_string(x, s, key, &v);
+	int r = cfg_get_string(x, s, key, &v);
 
 	if (r == 0)
-		return need(x, s, key);
+		return cfg_need(x, s, key);
 	if (r > 0 && schedule_parse_datetime(v, tz, ret) < 0) {
-		ctx_error(x, config_setting_get_member(s, key),
+		cfg_error(x, config_setting_get_member(s, key),
 			  "'%s' must be a date and time such as \"2026-11-27T08:00:00\", not '%s'", key, v);
 		r = -1;
 	}
@@ -231,12 +231,12 @@ static void read_fixed(struct config_ctx *x, const config_setting_t *s, struct p
 {
 	int rs, re;
 
-	check_keys(x, s, fixed_keys, N_ELEMS(fixed_keys));
+	cfg_check_keys(x, s, fixed_keys, N_ELEMS(fixed_keys));
 	read_zone(x, s, p);
 	rs = read_datetime(x, s, "start", p->tz, &p->start_ms);
 	re = read_datetime(x, s, "end", p->tz, &p->end_ms);
 	if (rs > 0 && re > 0 && p->end_ms <= p->start_ms)
-		ctx_error(x, config_setting_get_member(s, "end"), "'end' must be after 'start'");
+		cfg_error(x, config_setting_get_member(s, "end"), "'end' must be after 'start'");
 	if (rs <= 0 || re <= 0)
 		p->start_ms = p->end_ms = 0; /* Not compared for overlaps. */
 }
@@ -253,17 +253,17 @@ static void check_rule_value(struct config_ctx *x, const config_setting_t *m, co
 	switch (r->change) {
 	case CHANGE_COUNT:
 		if (!whole(r->value, 1, CONFIG_MAX_COUNT))
-			ctx_error(x, m, "'value' must be a whole number from 1 to %d with change 'count', not %g",
+			cfg_error(x, m, "'value' must be a whole number from 1 to %d with change 'count', not %g",
 				  CONFIG_MAX_COUNT, r->value);
 		break;
 	case CHANGE_EXACT:
 		if (!whole(r->value, 0, CONFIG_MAX_COUNT))
-			ctx_error(x, m, "'value' must be a whole number from 0 to %d with change 'exact', not %g",
+			cfg_error(x, m, "'value' must be a whole number from 0 to %d with change 'exact', not %g",
 				  CONFIG_MAX_COUNT, r->value);
 		break;
 	case CHANGE_PERCENT:
 		if (r->value <= 0 || r->value > limit)
-			ctx_error(x, m,
+			cfg_error(x, m,
 				  "'value' must be greater than 0 and at most %d with change 'percent' and direction '%s', not %g",
 				  limit, direction_name(r->direction), r->value);
 		break;
@@ -275,52 +275,52 @@ static void read_rule(struct config_ctx *x, const config_setting_t *s, const str
 {
 	int v, rop, rdir, rchange, rvalue;
 
-	r->file = ctx_file_name(x, s);
+	r->file = cfg_file_name(x, s);
 	r->line = (int)s->line;
 	r->signal_index = -1;
 	r->window_ms = 300 * MS_PER_SEC;
 	r->statistic = AGG_AVG;
 	r->change = CHANGE_COUNT;
 	r->cooldown_ms = 300 * MS_PER_SEC;
-	check_keys(x, s, rule_keys, N_ELEMS(rule_keys));
-	v = get_string(x, s, "signal", &r->signal);
+	cfg_check_keys(x, s, rule_keys, N_ELEMS(rule_keys));
+	v = cfg_get_string(x, s, "signal", &r->signal);
 	if (v == 0)
-		need(x, s, "signal");
+		cfg_need(x, s, "signal");
 	else if (v > 0)
 		r->signal_index = resolve_signal(x, config_setting_get_member(s, "signal"), g, r->signal, "rule refers to");
-	get_duration(x, s, "window", 0, CONFIG_MAX_STABILIZATION_MS, &r->window_ms);
-	if (get_enum(x, s, "statistic", config_aggregations, N_AGGREGATIONS, &v) > 0)
+	cfg_get_duration(x, s, "window", 0, CONFIG_MAX_STABILIZATION_MS, &r->window_ms);
+	if (cfg_get_enum(x, s, "statistic", cfg_aggregations, N_AGGREGATIONS, &v) > 0)
 		r->statistic = (enum aggregation)v;
-	if ((rop = get_enum(x, s, "operator", operators, N_ELEMS(operators), &v)) == 0)
-		need(x, s, "operator");
+	if ((rop = cfg_get_enum(x, s, "operator", operators, N_ELEMS(operators), &v)) == 0)
+		cfg_need(x, s, "operator");
 	else if (rop > 0)
 		r->op = (enum rule_operator)v;
-	if (get_number(x, s, "threshold", &r->threshold) == 0)
-		need(x, s, "threshold");
-	if ((rdir = get_enum(x, s, "direction", directions, N_ELEMS(directions), &v)) == 0)
-		need(x, s, "direction");
+	if (cfg_get_number(x, s, "threshold", &r->threshold) == 0)
+		cfg_need(x, s, "threshold");
+	if ((rdir = cfg_get_enum(x, s, "direction", directions, N_ELEMS(directions), &v)) == 0)
+		cfg_need(x, s, "direction");
 	else if (rdir > 0)
 		r->direction = (enum scale_direction)v;
-	if ((rchange = get_enum(x, s, "change", changes, N_ELEMS(changes), &v)) > 0)
+	if ((rchange = cfg_get_enum(x, s, "change", changes, N_ELEMS(changes), &v)) > 0)
 		r->change = (enum change_type)v;
-	if ((rvalue = get_number(x, s, "value", &r->value)) == 0)
-		need(x, s, "value");
+	if ((rvalue = cfg_get_number(x, s, "value", &r->value)) == 0)
+		cfg_need(x, s, "value");
 	if (rvalue > 0 && rdir > 0 && rchange >= 0)
 		check_rule_value(x, config_setting_get_member(s, "value"), r);
-	get_duration(x, s, "cooldown", 0, 86400 * MS_PER_SEC, &r->cooldown_ms);
+	cfg_get_duration(x, s, "cooldown", 0, 86400 * MS_PER_SEC, &r->cooldown_ms);
 }
 
 static void read_targets(struct config_ctx *x, const config_setting_t *s, const struct group_conf *g,
 			 struct profile_conf *p)
 {
-	const config_setting_t *t = get_group(x, s, "targets");
+	const config_setting_t *t = cfg_get_group(x, s, "targets");
 	size_t n;
 
 	if (!t)
 		return;
 	n = (size_t)config_setting_length(t);
 	if (n > CONFIG_MAX_SIGNALS) {
-		ctx_error(x, t, "'targets' has %zu entries; at most %d are allowed", n, CONFIG_MAX_SIGNALS);
+		cfg_error(x, t, "'targets' has %zu entries; at most %d are allowed", n, CONFIG_MAX_SIGNALS);
 		return;
 	}
 	p->targets = calloc(n ? n : 1, sizeof(*p->targets));
@@ -339,7 +339,7 @@ static void read_targets(struct config_ctx *x, const config_setting_t *s, const 
 		}
 		p->n_targets++;
 		o->signal_index = resolve_signal(x, m, g, o->signal, "target override for");
-		get_positive(x, t, o->signal, &o->target);
+		cfg_get_positive(x, t, o->signal, &o->target);
 	}
 }
 
@@ -350,29 +350,29 @@ static void read_profile(struct config_ctx *x, const config_setting_t *s, const 
 	bool has_rec, has_fix;
 	size_t n;
 
-	p->file = ctx_file_name(x, s);
+	p->file = cfg_file_name(x, s);
 	p->line = (int)s->line;
 	p->kind = PROFILE_DEFAULT;
-	check_keys(x, s, profile_keys, N_ELEMS(profile_keys));
-	get_name(x, s, "profile", &p->name);
+	cfg_check_keys(x, s, profile_keys, N_ELEMS(profile_keys));
+	cfg_get_name(x, s, "profile", &p->name);
 	has_rec = config_setting_get_member(s, "recurrence") != NULL;
 	has_fix = config_setting_get_member(s, "fixed") != NULL;
 	/* A profile that tries to be scheduled is never taken for the default
 	 * one, even when its schedule is wrong. */
 	if (has_rec && has_fix) {
-		ctx_error(x, s, "a profile may have 'recurrence' or 'fixed', not both");
+		cfg_error(x, s, "a profile may have 'recurrence' or 'fixed', not both");
 		p->kind = PROFILE_RECURRENCE;
 	} else if (has_rec) {
 		p->kind = PROFILE_RECURRENCE;
-		if ((sched = get_group(x, s, "recurrence")))
+		if ((sched = cfg_get_group(x, s, "recurrence")))
 			read_recurrence(x, sched, p);
 	} else if (has_fix) {
 		p->kind = PROFILE_FIXED;
-		if ((sched = get_group(x, s, "fixed")))
+		if ((sched = cfg_get_group(x, s, "fixed")))
 			read_fixed(x, sched, p);
 	}
 	read_bounds(x, s, p);
-	rules = get_list(x, s, "rules", CONFIG_MAX_RULES, &n);
+	rules = cfg_get_list(x, s, "rules", CONFIG_MAX_RULES, &n);
 	if (rules && n > 0) {
 		p->rules = calloc(n, sizeof(*p->rules));
 		if (!p->rules) {
@@ -380,7 +380,7 @@ static void read_profile(struct config_ctx *x, const config_setting_t *s, const 
 			return;
 		}
 		for (size_t i = 0; i < n; i++) {
-			const config_setting_t *e = list_group(x, rules, i);
+			const config_setting_t *e = cfg_list_group(x, rules, i);
 
 			if (e)
 				read_rule(x, e, g, &p->rules[p->n_rules++]);
@@ -400,7 +400,7 @@ static void profile_error(struct config_ctx *x, const struct profile_conf *p, co
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	ctx_error_at(x, ctx_file_index(x, p->file), p->line, "%s", msg);
+	cfg_error_at(x, cfg_file_index(x, p->file), p->line, "%s", msg);
 }
 
 /* Checks across the profiles of a group: names, the one default profile,
@@ -443,10 +443,10 @@ static const struct profile_conf *check_profiles(struct config_ctx *x, const str
 	return def;
 }
 
-void config_read_profiles(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
+void cfg_read_profiles(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
 {
 	static const char *const bounds[] = { "min", "max", "default" };
-	const config_setting_t *list = get_list(x, s, "profiles", CONFIG_MAX_PROFILES, &(size_t){ 0 });
+	const config_setting_t *list = cfg_get_list(x, s, "profiles", CONFIG_MAX_PROFILES, &(size_t){ 0 });
 	size_t n = list ? (size_t)config_setting_length(list) : 0;
 	const struct profile_conf *def;
 	bool shorthand = false;
@@ -457,7 +457,7 @@ void config_read_profiles(struct config_ctx *x, const config_setting_t *s, struc
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const config_setting_t *e = list_group(x, list, i);
+		const config_setting_t *e = cfg_list_group(x, list, i);
 
 		if (e)
 			read_profile(x, e, g, &g->profiles[g->n_profiles++]);
@@ -467,18 +467,18 @@ void config_read_profiles(struct config_ctx *x, const config_setting_t *s, struc
 		const config_setting_t *m = config_setting_get_member(s, bounds[i]);
 
 		if (m && def)
-			ctx_error(x, m, "'%s' of the group conflicts with default profile '%s'; set it in that profile",
+			cfg_error(x, m, "'%s' of the group conflicts with default profile '%s'; set it in that profile",
 				  bounds[i], def->name ? def->name : "");
 		shorthand = shorthand || m;
 	}
 	if (def)
 		return;
 	if (!shorthand) {
-		ctx_error(x, s, "no default profile: set 'min' and 'max' in the group or add a profile without 'recurrence' or 'fixed'");
+		cfg_error(x, s, "no default profile: set 'min' and 'max' in the group or add a profile without 'recurrence' or 'fixed'");
 		return;
 	}
 	if (g->n_profiles == CONFIG_MAX_PROFILES) {
-		ctx_error(x, list, "'profiles' has %d entries; at most %d are allowed with the group's own 'min' and 'max'",
+		cfg_error(x, list, "'profiles' has %d entries; at most %d are allowed with the group's own 'min' and 'max'",
 			  CONFIG_MAX_PROFILES, CONFIG_MAX_PROFILES - 1);
 		return;
 	}
@@ -498,7 +498,7 @@ void config_read_profiles(struct config_ctx *x, const config_setting_t *s, struc
 static void read_policies(struct config_ctx *x, const config_setting_t *s, struct direction_behavior *d)
 {
 	size_t n;
-	const config_setting_t *list = get_list(x, s, "policies", CONFIG_MAX_POLICIES, &n);
+	const config_setting_t *list = cfg_get_list(x, s, "policies", CONFIG_MAX_POLICIES, &n);
 
 	if (!list)
 		return;
@@ -506,7 +506,7 @@ static void read_policies(struct config_ctx *x, const config_setting_t *s, struc
 	 * no rate limit in this direction. */
 	d->n_policies = 0;
 	for (size_t i = 0; i < n; i++) {
-		const config_setting_t *e = list_group(x, list, i);
+		const config_setting_t *e = cfg_list_group(x, list, i);
 		struct rate_policy *p = &d->policies[d->n_policies];
 		int v, rt, rv;
 
@@ -514,36 +514,36 @@ static void read_policies(struct config_ctx *x, const config_setting_t *s, struc
 			continue;
 		d->n_policies++;
 		p->period_ms = 15 * MS_PER_SEC;
-		check_keys(x, e, policy_keys, N_ELEMS(policy_keys));
-		if ((rt = get_enum(x, e, "type", policy_types, N_ELEMS(policy_types), &v)) == 0)
-			need(x, e, "type");
+		cfg_check_keys(x, e, policy_keys, N_ELEMS(policy_keys));
+		if ((rt = cfg_get_enum(x, e, "type", policy_types, N_ELEMS(policy_types), &v)) == 0)
+			cfg_need(x, e, "type");
 		else if (rt > 0)
 			p->type = (enum policy_type)v;
-		if ((rv = get_positive(x, e, "value", &p->value)) == 0)
-			need(x, e, "value");
+		if ((rv = cfg_get_positive(x, e, "value", &p->value)) == 0)
+			cfg_need(x, e, "value");
 		if (rt > 0 && rv > 0 && p->type == POLICY_INSTANCES && p->value != floor(p->value))
-			ctx_error(x, config_setting_get_member(e, "value"), "'value' must be a whole number of instances, not %g",
+			cfg_error(x, config_setting_get_member(e, "value"), "'value' must be a whole number of instances, not %g",
 				  p->value);
-		get_duration(x, e, "period", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &p->period_ms);
+		cfg_get_duration(x, e, "period", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &p->period_ms);
 	}
 }
 
 static void read_direction(struct config_ctx *x, const config_setting_t *s, const char *key,
 			   struct direction_behavior *d)
 {
-	const config_setting_t *m = get_group(x, s, key);
+	const config_setting_t *m = cfg_get_group(x, s, key);
 	int v;
 
 	if (!m)
 		return;
-	check_keys(x, m, direction_keys, N_ELEMS(direction_keys));
-	get_duration(x, m, "stabilization", 0, CONFIG_MAX_STABILIZATION_MS, &d->stabilization_ms);
-	if (get_enum(x, m, "select", selects, N_ELEMS(selects), &v) > 0)
+	cfg_check_keys(x, m, direction_keys, N_ELEMS(direction_keys));
+	cfg_get_duration(x, m, "stabilization", 0, CONFIG_MAX_STABILIZATION_MS, &d->stabilization_ms);
+	if (cfg_get_enum(x, m, "select", selects, N_ELEMS(selects), &v) > 0)
 		d->select = (enum select_policy)v;
 	read_policies(x, m, d);
 }
 
-void config_read_behavior(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
+void cfg_read_behavior(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
 {
 	struct behavior_conf *b = &g->behavior;
 	const config_setting_t *m;
@@ -566,13 +566,13 @@ void config_read_behavior(struct config_ctx *x, const config_setting_t *s, struc
 	};
 	b->initialization_ms = 60 * MS_PER_SEC;
 	b->on_missing = ON_MISSING_HOLD;
-	m = get_group(x, s, "behavior");
+	m = cfg_get_group(x, s, "behavior");
 	if (!m)
 		return;
-	check_keys(x, m, behavior_keys, N_ELEMS(behavior_keys));
+	cfg_check_keys(x, m, behavior_keys, N_ELEMS(behavior_keys));
 	read_direction(x, m, "scale_out", &b->scale_out);
 	read_direction(x, m, "scale_in", &b->scale_in);
-	get_duration(x, m, "initialization_period", 0, 3600 * MS_PER_SEC, &b->initialization_ms);
-	if (get_enum(x, m, "on_missing", on_missings, N_ELEMS(on_missings), &v) > 0)
+	cfg_get_duration(x, m, "initialization_period", 0, 3600 * MS_PER_SEC, &b->initialization_ms);
+	if (cfg_get_enum(x, m, "on_missing", on_missings, N_ELEMS(on_missings), &v) > 0)
 		b->on_missing = (enum on_missing)v;
 }

@@ -57,7 +57,7 @@ static const struct enum_name signal_types[] = {
 	{ "average", SIGNAL_AVERAGE },
 };
 
-const struct enum_name config_aggregations[N_AGGREGATIONS] = {
+const struct enum_name cfg_aggregations[N_AGGREGATIONS] = {
 	{ "avg", AGG_AVG }, { "min", AGG_MIN }, { "max", AGG_MAX }, { "last", AGG_LAST }, { "p95", AGG_P95 },
 };
 
@@ -66,7 +66,7 @@ const struct enum_name config_aggregations[N_AGGREGATIONS] = {
 static int check_absolute(struct config_ctx *x, const config_setting_t *s, const char *key, const char *v)
 {
 	if (v && v[0] != '/') {
-		ctx_error(x, config_setting_get_member(s, key), "'%s' must be an absolute path, not '%s'", key, v);
+		cfg_error(x, config_setting_get_member(s, key), "'%s' must be an absolute path, not '%s'", key, v);
 		return -1;
 	}
 	return 0;
@@ -98,30 +98,30 @@ static void read_agent(struct config_ctx *x, const config_setting_t *s)
 {
 	struct agent_conf *a = &x->c->agent;
 
-	check_keys(x, s, agent_keys, N_ELEMS(agent_keys));
-	get_duration(x, s, "interval", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &a->interval_ms);
-	if (get_string(x, s, "state_directory", &a->state_directory) > 0)
+	cfg_check_keys(x, s, agent_keys, N_ELEMS(agent_keys));
+	cfg_get_duration(x, s, "interval", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &a->interval_ms);
+	if (cfg_get_string(x, s, "state_directory", &a->state_directory) > 0)
 		check_absolute(x, s, "state_directory", a->state_directory);
-	if (get_string(x, s, "admin_socket", &a->admin_socket) > 0 &&
+	if (cfg_get_string(x, s, "admin_socket", &a->admin_socket) > 0 &&
 	    check_absolute(x, s, "admin_socket", a->admin_socket) == 0 &&
 	    strlen(a->admin_socket) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
-		ctx_error(x, config_setting_get_member(s, "admin_socket"), "'admin_socket' is longer than %zu characters",
+		cfg_error(x, config_setting_get_member(s, "admin_socket"), "'admin_socket' is longer than %zu characters",
 			  sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
-	get_string(x, s, "admin_group", &a->admin_group);
+	cfg_get_string(x, s, "admin_group", &a->admin_group);
 	empty_is_null(&a->admin_group);
-	if (get_string(x, s, "metrics_listen", &a->metrics_listen) > 0) {
+	if (cfg_get_string(x, s, "metrics_listen", &a->metrics_listen) > 0) {
 		empty_is_null(&a->metrics_listen);
 		if (a->metrics_listen && !listen_valid(a->metrics_listen))
-			ctx_error(x, config_setting_get_member(s, "metrics_listen"),
+			cfg_error(x, config_setting_get_member(s, "metrics_listen"),
 				  "'metrics_listen' must be HOST:PORT, such as \"127.0.0.1:9851\", not '%s'",
 				  a->metrics_listen);
 	}
-	if (get_string(x, s, "driver_directory", &a->driver_directory) > 0) {
+	if (cfg_get_string(x, s, "driver_directory", &a->driver_directory) > 0) {
 		empty_is_null(&a->driver_directory);
 		check_absolute(x, s, "driver_directory", a->driver_directory);
 	}
-	get_bool(x, s, "dry_run", &a->dry_run);
-	config_read_notify(x, s, &a->notify, NULL);
+	cfg_get_bool(x, s, "dry_run", &a->dry_run);
+	cfg_read_notify(x, s, &a->notify, NULL);
 }
 
 static void agent_defaults(struct config_ctx *x)
@@ -129,7 +129,7 @@ static void agent_defaults(struct config_ctx *x)
 	struct agent_conf *a = &x->c->agent;
 
 	a->interval_ms = 15 * MS_PER_SEC;
-	config_notify_defaults(&a->notify);
+	cfg_notify_defaults(&a->notify);
 	/* Fixed paths, not prefix-relative ones: they are systemd's
 	 * StateDirectory= and RuntimeDirectory= of the unit. */
 	a->state_directory = strdup("/var/lib/autoscaled");
@@ -172,12 +172,12 @@ static bool driver_known(struct config_ctx *x, const char *name)
 static void unknown_name(struct config_ctx *x, const config_setting_t *m, const char *what, const char *name,
 			 const char *const *known, size_t n)
 {
-	const char *near = ctx_near_miss(name, known, n);
+	const char *near = cfg_near_miss(name, known, n);
 
 	if (near)
-		ctx_error(x, m, "unknown %s '%s' (did you mean '%s'?)", what, name, near);
+		cfg_error(x, m, "unknown %s '%s' (did you mean '%s'?)", what, name, near);
 	else
-		ctx_error(x, m, "unknown %s '%s'", what, name);
+		cfg_error(x, m, "unknown %s '%s'", what, name);
 }
 
 /* ---------------------------------------------------------------- signals */
@@ -189,16 +189,16 @@ static void read_signal(struct config_ctx *x, const config_setting_t *s, const s
 	char b1[32], b2[32];
 	int v;
 
-	sig->file = ctx_file_name(x, s);
+	sig->file = cfg_file_name(x, s);
 	sig->line = (int)s->line;
 	sig->window_ms = 60 * MS_PER_SEC;
 	sig->aggregation = AGG_AVG;
 	sig->tolerance = 0.1;
 	sig->poll_interval_ms = g->interval_ms;
-	check_keys(x, s, signal_keys, N_ELEMS(signal_keys));
-	get_name(x, s, "signal", &sig->name);
-	if (get_string(x, s, "source", &sig->source) == 0)
-		need(x, s, "source");
+	cfg_check_keys(x, s, signal_keys, N_ELEMS(signal_keys));
+	cfg_get_name(x, s, "signal", &sig->name);
+	if (cfg_get_string(x, s, "source", &sig->source) == 0)
+		cfg_need(x, s, "source");
 	else if (sig->source) {
 		size_t i;
 
@@ -209,38 +209,38 @@ static void read_signal(struct config_ctx *x, const config_setting_t *s, const s
 			unknown_name(x, config_setting_get_member(s, "source"), "source", sig->source, known_sources,
 				     N_ELEMS(known_sources));
 	}
-	get_options(x, s, "source_options", &sig->source_options);
-	if (get_enum(x, s, "type", signal_types, N_ELEMS(signal_types), &v) == 0)
-		need(x, s, "type");
+	cfg_get_options(x, s, "source_options", &sig->source_options);
+	if (cfg_get_enum(x, s, "type", signal_types, N_ELEMS(signal_types), &v) == 0)
+		cfg_need(x, s, "type");
 	else
 		sig->type = (enum signal_type)v;
-	if (get_positive(x, s, "target", &sig->target) == 0)
-		need(x, s, "target");
-	get_duration(x, s, "window", 0, CONFIG_MAX_STABILIZATION_MS, &sig->window_ms);
-	if (get_enum(x, s, "aggregation", config_aggregations, N_AGGREGATIONS, &v) > 0)
+	if (cfg_get_positive(x, s, "target", &sig->target) == 0)
+		cfg_need(x, s, "target");
+	cfg_get_duration(x, s, "window", 0, CONFIG_MAX_STABILIZATION_MS, &sig->window_ms);
+	if (cfg_get_enum(x, s, "aggregation", cfg_aggregations, N_AGGREGATIONS, &v) > 0)
 		sig->aggregation = (enum aggregation)v;
-	if (get_number(x, s, "tolerance", &sig->tolerance) > 0 && (sig->tolerance < 0 || sig->tolerance > 1))
-		ctx_error(x, config_setting_get_member(s, "tolerance"), "'tolerance' must be between 0 and 1, not %g",
+	if (cfg_get_number(x, s, "tolerance", &sig->tolerance) > 0 && (sig->tolerance < 0 || sig->tolerance > 1))
+		cfg_error(x, config_setting_get_member(s, "tolerance"), "'tolerance' must be between 0 and 1, not %g",
 			  sig->tolerance);
-	poll_ok = get_duration(x, s, "poll_interval", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &sig->poll_interval_ms) >= 0;
+	poll_ok = cfg_get_duration(x, s, "poll_interval", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &sig->poll_interval_ms) >= 0;
 	sig->staleness_ms = 3 * sig->poll_interval_ms;
 	sig->timeout_ms = sig->poll_interval_ms < 10 * MS_PER_SEC ? sig->poll_interval_ms : 10 * MS_PER_SEC;
-	stale_set = get_duration(x, s, "staleness", 1 * MS_PER_SEC, 86400 * MS_PER_SEC, &sig->staleness_ms) > 0;
-	timeout_set = get_duration(x, s, "timeout", 100, 3600 * MS_PER_SEC, &sig->timeout_ms) > 0;
+	stale_set = cfg_get_duration(x, s, "staleness", 1 * MS_PER_SEC, 86400 * MS_PER_SEC, &sig->staleness_ms) > 0;
+	timeout_set = cfg_get_duration(x, s, "timeout", 100, 3600 * MS_PER_SEC, &sig->timeout_ms) > 0;
 	/* A limit below the poll interval would make every window stale, and
 	 * a timeout above it would let polls of one signal pile up. */
 	if (poll_ok && stale_set && sig->staleness_ms < sig->poll_interval_ms)
-		ctx_error(x, config_setting_get_member(s, "staleness"), "'staleness' (%s) must be at least 'poll_interval' (%s)",
-			  format_duration(b1, sig->staleness_ms), format_duration(b2, sig->poll_interval_ms));
+		cfg_error(x, config_setting_get_member(s, "staleness"), "'staleness' (%s) must be at least 'poll_interval' (%s)",
+			  cfg_format_duration(b1, sig->staleness_ms), cfg_format_duration(b2, sig->poll_interval_ms));
 	if (poll_ok && timeout_set && sig->timeout_ms > sig->poll_interval_ms)
-		ctx_error(x, config_setting_get_member(s, "timeout"), "'timeout' (%s) must not exceed 'poll_interval' (%s)",
-			  format_duration(b1, sig->timeout_ms), format_duration(b2, sig->poll_interval_ms));
+		cfg_error(x, config_setting_get_member(s, "timeout"), "'timeout' (%s) must not exceed 'poll_interval' (%s)",
+			  cfg_format_duration(b1, sig->timeout_ms), cfg_format_duration(b2, sig->poll_interval_ms));
 }
 
 static void read_signals(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
 {
 	size_t n;
-	const config_setting_t *list = get_list(x, s, "signals", CONFIG_MAX_SIGNALS, &n);
+	const config_setting_t *list = cfg_get_list(x, s, "signals", CONFIG_MAX_SIGNALS, &n);
 
 	if (!list || n == 0)
 		return;
@@ -250,7 +250,7 @@ static void read_signals(struct config_ctx *x, const config_setting_t *s, struct
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const config_setting_t *e = list_group(x, list, i);
+		const config_setting_t *e = cfg_list_group(x, list, i);
 		struct signal_conf *sig = &g->signals[g->n_signals];
 
 		if (!e)
@@ -259,7 +259,7 @@ static void read_signals(struct config_ctx *x, const config_setting_t *s, struct
 		read_signal(x, e, g, sig);
 		for (size_t j = 0; sig->name && j + 1 < g->n_signals; j++) {
 			if (g->signals[j].name && strcmp(g->signals[j].name, sig->name) == 0) {
-				ctx_error(x, config_setting_get_member(e, "name"),
+				cfg_error(x, config_setting_get_member(e, "name"),
 					  "duplicate signal name '%s' (first defined at %s:%d)", sig->name,
 					  g->signals[j].file, g->signals[j].line);
 				break;
@@ -274,26 +274,26 @@ static void read_group(struct config_ctx *x, const config_setting_t *s, struct g
 {
 	const struct agent_conf *a = &x->c->agent;
 
-	g->file = ctx_file_name(x, s);
+	g->file = cfg_file_name(x, s);
 	g->line = (int)s->line;
 	g->interval_ms = a->interval_ms;
-	check_keys(x, s, group_keys, N_ELEMS(group_keys));
-	get_name(x, s, "group", &g->name);
-	if (get_string(x, s, "driver", &g->driver) == 0)
-		need(x, s, "driver");
+	cfg_check_keys(x, s, group_keys, N_ELEMS(group_keys));
+	cfg_get_name(x, s, "group", &g->name);
+	if (cfg_get_string(x, s, "driver", &g->driver) == 0)
+		cfg_need(x, s, "driver");
 	else if (g->driver && !driver_known(x, g->driver))
 		unknown_name(x, config_setting_get_member(s, "driver"), "driver", g->driver, builtin_drivers,
 			     N_ELEMS(builtin_drivers));
-	get_options(x, s, "driver_options", &g->driver_options);
-	get_duration(x, s, "interval", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &g->interval_ms);
+	cfg_get_options(x, s, "driver_options", &g->driver_options);
+	cfg_get_duration(x, s, "interval", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &g->interval_ms);
 	/* The agent's dry_run is a safety switch for every group; a group
 	 * cannot opt out of it. */
-	get_bool(x, s, "dry_run", &g->dry_run);
+	cfg_get_bool(x, s, "dry_run", &g->dry_run);
 	g->dry_run = g->dry_run || a->dry_run;
 	read_signals(x, s, g);
-	config_read_profiles(x, s, g);
-	config_read_behavior(x, s, g);
-	config_read_notify(x, s, &g->notify, &a->notify);
+	cfg_read_profiles(x, s, g);
+	cfg_read_behavior(x, s, g);
+	cfg_read_notify(x, s, &g->notify, &a->notify);
 }
 
 static void read_groups(struct config_ctx *x, const config_setting_t *list, GHashTable *names)
@@ -305,7 +305,7 @@ static void read_groups(struct config_ctx *x, const config_setting_t *list, GHas
 	if (n == 0)
 		return;
 	if (c->n_groups + n > CONFIG_MAX_GROUPS) {
-		ctx_error(x, list, "more than %d groups", CONFIG_MAX_GROUPS);
+		cfg_error(x, list, "more than %d groups", CONFIG_MAX_GROUPS);
 		return;
 	}
 	v = realloc(c->groups, (c->n_groups + n) * sizeof(*v));
@@ -315,7 +315,7 @@ static void read_groups(struct config_ctx *x, const config_setting_t *list, GHas
 	}
 	c->groups = v;
 	for (size_t i = 0; i < n && !x->oom; i++) {
-		const config_setting_t *e = list_group(x, list, i);
+		const config_setting_t *e = cfg_list_group(x, list, i);
 		struct group_conf *g = &c->groups[c->n_groups];
 		void *first;
 
@@ -329,7 +329,7 @@ static void read_groups(struct config_ctx *x, const config_setting_t *list, GHas
 		if (g_hash_table_lookup_extended(names, g->name, NULL, &first)) {
 			const struct group_conf *f = &c->groups[(uintptr_t)first];
 
-			ctx_error(x, config_setting_get_member(e, "name"), "duplicate group name '%s' (first defined at %s:%d)",
+			cfg_error(x, config_setting_get_member(e, "name"), "duplicate group name '%s' (first defined at %s:%d)",
 				  g->name, f->file, f->line);
 		} else {
 			g_hash_table_insert(names, g->name, (void *)(uintptr_t)(c->n_groups - 1));
@@ -337,7 +337,7 @@ static void read_groups(struct config_ctx *x, const config_setting_t *list, GHas
 	}
 }
 
-void config_read_units(struct config_ctx *x)
+void cfg_read_units(struct config_ctx *x)
 {
 	const config_setting_t *agent = NULL;
 	struct config_unit *agent_unit = NULL;
@@ -348,7 +348,7 @@ void config_read_units(struct config_ctx *x)
 		const config_setting_t *root = config_root_setting(&x->units[i]->lc), *a;
 
 		x->unit = x->units[i];
-		check_keys(x, root, top_keys, N_ELEMS(top_keys));
+		cfg_check_keys(x, root, top_keys, N_ELEMS(top_keys));
 		a = config_setting_get_member(root, "agent");
 		if (!a)
 			continue;
@@ -357,9 +357,9 @@ void config_read_units(struct config_ctx *x)
 			const char *ff;
 
 			x->unit = agent_unit;
-			ff = ctx_file_name(x, agent);
+			ff = cfg_file_name(x, agent);
 			x->unit = u;
-			ctx_error(x, a, "duplicate 'agent' section (first defined at %s:%u)", ff, agent->line);
+			cfg_error(x, a, "duplicate 'agent' section (first defined at %s:%u)", ff, agent->line);
 			continue;
 		}
 		agent = a;
@@ -370,7 +370,7 @@ void config_read_units(struct config_ctx *x)
 		if (config_setting_is_group(agent))
 			read_agent(x, agent);
 		else
-			ctx_error(x, agent, "'agent' must be a group { ... }");
+			cfg_error(x, agent, "'agent' must be a group { ... }");
 	}
 	names = g_hash_table_new(g_str_hash, g_str_equal);
 	for (size_t i = 0; i < x->n_units && !x->oom; i++) {
@@ -378,7 +378,7 @@ void config_read_units(struct config_ctx *x)
 		size_t n;
 
 		x->unit = x->units[i];
-		list = get_list(x, config_root_setting(&x->unit->lc), "groups", CONFIG_MAX_GROUPS, &n);
+		list = cfg_get_list(x, config_root_setting(&x->unit->lc), "groups", CONFIG_MAX_GROUPS, &n);
 		if (list)
 			read_groups(x, list, names);
 	}

@@ -81,7 +81,7 @@ static size_t edit_distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
-const char *ctx_near_miss(const char *word, const char *const *known, size_t n_known)
+const char *cfg_near_miss(const char *word, const char *const *known, size_t n_known)
 {
 	size_t len = strlen(word), best = SIZE_MAX, limit;
 	const char *ret = NULL;
@@ -152,7 +152,7 @@ static char *unit_file_name(const struct config_unit *u, const char *raw)
 	return path_join(u->dir, raw);
 }
 
-size_t ctx_setting_file(struct config_ctx *x, const config_setting_t *s)
+size_t cfg_setting_file(struct config_ctx *x, const config_setting_t *s)
 {
 	struct config_unit *u = x->unit;
 	const char *raw = s ? s->file : NULL;
@@ -173,7 +173,7 @@ size_t ctx_setting_file(struct config_ctx *x, const config_setting_t *s)
 	return u->raw_file;
 }
 
-size_t ctx_file_index(struct config_ctx *x, const char *file)
+size_t cfg_file_index(struct config_ctx *x, const char *file)
 {
 	for (size_t i = 0; i < x->c->n_files; i++)
 		if (x->c->files[i] == file)
@@ -181,14 +181,14 @@ size_t ctx_file_index(struct config_ctx *x, const char *file)
 	return 0;
 }
 
-const char *ctx_file_name(struct config_ctx *x, const config_setting_t *s)
+const char *cfg_file_name(struct config_ctx *x, const config_setting_t *s)
 {
-	size_t i = ctx_setting_file(x, s);
+	size_t i = cfg_setting_file(x, s);
 
 	return i < x->c->n_files ? x->c->files[i] : x->c->path;
 }
 
-static void ctx_verror(struct config_ctx *x, size_t file, int line, const char *fmt, va_list ap)
+static void cfg_verror(struct config_ctx *x, size_t file, int line, const char *fmt, va_list ap)
 {
 	struct config_error *v;
 	char *msg;
@@ -212,22 +212,22 @@ static void ctx_verror(struct config_ctx *x, size_t file, int line, const char *
 	x->n_errs++;
 }
 
-void ctx_error_at(struct config_ctx *x, size_t file, int line, const char *fmt, ...)
+void cfg_error_at(struct config_ctx *x, size_t file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	ctx_verror(x, file, line, fmt, ap);
+	cfg_verror(x, file, line, fmt, ap);
 	va_end(ap);
 }
 
-void ctx_error(struct config_ctx *x, const config_setting_t *s, const char *fmt, ...)
+void cfg_error(struct config_ctx *x, const config_setting_t *s, const char *fmt, ...)
 {
-	size_t file = ctx_setting_file(x, s);
+	size_t file = cfg_setting_file(x, s);
 	va_list ap;
 
 	va_start(ap, fmt);
-	ctx_verror(x, file, s ? (int)s->line : 0, fmt, ap);
+	cfg_verror(x, file, s ? (int)s->line : 0, fmt, ap);
 	va_end(ap);
 }
 
@@ -298,7 +298,7 @@ static void options_clear(struct options *o)
 	o->n = 0;
 }
 
-void config_group_clear(struct group_conf *g)
+void cfg_group_clear(struct group_conf *g)
 {
 	free(g->name);
 	free(g->driver);
@@ -323,7 +323,7 @@ void config_group_clear(struct group_conf *g)
 		free(p->targets);
 	}
 	free(g->profiles);
-	config_notify_clear(&g->notify);
+	cfg_notify_clear(&g->notify);
 	memset(g, 0, sizeof(*g));
 }
 
@@ -332,14 +332,14 @@ void config_free(struct config *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->n_groups; i++)
-		config_group_clear(&c->groups[i]);
+		cfg_group_clear(&c->groups[i]);
 	free(c->groups);
 	free(c->agent.state_directory);
 	free(c->agent.admin_socket);
 	free(c->agent.admin_group);
 	free(c->agent.metrics_listen);
 	free(c->agent.driver_directory);
-	config_notify_clear(&c->agent.notify);
+	cfg_notify_clear(&c->agent.notify);
 	for (size_t i = 0; i < c->n_files; i++)
 		free(c->files[i]);
 	free(c->files);
@@ -414,7 +414,7 @@ static int take_wildcards(struct config_ctx *x, size_t file, char *text, struct 
 					v = nv;
 					v[n++].line = line;
 					if (depth > 0)
-						ctx_error_at(x, file, line,
+						cfg_error_at(x, file, line,
 							     "an @include with a wildcard must stand at the top level, outside any group or list");
 					for (char *b = p; *b && *b != '\n'; b++)
 						*b = ' ';
@@ -558,7 +558,7 @@ static void unit_parse(struct config_ctx *x, struct config_unit *u, const char *
 			f = p ? intern_file(x, p) : u->file;
 			free(p);
 		}
-		ctx_error_at(x, f, config_error_line(&u->lc), "%s", config_error_text(&u->lc));
+		cfg_error_at(x, f, config_error_line(&u->lc), "%s", config_error_text(&u->lc));
 		config_destroy(&u->lc);
 		config_init(&u->lc);
 	}
@@ -595,7 +595,7 @@ static int load_wildcard(struct config_ctx *x, struct loader *ld, struct config_
 	if (!pattern)
 		return -ENOMEM;
 	if (depth >= CONFIG_MAX_INCLUDE_DEPTH) {
-		ctx_error_at(x, file, w->line, "includes are nested more than %d deep", CONFIG_MAX_INCLUDE_DEPTH);
+		cfg_error_at(x, file, w->line, "includes are nested more than %d deep", CONFIG_MAX_INCLUDE_DEPTH);
 		free(pattern);
 		return 0;
 	}
@@ -634,19 +634,19 @@ static int load_unit(struct config_ctx *x, struct loader *ld, const char *path, 
 	if (r < 0) {
 		if (depth == 0)
 			return r;
-		ctx_error_at(x, from_file, from_line, "cannot read '%s': %s", path, strerror(-r));
+		cfg_error_at(x, from_file, from_line, "cannot read '%s': %s", path, strerror(-r));
 		return r == -ENOMEM ? r : 0;
 	}
 	for (size_t i = 0; i < ld->n_seen; i++) {
 		if (ld->seen[i].dev == st.st_dev && ld->seen[i].ino == st.st_ino) {
-			ctx_error_at(x, from_file, from_line, "'%s' is already read; a file may be included only once",
+			cfg_error_at(x, from_file, from_line, "'%s' is already read; a file may be included only once",
 				     path);
 			free(text);
 			return 0;
 		}
 	}
 	if (x->n_units >= CONFIG_MAX_UNITS) {
-		ctx_error_at(x, from_file, from_line, "more than %d files are included", CONFIG_MAX_UNITS);
+		cfg_error_at(x, from_file, from_line, "more than %d files are included", CONFIG_MAX_UNITS);
 		free(text);
 		return 0;
 	}
@@ -726,7 +726,7 @@ int config_load(const char *path, struct config **ret, struct config_errors *err
 		return r;
 	}
 	if (r == 0)
-		config_read_units(&x);
+		cfg_read_units(&x);
 	if (r == 0 && x.oom)
 		r = -ENOMEM;
 	if (r == 0 && x.n_errs > 0) {

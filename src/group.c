@@ -338,6 +338,7 @@ static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)
 	int r;
 
 	sd_event_source_set_time(es, usec + (uint64_t)s->sc->poll_interval_ms * 1000);
+	sd_event_source_set_enabled(es, SD_EVENT_ON);
 	if (s->polling) {
 		log_group(LOG_DEBUG, s->g->gc->name, NULL, NULL, "signal '%s': previous poll still running",
 			  s->sc->name);
@@ -470,11 +471,10 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 		json = cJSON_PrintUnformatted(o);
 		cJSON_Delete(o);
 	}
-	log_group(prio, g->gc->name, "DECISION", json ? json : "{}", "%s%s%s -> %d: %s",
-		  d->action == DIR_OUT ? "scale out " : d->action == DIR_IN ? "scale in " : "hold ",
-		  dry_run && d->action != DIR_NONE ? "(dry run) " : "",
-		  g->override ? (g->override[0] == 'p' && g->override[1] == 'a' ? "(paused) " : "(pinned) ") : "",
-		  d->desired, sentence);
+	log_group(prio, g->gc->name, "DECISION", json ? json : "{}", "%s%s%s",
+		  dry_run && d->action != DIR_NONE ? "(dry run, not acting) " : "",
+		  g->override ? (strcmp(g->override, "paused") == 0 ? "(paused, not acting) " : "(pinned) ") : "",
+		  sentence);
 	snprintf(g->last_sentence, sizeof(g->last_sentence), "%s", sentence);
 	return json;
 }
@@ -774,6 +774,7 @@ static int on_group_timer(sd_event_source *es, uint64_t usec, void *userdata)
 	struct job *j;
 
 	sd_event_source_set_time(es, usec + (uint64_t)g->gc->interval_ms * 1000);
+	sd_event_source_set_enabled(es, SD_EVENT_ON);
 	if (g->job) {
 		/* A driver call is still running: evaluation and logging go on
 		 * with the last observation; no second action is issued. */

@@ -123,14 +123,14 @@ int main(int argc, char **argv)
 		return check_config(opts.config_path, false);
 	if (list) {
 		const char *dir = NULL;
-		struct config *c = NULL;
+		struct config *cf = NULL;
 
 		/* The configured driver directory counts when the file loads. */
-		if (config_load(opts.config_path, &c, NULL) == 0)
-			dir = c->agent.driver_directory;
+		if (config_load(opts.config_path, &cf, NULL) == 0)
+			dir = cf->agent.driver_directory;
 		int r = driver_print_list(dir, stdout);
 
-		config_free(c);
+		config_free(cf);
 		return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 	}
 	log_init(opts.foreground, opts.verbose);

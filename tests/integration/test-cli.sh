@@ -19,7 +19,8 @@ groups = (
     driver = "libvirt";
     min = 5;
     max = 2;
-    signals = ( { name = "cpu"; source = "libvirt_cpu"; type = "utilization"; target = 60.0; stabilisation = 3; } );
+    signals = ( { name = "cpu"; source = "libvirt_cpu"; type = "utilization"; target = 60.0; } );
+    behavior = { scale_in = { stabilisation = "5m"; }; };
   }
 );
 CONF
@@ -29,7 +30,7 @@ if [ $rc -ne 0 ]; then ok "-n exits non-zero on a bad config"; else not_ok "-n e
 if printf '%s\n' "$out" | grep -q "^$tmp/bad.conf:[0-9][0-9]*: "; then ok "errors are FILE:LINE: message"; else not_ok "errors are FILE:LINE: message: $out"; fi
 n=$(printf '%s\n' "$out" | grep -c "^$tmp/bad.conf:")
 if [ "$n" -ge 2 ]; then ok "-n prints every error, not only the first ($n)"; else not_ok "-n prints every error: $out"; fi
-if printf '%s\n' "$out" | grep -q "stabilization"; then ok "a misspelt key gets a suggestion"; else not_ok "a misspelt key gets a suggestion: $out"; fi
+if printf '%s\n' "$out" | grep -q "did you mean .stabilization."; then ok "a misspelt key gets a suggestion"; else not_ok "a misspelt key gets a suggestion: $out"; fi
 
 out=$("$AUTOSCALED" -n -c "$tmp/missing.conf" 2>&1)
 if [ $? -ne 0 ] && printf '%s' "$out" | grep -q "missing.conf"; then ok "a missing file is named"; else not_ok "a missing file is named: $out"; fi
