@@ -153,8 +153,13 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 		config_errors_clear(&errs);
 		return -EINVAL;
 	}
+	/* The groups read the agent's settings (state directory, driver
+	 * directory) through the shared context: it follows the new
+	 * configuration, and goes back if the new groups cannot be built. */
+	a->ctx.agent_conf = &c->agent;
 	r = build_groups(a, c, &groups);
 	if (r < 0) {
+		a->ctx.agent_conf = &a->config->agent;
 		sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
 			   strerror(-r));
 		log_errx("agent: reload of '%s' failed: %s; the previous configuration stays",
