@@ -82,6 +82,7 @@ struct signal_rt {
 	bool polling;
 	char error[256];          /* the newest poll's error, "" when it succeeded */
 	int n_sampled;
+	bool reported;            /* a poll has completed, with a sample or an error */
 };
 
 struct group_rt {
@@ -115,6 +116,7 @@ struct group_rt {
 	bool observed;            /* at least one observation succeeded */
 	bool first_reported;      /* the agent was told of the first observation */
 	bool stopped;
+	int64_t started_ms;       /* when group_rt_start() last ran */
 };
 
 static int64_t now_ms(void)
@@ -319,6 +321,7 @@ static void signal_poll_done(void *userdata, int64_t t_ms, int status, double va
 	struct signal_rt *s = userdata;
 
 	s->polling = false;
+	s->reported = true;
 	if (status < 0) {
 		snprintf(s->error, sizeof(s->error), "%s", error ? error : strerror(-status));
 		log_group(LOG_DEBUG, s->g->gc->name, NULL, NULL, "signal '%s': %s", s->sc->name, s->error);
@@ -714,6 +717,19 @@ static void group_evaluate(struct group_rt *g)
 			d.action == DIR_OUT ? d.desired : d.current - d.desired, d.current, NULL, 0);
 }
 
+/* Whether every signal with its own source has answered its first poll.
+ * The first evaluation after a start waits for that, for at most one
+ * interval: evaluating on windows that are only empty because the daemon
+ * just started would record a hold, which restarts a stabilization window
+ * restored from the state file. */
+static bool signals_reported(const struct group_rt *g)
+{
+	for (size_t i = 0; i < g->n_signals; i++)
+		if (g->signals[i].src && !g->signals[i].reported)
+			return false;
+	return true;
+}
+
 static void group_job_done(struct job *j)
 {
 	struct group_rt *g = j->g;
@@ -737,7 +753,7 @@ static void group_job_done(struct job *j)
 			if (g->ctx->first_observation)
 				g->ctx->first_observation(g->ctx->userdata);
 		}
-		if (!g->stopped)
+		if (!g->stopped && (signals_reported(g) || t - g->started_ms >= g->gc->interval_ms))
 			group_evaluate(g);
 		break;
 	case JOB_SCALE_OUT:
@@ -917,6 +933,7 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 			}
 			memcpy(a->error, b->error, sizeof(a->error));
 			a->n_sampled = b->n_sampled;
+			a->reported = b->reported;
 		}
 	}
 	g->st = old->st;
@@ -944,6 +961,7 @@ void group_rt_start(struct group_rt *g)
 	uint64_t t;
 
 	g->stopped = false;
+	g->started_ms = now_ms();
 	sd_event_now(g->ctx->event, CLOCK_MONOTONIC, &t);
 	/* Evaluate at once, then every interval. */
 	sd_event_add_time(g->ctx->event, &g->timer, CLOCK_MONOTONIC, t, 0, on_group_timer, g);

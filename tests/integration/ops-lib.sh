@@ -65,7 +65,7 @@ groups = ( {
   driver_options = { pool = "$T/pool"; calls = "$T/calls"; step_ms = ${STEP_MS:-0}; };
   signals = ( { name = "queue"; source = "exec"; type = "average"; target = 10.0;
                 source_options = { command = [ "/bin/cat", "$T/load" ]; };
-                poll_interval = "1s"; window = "3s"; staleness = "5s"; } );
+                poll_interval = "1s"; window = "3s"; aggregation = "last"; staleness = "5s"; } );
   behavior = { scale_in = { stabilization = "${3:-2s}"; policies = ( ${SCALE_IN_POLICIES:-} ); };
                scale_out = { policies = ( ); }; };
   ${1:-}
