@@ -17,6 +17,7 @@ WINDOW=10
 
 # The time (ms) of the first call after $1 (ms) matching $2, or nothing.
 first_call_after() { awk -v t="$1" -v re="$2" '$1 > t && $0 ~ re { print $1; exit }' "$T/calls"; }
+has_call_after() { test -n "$(first_call_after "$1" "$2")"; }
 last_field_in_state() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$1)" "$T/state/web.state"; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (a - b) / 1000 }'; }
 
@@ -34,7 +35,7 @@ t_kill=$(now_ms)
 check "the state file holds the scale-in window's recommendations" \
 	test "$(last_field_in_state '["engine"]["down_recs"][0][1]')" -eq 6
 start_daemon || not_ok "the daemon restarts"
-wait_for $((WINDOW + 15)) test -n "$(first_call_after "$t0" '^[0-9]+ remove')"
+wait_for $((WINDOW + 15)) has_call_after "$t0" '^[0-9]+ remove'
 t_in=$(first_call_after "$t0" '^[0-9]+ remove')
 if [ -z "$t_in" ]; then
 	not_ok "the restarted daemon scales in at all"
@@ -61,7 +62,7 @@ start_daemon
 check "the warning names the file and the safe start" \
 	wait_for 5 grep -q "ignoring corrupt state file '$T/state/web.state'.*safe start: no scale-in of 'web' for $WINDOW s" "$T/daemon.log"
 check "show reports the safe start" eval 'ctl show web | grep -q "^safe start: *no scale-in before"'
-wait_for $((WINDOW + 15)) test -n "$(first_call_after "$t_restart" '^[0-9]+ remove')"
+wait_for $((WINDOW + 15)) has_call_after "$t_restart" '^[0-9]+ remove'
 t_in=$(first_call_after "$t_restart" '^[0-9]+ remove')
 check "safe start: no scale-in for a full window after the restart ($(secs "${t_in:-0}" "$t_restart") s)" \
 	test -n "$t_in" -a "$((${t_in:-0} - t_restart))" -ge $((WINDOW * 1000))
@@ -97,13 +98,13 @@ sleep 3
 check "6 instances, no action" test "$(pool_size)" -eq 6
 t1=$(now_ms)
 set_load 20
-wait_for 10 test -n "$(first_call_after "$t1" '^[0-9]+ remove')"
+wait_for 10 has_call_after "$t1" '^[0-9]+ remove'
 t_first=$(first_call_after "$t1" '^[0-9]+ remove')
 check "one instance removed first (rate limit 1 per 15 s)" wait_for 5 pool_is 5
 sleep 2
 kill9_daemon
 start_daemon
-wait_for 25 test -n "$(first_call_after "${t_first:-0}" '^[0-9]+ remove')"
+wait_for 25 has_call_after "${t_first:-0}" '^[0-9]+ remove'
 t_second=$(first_call_after "${t_first:-0}" '^[0-9]+ remove')
 check "after the restart the next step waits for the period ($(secs "${t_second:-0}" "${t_first:-0}") s >= 15 s)" \
 	test -n "$t_second" -a "$((${t_second:-0} - ${t_first:-0}))" -ge 15000
