@@ -316,6 +316,17 @@ static bool same_driver(const struct group_conf *a, const struct group_conf *b)
 
 /* -------------------------------------------------------------- signals */
 
+static void group_evaluate(struct group_rt *g);
+static bool signals_reported(const struct group_rt *g);
+
+/* The first evaluation waits for the first polls (see signals_reported);
+ * the last of them to answer starts it. */
+static void maybe_first_evaluation(struct group_rt *g)
+{
+	if (!g->have_last && g->observed && !g->stopped && !g->job && signals_reported(g))
+		group_evaluate(g);
+}
+
 static void signal_poll_done(void *userdata, int64_t t_ms, int status, double value, const char *error)
 {
 	struct signal_rt *s = userdata;
@@ -325,14 +336,17 @@ static void signal_poll_done(void *userdata, int64_t t_ms, int status, double va
 	if (status < 0) {
 		snprintf(s->error, sizeof(s->error), "%s", error ? error : strerror(-status));
 		log_group(LOG_DEBUG, s->g->gc->name, NULL, NULL, "signal '%s': %s", s->sc->name, s->error);
+		maybe_first_evaluation(s->g);
 		return;
 	}
 	if (window_push(&s->win, t_ms, value) == -EDOM) {
 		snprintf(s->error, sizeof(s->error), "not a finite number");
+		maybe_first_evaluation(s->g);
 		return;
 	}
 	s->error[0] = '\0';
 	s->n_sampled = -1;
+	maybe_first_evaluation(s->g);
 }
 
 static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)

@@ -5,6 +5,9 @@
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${AUTOSCALED:=$top_builddir/autoscaled}"
 CTL="$top_builddir/autoscalectl"
 POOL_DRIVERS="$top_builddir/tests/helpers/.libs"
+# The environment's driver directory is searched first: it must hold ours.
+AUTOSCALED_DRIVER_DIR=$POOL_DRIVERS
+export AUTOSCALED_DRIVER_DIR
 
 [ -x "$AUTOSCALED" ] || skip_all "the daemon is not built"
 [ -x "$CTL" ] || skip_all "autoscalectl is not built"
