@@ -281,6 +281,51 @@ static void delete_volumes(struct autoscaled_driver_instance *h, virStorageVolPt
 }
 
 /* Rewrites the template's XML for member m; creates its volumes into vols. */
+/* A serial port, console or channel that logs to a file would make every
+ * clone open the template's file, and the second one fails to start
+ * ("Device or resource busy"). Each member gets its own file next to the
+ * template's: DIR/MEMBER-BASENAME. */
+static void retarget_char_files(xmlNodePtr devices, const char *member)
+{
+	static const char *const kinds[] = { "serial", "console", "channel", "parallel" };
+
+	for (xmlNodePtr d = devices ? devices->children : NULL; d; d = d->next) {
+		bool chardev = false;
+		xmlChar *type;
+
+		if (d->type != XML_ELEMENT_NODE)
+			continue;
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			chardev = chardev || xmlStrcmp(d->name, BAD_CAST kinds[i]) == 0;
+		type = chardev ? xmlGetProp(d, BAD_CAST "type") : NULL;
+		if (type && xmlStrcmp(type, BAD_CAST "file") == 0) {
+			for (xmlNodePtr c = d->children; c; c = c->next) {
+				xmlChar *path;
+				const char *slash;
+				char *renamed;
+				size_t len;
+
+				if (c->type != XML_ELEMENT_NODE || xmlStrcmp(c->name, BAD_CAST "source") != 0)
+					continue;
+				path = xmlGetProp(c, BAD_CAST "path");
+				if (!path)
+					continue;
+				slash = strrchr((const char *)path, '/');
+				len = strlen((const char *)path) + strlen(member) + 2;
+				renamed = malloc(len);
+				if (renamed) {
+					snprintf(renamed, len, "%.*s%s-%s", slash ? (int)(slash - (const char *)path + 1) : 0,
+						 (const char *)path, member, slash ? slash + 1 : (const char *)path);
+					xmlSetProp(c, BAD_CAST "path", BAD_CAST renamed);
+					free(renamed);
+				}
+				xmlFree(path);
+			}
+		}
+		xmlFree(type);
+	}
+}
+
 static int rewrite(struct autoscaled_driver_instance *h, struct lv_host *host, xmlDocPtr doc,
 		   const struct lv_member *m, virStorageVolPtr *vols, size_t *n_vols)
 {
@@ -296,6 +341,7 @@ static int rewrite(struct autoscaled_driver_instance *h, struct lv_host *host, x
 			remove_children(d, "target");
 		}
 	}
+	retarget_char_files(devices, m->name);
 	for (xmlNodePtr d = devices ? devices->children : NULL; d; d = d->next) {
 		virStorageVolPtr src;
 

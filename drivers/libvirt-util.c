@@ -307,3 +307,45 @@ void lv_ports_open(const char *const *addrs, size_t n, int port, int timeout_ms,
 			close(p[i].fd);
 	free(p);
 }
+
+/* Times in the member tag are UTC with milliseconds, so the host's
+ * initialization period never ends early by a truncated second. Tags
+ * written without the fraction still read. */
+void lv_format_time(int64_t ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	char whole[32];
+
+	gmtime_r(&t, &tm);
+	strftime(whole, sizeof(whole), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03dZ", whole, (int)(ms % 1000));
+}
+
+int64_t lv_parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *end;
+	int frac = 0;
+
+	if (!s)
+		return 0;
+	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (!end)
+		return 0;
+	if (*end == '.') {
+		int digits = 0;
+
+		for (end++; *end >= '0' && *end <= '9'; end++) {
+			if (digits < 3) {
+				frac = frac * 10 + (*end - '0');
+				digits++;
+			}
+		}
+		for (; digits < 3; digits++)
+			frac *= 10;
+	}
+	if (strcmp(end, "Z") != 0)
+		return 0;
+	return (int64_t)timegm(&tm) * 1000 + frac;
+}

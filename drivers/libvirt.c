@@ -121,28 +121,6 @@ int64_t lv_mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void lv_format_time(int64_t ms, char *buf, size_t len)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-int64_t lv_parse_time(const char *s)
-{
-	struct tm tm = { 0 };
-	const char *end;
-
-	if (!s)
-		return 0;
-	end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (!end || *end)
-		return 0;
-	return (int64_t)timegm(&tm) * 1000;
-}
-
 /* ------------------------------------------------------------ connections */
 
 virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *host)

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "sources/cloud_worker.h"
 
 /* READY=1 waits for the first observation of every group, but no longer
  * than this: a dead host must not keep the unit in "activating". */
@@ -376,6 +377,13 @@ int agent_run(const struct agent_options *opts)
 	sd_event_add_signal(a.event, NULL, SIGINT, on_signal, &a);
 	sd_event_add_signal(a.event, NULL, SIGHUP, on_signal, &a);
 
+	/* The cloud monitoring sources share the cloud drivers' REST and
+	 * credential code and register themselves with the source table. */
+	r = cloud_sources_register();
+	if (r < 0 && r != -EEXIST) {
+		log_errx("agent: cannot register the cloud sources: %s", strerror(-r));
+		goto out;
+	}
 	r = http_new(a.event, &a.http);
 	if (r < 0) {
 		log_errx("agent: cannot set up HTTP: %s", strerror(-r));

@@ -103,8 +103,19 @@ static void sentence_signals(struct sbuf *sb, const struct decision *d, const st
 		else
 			sb_printf(sb, "%s %g vs %g/instance -> %d", sc->name, sd->value, sd->target,
 				  sd->recommendation);
-		if (sd->tolerance_hold)
+		if (sd->counted_as_zero > 0 || sd->counted_at_target > 0) {
+			/* Say what HPA's substitutions did: a bare "within
+			 * tolerance" would hide why a busy pool holds. */
+			sb_printf(sb, " (");
+			if (sd->counted_as_zero > 0)
+				sb_printf(sb, "%d not yet ready counted as 0", sd->counted_as_zero);
+			if (sd->counted_at_target > 0)
+				sb_printf(sb, "%s%d without a sample counted at target", sd->counted_as_zero > 0 ? ", " : "",
+					  sd->counted_at_target);
+			sb_printf(sb, "%s)", sd->tolerance_hold ? ": hold" : "");
+		} else if (sd->tolerance_hold) {
 			sb_printf(sb, " (within tolerance)");
+		}
 	}
 }
 
@@ -130,6 +141,11 @@ static void sentence_rules(struct sbuf *sb, const struct decision *d, const stru
 
 static void sentence_combine(struct sbuf *sb, const struct decision *d, const struct group_conf *g)
 {
+	/* When the inputs already agree with the current count, the closing
+	 * "no change from N" says all there is to say. */
+	if (!d->on_missing_applied && d->hold != HOLD_INVALID_SIGNAL && d->hold != HOLD_RULE_NOT_FIRED &&
+	    d->combined == d->current && d->driver_signal < 0)
+		return;
 	sb_sep(sb);
 	if (d->on_missing_applied) {
 		sb_printf(sb, "no valid signal: on_missing %s -> %d", on_missing_name(g->behavior.on_missing),
@@ -148,8 +164,6 @@ static void sentence_combine(struct sbuf *sb, const struct decision *d, const st
 	}
 	if (d->driver_rule >= 0 && d->combined != d->current)
 		sb_printf(sb, "rule %d decides -> %d", d->driver_rule + 1, d->combined);
-	else if (d->combined == d->current && d->driver_signal < 0)
-		sb_printf(sb, "hold %d", d->combined);
 	else
 		sb_printf(sb, "max of signals");
 }
@@ -244,7 +258,9 @@ static bool add_signals(cJSON *root, const struct decision *d, const struct grou
 		    !add_number_or_null(o, "value", sd->valid, sd->value) ||
 		    !cJSON_AddNumberToObject(o, "target", sd->target) ||
 		    !add_number_or_null(o, "recommendation", sd->valid && !sd->rules_only, sd->recommendation) ||
-		    !cJSON_AddBoolToObject(o, "within_tolerance", sd->tolerance_hold))
+		    !cJSON_AddBoolToObject(o, "within_tolerance", sd->tolerance_hold) ||
+		    !cJSON_AddNumberToObject(o, "counted_as_zero", sd->counted_as_zero) ||
+		    !cJSON_AddNumberToObject(o, "counted_at_target", sd->counted_at_target))
 			return false;
 		if (sd->valid ? !cJSON_AddNullToObject(o, "reason")
 			      : !cJSON_AddStringToObject(o, "reason", sd->reason ? sd->reason : "no data"))

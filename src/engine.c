@@ -15,7 +15,22 @@
  * equal consecutive values coalesce into the later one. When a deque is
  * still full, two neighbours merge into the more conservative of them kept
  * until the later time, so a merge can only delay a change, never make one
- * happen earlier. */
+ * happen earlier.
+ *
+ * Where DESIGN.md is silent, the engine decides so:
+ * - An instance with an unknown start time (running_since_ms 0) counts as
+ *   past its initialization; instances the target size has but the driver
+ *   does not list yet count as not ready.
+ * - A scale-out rule never proposes fewer instances than the current count
+ *   and a scale-in rule never more: each rule pushes only its own way.
+ * - A signal without a target (<= 0) feeds threshold rules only; it makes
+ *   no recommendation but still blocks scale-in while it is invalid.
+ * - on_missing applies when a group has signals or rules and none can be
+ *   read; a group with neither simply follows its profile's bounds.
+ * - The flapping guard projects utilization signals to value x current / n;
+ *   a group total (an average signal) does not change with the count.
+ * - A driver reporting the group as not stable without a pending operation
+ *   counts as an action in flight in the direction of the last one. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -174,10 +189,14 @@ static void recommend_utilization(struct eval *e, size_t s, struct signal_decisi
 	}
 	sum = sd->value * sampled;
 	n = sampled + missing;
-	if (ratio < 1.0)
+	if (ratio < 1.0) {
 		sum += target * missing;
-	if (ratio > 1.0)
+		sd->counted_at_target = missing;
+	}
+	if (ratio > 1.0) {
 		n += e->unready;
+		sd->counted_as_zero = e->unready;
+	}
 	new_ratio = sum / ((double)n * target);
 	if (within(new_ratio, tol) || (ratio < 1.0 && new_ratio > 1.0) || (ratio > 1.0 && new_ratio < 1.0)) {
 		sd->recommendation = e->current;
@@ -284,11 +303,19 @@ static bool rule_in_cooldown(const struct eval *e, const struct rule_conf *r)
 	return e->st->last_action_dir != DIR_NONE && e->now - e->st->last_action_ms < r->cooldown_ms;
 }
 
+/* Rules usually come in pairs over the same statistic of the same window
+ * (scale out above 70 %, in below 40 %): an earlier rule's aggregate is
+ * reused rather than computed again. */
+static bool same_aggregate(const struct rule_conf *a, const struct rule_conf *b)
+{
+	return a->signal_index == b->signal_index && a->window_ms == b->window_ms && a->statistic == b->statistic;
+}
+
 /* Step 3: Azure-style threshold rules over their own windows. A cooldown
  * counts from the last action in either direction, as in Azure. */
 static void step_rules(struct eval *e)
 {
-	size_t i;
+	size_t i, k;
 
 	e->d->n_rules = e->p->n_rules;
 	for (i = 0; i < e->p->n_rules; i++) {
@@ -300,9 +327,17 @@ static void step_rules(struct eval *e)
 			continue;
 		in = &e->in[r->signal_index];
 		rd->in_cooldown = rule_in_cooldown(e, r);
-		rd->evaluated = in->window && window_aggregate(in->window, e->now, r->window_ms, r->statistic,
-							       e->g->signals[r->signal_index].staleness_ms,
-							       &rd->value, NULL) == 0;
+		for (k = 0; k < i && !same_aggregate(&e->p->rules[k], r); k++)
+			;
+		if (k < i) {
+			rd->evaluated = e->d->rules[k].evaluated;
+			rd->value = e->d->rules[k].value;
+		} else {
+			rd->evaluated = in->window &&
+					window_aggregate(in->window, e->now, r->window_ms, r->statistic,
+							 e->g->signals[r->signal_index].staleness_ms, &rd->value,
+							 NULL) == 0;
+		}
 		rd->fired = rd->evaluated && !rd->in_cooldown && compare(r->op, rd->value, r->threshold);
 		if (rd->fired)
 			rd->proposal = rule_proposal(r, e->current);
@@ -634,38 +669,47 @@ int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct obs
 {
 	struct eval e = { .g = g, .now = now_ms, .obs = obs, .in = signals, .st = next, .d = out };
 	struct decision *d = out;
-	int n, before;
+	int n;
 
 	if (!g || !obs || !prior || !next || !out || (g->n_signals > 0 && !signals) || obs->current < 0 ||
 	    g->n_signals > CONFIG_MAX_SIGNALS || g->n_profiles == 0)
 		return -EINVAL;
-	if (next != prior)
-		*next = *prior;
 	memset(d, 0, sizeof(*d));
 	d->time_ms = now_ms;
 	d->group = g->name;
 	d->current = e.current = obs->current;
 	d->driver_signal = d->driver_rule = -1;
+
+	/* Step 1: the profile sets the bounds, the rules and the targets. */
 	if (step_profile(&e) < 0 || e.p->n_rules > CONFIG_MAX_RULES)
 		return -EINVAL;
+	if (next != prior)
+		*next = *prior;
 	count_instances(&e);
 	d->ready = e.ready;
 	prune_events(next, g, now_ms);
 
+	/* Steps 2 to 4: what the signals and the rules ask for, combined. */
 	step_signals(&e);
 	step_rules(&e);
 	d->combined = step_combine(&e);
+
+	/* Step 5: the bounds; a change they force is not a hold. */
 	d->clamped = step_bounds(&e, d->combined);
 	if (d->clamped != e.current)
 		d->hold = HOLD_NONE;
+
+	/* Steps 6 to 8: smoothing, each step saying so when it holds. */
 	d->stabilized = step_stabilize(&e, d->clamped);
 	hold_if_changed(d, d->clamped, d->stabilized, HOLD_STABILIZATION);
 	d->rate_limited = step_rate_limit(&e, d->stabilized);
 	hold_if_changed(d, d->stabilized, d->rate_limited, HOLD_RATE_LIMIT);
 	d->flap_guarded = d->rate_limited < e.current ? step_flapping(&e, d->rate_limited) : d->rate_limited;
 	hold_if_changed(d, d->rate_limited, d->flap_guarded, HOLD_FLAPPING);
-	before = d->flap_guarded;
-	n = step_in_flight(&e, before);
+
+	/* Step 9: actions in flight and a safe start. */
+	n = step_in_flight(&e, d->flap_guarded);
+
 	/* Step 10: the profile's bounds hold whatever the steps above said. */
 	d->desired = clamp_int(n, e.p->min, e.p->max);
 	d->action = direction_of(e.current, d->desired);

@@ -104,6 +104,11 @@ struct signal_decision {
 	int recommendation;      /* when valid */
 	const char *reason;      /* why invalid (static or the source's error) */
 	bool tolerance_hold;     /* inside the tolerance band: r = current */
+	/* HPA's substitutions in a utilization signal: ready instances
+	 * without a sample counted at the target (scale-in), and instances
+	 * still initializing counted as 0 (scale-out). */
+	int counted_at_target;
+	int counted_as_zero;
 	bool rules_only;         /* no target (<= 0): read by rules only, no recommendation */
 };
 

@@ -501,6 +501,17 @@ static void test_overlay(void **state)
 	assert_non_null(strstr(xml, "<path>/default-pool/web-template.qcow2</path>"));
 	free(xml);
 	virStorageVolFree(v);
+	/* The template's console log file is not shared with the clone. */
+	{
+		virDomainPtr d = virDomainLookupByName(tc, "web-1");
+
+		assert_non_null(d);
+		xml = virDomainGetXMLDesc(d, VIR_DOMAIN_XML_INACTIVE);
+		assert_non_null(strstr(xml, "/var/log/web/web-1-console.log"));
+		assert_null(strstr(xml, "'/var/log/web/console.log'"));
+		free(xml);
+		virDomainFree(d);
+	}
 	virStoragePoolFree(p);
 	drv->close(h);
 }
@@ -803,6 +814,21 @@ static void test_names(void **state)
 	assert_int_equal(lv_volume_owner("%g-%n", "web", "seed.iso", member, sizeof(member)), -1);
 }
 
+/* The member tag keeps milliseconds, so an initialization period is never
+ * cut short by a truncated second; tags without them still read. */
+static void test_tag_times(void **state)
+{
+	char buf[64];
+
+	lv_format_time(INT64_C(1767607205123), buf, sizeof(buf));
+	assert_string_equal(buf, "2026-01-05T10:00:05.123Z");
+	assert_int_equal(lv_parse_time(buf), INT64_C(1767607205123));
+	assert_int_equal(lv_parse_time("2026-01-05T10:00:05Z"), INT64_C(1767607205000));
+	assert_int_equal(lv_parse_time("2026-01-05T10:00:05.5Z"), INT64_C(1767607205500));
+	assert_int_equal(lv_parse_time("2026-01-05T10:00:05"), 0);
+	assert_int_equal(lv_parse_time("yesterday"), 0);
+}
+
 static void test_cpu_percent(void **state)
 {
 	double pct = -1;
@@ -937,6 +963,7 @@ int main(void)
 		cmocka_unit_test_setup(test_read_cpu_without_cpu_time, reset),
 		cmocka_unit_test_setup(test_bad_options, reset),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_tag_times),
 		cmocka_unit_test(test_cpu_percent),
 		cmocka_unit_test(test_victim_order),
 		cmocka_unit_test(test_placement),

@@ -285,6 +285,14 @@ static void test_hpa_initializing_instances(void **state)
 	inst[3].running_since_ms = F.now - S(30);
 	fx_push(cpu, 90);
 	assert_int_equal(fx_eval_obs(&obs), 4);
+	/* The record says why a pool at 90 % holds. */
+	{
+		char buf[512];
+
+		decision_sentence(&F.d, &F.g, buf, sizeof(buf));
+		assert_non_null(strstr(buf, "cpu 90% vs target 60% -> 4 (2 not yet ready counted as 0: hold)"));
+		assert_int_equal(F.d.signals[cpu].counted_as_zero, 2);
+	}
 	/* Past the initialization period all 4 count: ceil(4 x 1.5) = 6. */
 	F.now += S(61);
 	fx_push(cpu, 90);

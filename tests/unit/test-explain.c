@@ -131,8 +131,9 @@ static int setup(void **state)
 	int fd;
 
 	(void)state;
-	snprintf(config_path, sizeof(config_path), "%s/test-explain-XXXXXX", dir && *dir ? dir : "/tmp");
-	fd = mkstemp(config_path);
+	snprintf(config_path, sizeof(config_path), "%s/test-explain-%ld.conf", dir && *dir ? dir : "/tmp",
+		 (long)getpid());
+	fd = open(config_path, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	if (fd < 0)
 		return -1;
 	f = fdopen(fd, "w");

@@ -1,0 +1,592 @@
+/* azure-vmss: an Azure virtual machine scale set (Uniform or Flexible).
+ *
+ * Observe GETs the scale set (sku.capacity, provisioningState compared
+ * case-insensitively) and lists its VMs with their instance views,
+ * following nextLink. Scale-out PATCHes sku.capacity with If-Match on the
+ * etag (a 412 re-reads and tries again); scale-in POSTs /delete with the
+ * victims' instanceIds. Long-running operations are followed through
+ * Azure-AsyncOperation or Location, honouring Retry-After; Failed and
+ * Canceled surface with their error. A 409 (another operation in
+ * progress) is waited out by the REST client's retry policy. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cloud/auth.h"
+#include "cloud/cloud.h"
+
+#define WHO "azure-vmss"
+#define ETAG_TRIES 3
+
+struct autoscaled_driver_instance {
+	const struct autoscaled_host *host;
+	struct rest_client http;
+	struct azauth auth;
+	char name[128];
+	char api_version[32];
+	char vmss_url[1280]; /* ARM base + resource id, no query */
+	enum cloud_victims victims;
+	int64_t op_timeout_ms;
+	int64_t poll_ms;
+	/* The last observation. */
+	struct cloud_members members;
+	int capacity;
+	bool flexible;
+	bool stable;
+	char etag[256];
+	char state[64];
+};
+
+static const char *const known_options[] = {
+	"subscription", "resource_group", "name", "credentials", "tenant", "client_id", "secret_file", "login_host",
+	"arm_base", "scope", "imds_base", "resource", "api_version", "victim_policy", "operation_timeout",
+	"poll_interval", "retry_attempts", "retry_base", "retry_max", "http_timeout", NULL,
+};
+
+#define LOG(h, lvl, ...) (h)->host->log((h)->host, AUTOSCALED_LOG_##lvl, __VA_ARGS__)
+
+static int request(struct autoscaled_driver_instance *h, const char *method, const char *url, const char *body,
+		   const char *const *headers, struct rest_reply *r)
+{
+	struct rest_request req = { .method = method, .url = url, .body = body, .headers = headers };
+	int rc = azauth_token(&h->auth, &h->http, &req.bearer);
+
+	if (rc < 0)
+		return rc;
+	return rest_call(&h->http, &req, r);
+}
+
+static int http_fail(struct autoscaled_driver_instance *h, const char *what, const struct rest_reply *r)
+{
+	char msg[256];
+
+	LOG(h, ERROR, WHO ": %s of '%s' failed: HTTP %ld: %s", what, h->name, r->status,
+	    rest_error_message(r, msg, sizeof(msg)));
+	return rest_status_errno(r->status);
+}
+
+static const char *json_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static const cJSON *props(const cJSON *o)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, "properties");
+}
+
+static int fetch_vmss(struct autoscaled_driver_instance *h)
+{
+	struct rest_reply r;
+	char url[1536];
+	const cJSON *cap;
+	int rc;
+
+	snprintf(url, sizeof(url), "%s?api-version=%s", h->vmss_url, h->api_version);
+	rc = request(h, "GET", url, NULL, NULL, &r);
+	if (rc < 0)
+		return rc;
+	if (r.status != 200 || !cJSON_IsObject(r.json)) {
+		rc = r.status == 200 ? -EBADMSG : http_fail(h, "get", &r);
+		if (r.status == 200)
+			LOG(h, ERROR, WHO ": get of '%s' returned no JSON object", h->name);
+		rest_reply_clear(&r);
+		return rc;
+	}
+	cap = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.json, "sku"), "capacity");
+	h->capacity = cJSON_IsNumber(cap) ? cap->valueint : 0;
+	snprintf(h->etag, sizeof(h->etag), "%s", r.etag[0] ? r.etag : json_str(r.json, "etag"));
+	snprintf(h->state, sizeof(h->state), "%s", json_str(props(r.json), "provisioningState"));
+	h->flexible = strcasecmp(json_str(props(r.json), "orchestrationMode"), "Flexible") == 0;
+	rest_reply_clear(&r);
+	return 0;
+}
+
+static void parse_vm(struct cloud_member *m, const cJSON *vm)
+{
+	const cJSON *p = props(vm), *st, *s;
+	const char *ps = json_str(p, "provisioningState");
+	bool running = false, stopping = false, all_ok = true;
+
+	snprintf(m->id, sizeof(m->id), "%s", json_str(vm, "instanceId")[0] ? json_str(vm, "instanceId") : json_str(vm, "name"));
+	snprintf(m->ref, sizeof(m->ref), "%s", json_str(vm, "id"));
+	st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "instanceView"), "statuses");
+	cJSON_ArrayForEach(s, st) {
+		const char *code = json_str(s, "code");
+
+		if (strncasecmp(code, "ProvisioningState/", 18) == 0 && strcasecmp(code + 18, "succeeded") != 0)
+			all_ok = false;
+		if (strcasecmp(code, "PowerState/running") == 0)
+			running = true;
+		else if (strncasecmp(code, "PowerState/stop", 15) == 0 || strncasecmp(code, "PowerState/dealloc", 18) == 0)
+			stopping = true;
+	}
+	if (strcasecmp(ps, "Deleting") == 0 || stopping)
+		m->state = AUTOSCALED_INSTANCE_STOPPING;
+	else if (running && strcasecmp(ps, "Succeeded") == 0)
+		m->state = AUTOSCALED_INSTANCE_RUNNING;
+	else
+		m->state = AUTOSCALED_INSTANCE_PROVISIONING;
+	/* Ready as the peers judge it: every status succeeded, and running. */
+	m->ready = m->state == AUTOSCALED_INSTANCE_RUNNING && all_ok;
+	m->created_ms = cloud_parse_time(json_str(p, "timeCreated"));
+	{
+		const cJSON *zones = cJSON_GetObjectItemCaseSensitive(vm, "zones");
+		const cJSON *z = cJSON_GetArrayItem(zones, 0);
+
+		snprintf(m->location, sizeof(m->location), "%s", cJSON_IsString(z) ? z->valuestring : json_str(vm, "location"));
+	}
+}
+
+static int list_vms(struct autoscaled_driver_instance *h, struct cloud_members *out)
+{
+	char url[4096];
+	int rc;
+
+	snprintf(url, sizeof(url), "%s/virtualMachines?api-version=%s&$expand=instanceView", h->vmss_url, h->api_version);
+	for (int page = 0; page < CLOUD_MAX_PAGES; page++) {
+		struct rest_reply r;
+		const cJSON *vm;
+		const char *next;
+
+		rc = request(h, "GET", url, NULL, NULL, &r);
+		if (rc < 0)
+			return rc;
+		if (r.status != 200) {
+			rc = http_fail(h, "list of virtual machines", &r);
+			rest_reply_clear(&r);
+			return rc;
+		}
+		cJSON_ArrayForEach(vm, cJSON_GetObjectItemCaseSensitive(r.json, "value")) {
+			struct cloud_member *m = cloud_members_add(out);
+
+			if (!m) {
+				LOG(h, ERROR, WHO ": '%s' has more than %d virtual machines", h->name, CLOUD_MAX_MEMBERS);
+				rest_reply_clear(&r);
+				return -E2BIG;
+			}
+			parse_vm(m, vm);
+		}
+		next = json_str(r.json, "nextLink");
+		if (!next[0]) {
+			rest_reply_clear(&r);
+			return 0;
+		}
+		/* nextLink is followed exactly as given. */
+		rc = snprintf(url, sizeof(url), "%s", next) >= (int)sizeof(url) ? -E2BIG : 0;
+		rest_reply_clear(&r);
+		if (rc < 0)
+			return rc;
+	}
+	LOG(h, ERROR, WHO ": the VM list of '%s' did not end within %d pages", h->name, CLOUD_MAX_PAGES);
+	return -E2BIG;
+}
+
+static int refresh(struct autoscaled_driver_instance *h)
+{
+	struct cloud_members cur = { 0 };
+	int rc = fetch_vmss(h);
+	size_t live = 0;
+	bool settled = true;
+
+	if (rc == 0)
+		rc = list_vms(h, &cur);
+	if (rc < 0) {
+		cloud_members_clear(&cur);
+		return rc;
+	}
+	cloud_members_carry(&cur, &h->members, rest_now_ms());
+	cloud_members_clear(&h->members);
+	h->members = cur;
+	for (size_t i = 0; i < cur.n; i++) {
+		live += cur.v[i].state != AUTOSCALED_INSTANCE_STOPPING;
+		settled &= cur.v[i].state == AUTOSCALED_INSTANCE_RUNNING;
+	}
+	h->stable = strcasecmp(h->state, "Succeeded") == 0 && settled && (int)live == h->capacity;
+	LOG(h, DEBUG, WHO ": '%s' (%s): capacity %d, provisioningState '%s', %zu VMs", h->name,
+	    h->flexible ? "Flexible" : "Uniform", h->capacity, h->state, cur.n);
+	return 0;
+}
+
+static int az_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, void *ctx,
+		      struct autoscaled_observation *ret)
+{
+	int rc = refresh(h);
+
+	if (rc < 0)
+		return rc;
+	rc = cloud_members_report(&h->members, fn, ctx);
+	if (rc)
+		return rc;
+	ret->target_size = h->capacity;
+	ret->stable = h->stable;
+	ret->partial = false;
+	return 0;
+}
+
+static int64_t poll_wait(const struct autoscaled_driver_instance *h, const struct rest_reply *r)
+{
+	int64_t ms = r->retry_after_ms >= 0 ? r->retry_after_ms : h->poll_ms;
+
+	if (ms > h->http.backoff_max_ms)
+		ms = h->http.backoff_max_ms;
+	return ms < 50 ? 50 : ms;
+}
+
+static int terminal_status(struct autoscaled_driver_instance *h, const char *what, const char *status,
+			   const cJSON *body)
+{
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(body, "error");
+
+	if (strcasecmp(status, "Succeeded") == 0)
+		return 0;
+	if (strcasecmp(status, "Failed") != 0 && strcasecmp(status, "Canceled") != 0)
+		return 1;
+	LOG(h, ERROR, WHO ": %s of '%s' %s: %s: %s", what, h->name, strcasecmp(status, "Failed") == 0 ? "failed" : "was canceled",
+	    json_str(err, "code")[0] ? json_str(err, "code") : "no code",
+	    json_str(err, "message")[0] ? json_str(err, "message") : "no message");
+	h->http.errors++;
+	return strcasecmp(status, "Failed") == 0 ? -EIO : -ECANCELED;
+}
+
+/* Follows a long-running operation from its first reply. */
+static int follow(struct autoscaled_driver_instance *h, const char *what, const struct rest_reply *first)
+{
+	int64_t deadline = rest_now_ms() + h->op_timeout_ms;
+	char url[2048], get_url[1536];
+	bool async = first->async_operation[0] != '\0', loc = !async && first->location[0] != '\0';
+	struct rest_reply r;
+	int64_t wait = poll_wait(h, first);
+	int rc;
+
+	if (!async && !loc) {
+		/* 200/201 with a provisioningState: poll the resource itself. */
+		rc = terminal_status(h, what, json_str(props(first->json), "provisioningState"), first->json);
+		if (rc <= 0 || first->status == 204)
+			return rc == 1 ? 0 : rc;
+	}
+	snprintf(url, sizeof(url), "%s", async ? first->async_operation : first->location);
+	snprintf(get_url, sizeof(get_url), "%s?api-version=%s", h->vmss_url, h->api_version);
+	for (;;) {
+		if (rest_now_ms() + wait > deadline) {
+			LOG(h, ERROR, WHO ": %s of '%s' not finished after %lld s", what, h->name,
+			    (long long)(h->op_timeout_ms / 1000));
+			h->http.errors++;
+			return -ETIMEDOUT;
+		}
+		rest_sleep_ms(wait);
+		rc = request(h, "GET", async || loc ? url : get_url, NULL, NULL, &r);
+		if (rc < 0)
+			return rc;
+		if (loc) {
+			if (r.status == 202) {
+				if (r.location[0])
+					snprintf(url, sizeof(url), "%s", r.location);
+			} else if (r.status >= 200 && r.status < 300) {
+				rc = 0;
+				if (r.json && json_str(r.json, "status")[0])
+					rc = terminal_status(h, what, json_str(r.json, "status"), r.json);
+				rest_reply_clear(&r);
+				return rc == 1 ? 0 : rc;
+			} else {
+				rc = http_fail(h, what, &r);
+				rest_reply_clear(&r);
+				return rc;
+			}
+		} else if (r.status != 200) {
+			rc = http_fail(h, what, &r);
+			rest_reply_clear(&r);
+			return rc;
+		} else {
+			rc = terminal_status(h, what, json_str(async ? r.json : props(r.json), async ? "status" : "provisioningState"),
+					     r.json);
+			if (rc <= 0) {
+				rest_reply_clear(&r);
+				return rc;
+			}
+		}
+		wait = poll_wait(h, &r);
+		rest_reply_clear(&r);
+	}
+}
+
+static int delete_members(struct autoscaled_driver_instance *h, const size_t *idx, size_t n,
+			  autoscaled_instance_fn fn, void *ctx)
+{
+	cJSON *body = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(body, "instanceIds");
+	char url[1536], *text;
+	struct rest_reply r;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(h->members.v[idx[i]].id));
+	text = cJSON_PrintUnformatted(body);
+	cJSON_Delete(body);
+	if (!text)
+		return -ENOMEM;
+	snprintf(url, sizeof(url), "%s/delete?api-version=%s", h->vmss_url, h->api_version);
+	LOG(h, INFO, WHO ": deleting %zu VM(s) of '%s': %s", n, h->name, text);
+	rc = request(h, "POST", url, text, NULL, &r);
+	cJSON_free(text);
+	if (rc < 0)
+		return rc;
+	if (r.status < 200 || r.status > 202)
+		rc = http_fail(h, "delete", &r);
+	else
+		rc = follow(h, "delete", &r);
+	rest_reply_clear(&r);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		struct cloud_member *m = &h->members.v[idx[i]];
+		struct autoscaled_instance inst = { .id = m->id, .state = AUTOSCALED_INSTANCE_STOPPING,
+						    .created_ms = m->created_ms, .location = m->location };
+
+		m->state = AUTOSCALED_INSTANCE_STOPPING;
+		if (fn)
+			rc = fn(ctx, &inst);
+	}
+	return rc;
+}
+
+static int az_remove(struct autoscaled_driver_instance *h, int count, const char *const *ids, size_t n_ids,
+		     autoscaled_instance_fn fn, void *ctx)
+{
+	size_t *idx, n = 0;
+	int rc = refresh(h);
+
+	if (rc < 0)
+		return rc;
+	idx = calloc(h->members.n + 1, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	if (n_ids > 0) {
+		for (size_t i = 0; i < n_ids; i++) {
+			const struct cloud_member *m = cloud_members_find(&h->members, ids[i]);
+
+			if (!m || m->state == AUTOSCALED_INSTANCE_STOPPING)
+				LOG(h, WARNING, WHO ": '%s' is not a live VM of '%s'; skipped", ids[i], h->name);
+			else
+				idx[n++] = (size_t)(m - h->members.v);
+		}
+	} else {
+		n = cloud_pick_victims(&h->members, count, h->victims, idx);
+	}
+	rc = n > 0 ? delete_members(h, idx, n, fn, ctx) : 0;
+	free(idx);
+	return rc;
+}
+
+static int patch_capacity(struct autoscaled_driver_instance *h, int count)
+{
+	char url[1536], body[64], if_match[300];
+	const char *hdrs[2] = { if_match, NULL };
+	struct rest_reply r;
+	int rc;
+
+	snprintf(url, sizeof(url), "%s?api-version=%s", h->vmss_url, h->api_version);
+	snprintf(body, sizeof(body), "{\"sku\":{\"capacity\":%d}}", count);
+	for (int tries = 1;; tries++) {
+		snprintf(if_match, sizeof(if_match), "If-Match: %s", h->etag[0] ? h->etag : "*");
+		LOG(h, INFO, WHO ": setting the capacity of '%s' from %d to %d", h->name, h->capacity, count);
+		rc = request(h, "PATCH", url, body, hdrs, &r);
+		if (rc < 0)
+			return rc;
+		if (r.status != 412 || tries == ETAG_TRIES)
+			break;
+		/* Someone changed the scale set since our read: read again and
+		 * decide again, since the change may have been this very one. */
+		LOG(h, NOTICE, WHO ": '%s' changed since it was read (etag %s), reading it again", h->name, h->etag);
+		rest_reply_clear(&r);
+		rc = fetch_vmss(h);
+		if (rc < 0)
+			return rc;
+		if (h->capacity == count)
+			return 0;
+	}
+	if (r.status < 200 || r.status > 202)
+		rc = http_fail(h, "capacity update", &r);
+	else
+		rc = follow(h, "capacity update", &r);
+	rest_reply_clear(&r);
+	return rc;
+}
+
+static int az_set_capacity(struct autoscaled_driver_instance *h, int count, autoscaled_instance_fn fn, void *ctx)
+{
+	struct cloud_members before = { 0 };
+	int rc;
+
+	if (count < 0)
+		return -EINVAL;
+	rc = refresh(h);
+	if (rc < 0)
+		return rc;
+	if (count == h->capacity)
+		return 0;
+	if (count < h->capacity)
+		return az_remove(h, h->capacity - count, NULL, 0, NULL, NULL);
+	rc = patch_capacity(h, count);
+	if (rc < 0)
+		return rc;
+	before.v = malloc((h->members.n + 1) * sizeof(*before.v));
+	if (!before.v)
+		return -ENOMEM;
+	memcpy(before.v, h->members.v, h->members.n * sizeof(*before.v));
+	before.n = before.cap = h->members.n;
+	/* The final GET after a successful PATCH, which also finds the new VMs. */
+	if (refresh(h) == 0) {
+		for (size_t i = 0; i < h->members.n && rc == 0; i++) {
+			struct cloud_members one = { &h->members.v[i], 1, 1 };
+
+			if (!cloud_members_find(&before, h->members.v[i].id))
+				rc = cloud_members_report(&one, fn, ctx);
+		}
+	}
+	cloud_members_clear(&before);
+	return rc;
+}
+
+static int parse_options(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n,
+			 struct autoscaled_driver_instance *h, char *arm, size_t arm_size)
+{
+	const char *sub = cloud_opt(o, n, "subscription"), *rg = cloud_opt(o, n, "resource_group");
+	const char *name = cloud_opt(o, n, "name"), *base = cloud_opt(o, n, "arm_base");
+	const char *api = cloud_opt(o, n, "api_version");
+
+	if (cloud_opt_check_keys(host, WHO, o, n, known_options) < 0)
+		return -EINVAL;
+	if (!sub || !rg || !name) {
+		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": options subscription, resource_group and name are required");
+		return -EINVAL;
+	}
+	h->host = host;
+	h->op_timeout_ms = 15 * 60000;
+	h->poll_ms = 5000;
+	if (cloud_opt_victims(host, WHO, o, n, &h->victims) < 0 ||
+	    cloud_opt_duration(host, WHO, o, n, "operation_timeout", &h->op_timeout_ms) < 0 ||
+	    cloud_opt_duration(host, WHO, o, n, "poll_interval", &h->poll_ms) < 0)
+		return -EINVAL;
+	if (cloud_base_url(base ? base : "https://management.azure.com", "https", arm, arm_size) < 0 ||
+	    snprintf(h->name, sizeof(h->name), "%s", name) >= (int)sizeof(h->name) ||
+	    snprintf(h->api_version, sizeof(h->api_version), "%s", api ? api : "2024-07-01") >= (int)sizeof(h->api_version) ||
+	    snprintf(h->vmss_url, sizeof(h->vmss_url),
+		     "%s/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s", arm,
+		     sub, rg, name) >= (int)sizeof(h->vmss_url)) {
+		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": arm_base, subscription, resource_group or name too long");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int init_auth(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n, const char *arm,
+		     struct azauth *a)
+{
+	const char *cred = cloud_opt(o, n, "credentials"), *tenant = cloud_opt(o, n, "tenant");
+	const char *id = cloud_opt(o, n, "client_id"), *secret = cloud_opt(o, n, "secret_file");
+	const char *scope = cloud_opt(o, n, "scope"), *login = cloud_opt(o, n, "login_host");
+	const char *resource = cloud_opt(o, n, "resource");
+	char def_scope[600];
+
+	if (!cred)
+		cred = secret ? "client_secret" : "managed_identity";
+	if (strcmp(cred, "managed_identity") == 0)
+		return azauth_init_imds(a, host, WHO, cloud_opt(o, n, "imds_base"),
+					resource ? resource : "https://management.azure.com/", id);
+	if (strcmp(cred, "client_secret") != 0 || !tenant || !id || !secret) {
+		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": credentials = '%s' must be managed_identity, or "
+			  "client_secret with tenant, client_id and secret_file", cred);
+		return -EINVAL;
+	}
+	snprintf(def_scope, sizeof(def_scope), "%s/.default", arm);
+	return azauth_init_secret(a, host, WHO, login ? login : "login.microsoftonline.com", tenant, id, secret,
+				  scope ? scope : def_scope);
+}
+
+static void az_close(struct autoscaled_driver_instance *h)
+{
+	if (!h)
+		return;
+	rest_client_fini(&h->http);
+	azauth_fini(&h->auth);
+	cloud_members_clear(&h->members);
+	free(h);
+}
+
+static int az_open(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n,
+		   struct autoscaled_driver_instance **ret)
+{
+	struct autoscaled_driver_instance *h = calloc(1, sizeof(*h));
+	char arm[512];
+	int rc;
+
+	if (!h)
+		return -ENOMEM;
+	rc = parse_options(host, o, n, h, arm, sizeof(arm));
+	if (rc == 0)
+		rc = rest_client_init(&h->http, host, WHO, REST_POLICY_AZURE);
+	if (rc == 0)
+		rc = cloud_opt_retry(&h->http, o, n);
+	if (rc == 0)
+		rc = init_auth(host, o, n, arm, &h->auth);
+	if (rc < 0) {
+		az_close(h);
+		return rc;
+	}
+	*ret = h;
+	return 0;
+}
+
+/* Validates the options and the credentials' configuration (the secret
+ * file is read and its mode checked) without any request. */
+static int az_check(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n)
+{
+	struct autoscaled_driver_instance h = { 0 };
+	struct azauth a;
+	char arm[512];
+	int rc = parse_options(host, o, n, &h, arm, sizeof(arm));
+
+	if (rc == 0 && (rc = init_auth(host, o, n, arm, &a)) == 0)
+		azauth_fini(&a);
+	return rc;
+}
+
+static const struct autoscaled_driver driver = {
+	.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
+	.struct_size = sizeof(struct autoscaled_driver),
+	.name = "azure-vmss",
+	.description = "Azure virtual machine scale sets, Uniform or Flexible (ARM API)",
+	.config_help = "subscription = string  subscription id (required)\n"
+		       "resource_group = string  resource group (required)\n"
+		       "name = string  scale set name (required)\n"
+		       "credentials = client_secret|managed_identity  how to get tokens (managed_identity)\n"
+		       "tenant = string  tenant for client_secret\n"
+		       "client_id = string  application id, or the identity's client id for managed_identity\n"
+		       "secret_file = path  file holding the client secret, mode 0600\n"
+		       "login_host = host  Entra ID login host (login.microsoftonline.com)\n"
+		       "arm_base = url  ARM endpoint (https://management.azure.com)\n"
+		       "scope = string  token scope (ARM_BASE/.default)\n"
+		       "imds_base = url  IMDS endpoint (http://169.254.169.254)\n"
+		       "resource = string  managed identity resource (https://management.azure.com/)\n"
+		       "api_version = string  Microsoft.Compute api-version (2024-07-01)\n"
+		       "victim_policy = newest|oldest  which running VMs go first on scale-in (newest)\n"
+		       "operation_timeout = duration  longest wait for a long-running operation (15m)\n"
+		       "poll_interval = duration  between operation polls without Retry-After (5s)\n"
+		       "retry_attempts = int  tries per request (6)\n"
+		       "retry_base = duration  first backoff (1s)\n"
+		       "retry_max = duration  longest backoff or Retry-After honoured (32s)\n"
+		       "http_timeout = duration  per request (60s)\n",
+	.open = az_open,
+	.close = az_close,
+	.observe = az_observe,
+	.set_capacity = az_set_capacity,
+	.remove_instances = az_remove,
+	.check = az_check,
+};
+
+AUTOSCALED_DRIVER_EXPORT const struct autoscaled_driver *autoscaled_driver_info(void)
+{
+	return &driver;
+}

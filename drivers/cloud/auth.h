@@ -1,0 +1,77 @@
+/* Cloud credentials: Google (metadata server, service-account key with an
+ * RS256 JWT) and Azure (client credentials, managed identity via IMDS).
+ *
+ * A credential belongs to one user at a time (a driver handle or a source's
+ * worker), like the rest_client it is used with. Tokens are cached and
+ * refreshed before they expire; they are never logged. */
+#ifndef AUTOSCALED_CLOUD_AUTH_H
+#define AUTOSCALED_CLOUD_AUTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rest.h"
+
+struct cloud_token {
+	char value[REST_MAX_TOKEN];
+	int64_t obtained_ms;
+	int64_t expires_ms;
+};
+
+/* True while tok can still be used: a quarter of its life (at most 5 min)
+ * before expiry it counts as stale, so a refresh happens in time. */
+bool cloud_token_fresh(const struct cloud_token *tok, int64_t now_ms);
+/* Stores a token and its lifetime; wipes the old one. Returns 0 or -EINVAL. */
+int cloud_token_set(struct cloud_token *tok, const char *value, int64_t lifetime_ms, int64_t now_ms);
+void cloud_token_clear(struct cloud_token *tok);
+
+/* Google. */
+struct gauth {
+	bool use_key;
+	char metadata_base[512]; /* http://HOST[:PORT] */
+	char scopes[512];        /* comma-separated */
+	char *client_email;
+	char *key_id;
+	char *token_uri;
+	void *pkey;              /* EVP_PKEY */
+	struct cloud_token tok;
+};
+
+/* The metadata server at `metadata_host` (host[:port], or a URL), else
+ * $GCE_METADATA_HOST, else metadata.google.internal. Returns 0 or -EINVAL. */
+int gauth_init_metadata(struct gauth *g, const struct autoscaled_host *host, const char *who,
+			const char *metadata_host, const char *scopes);
+/* A service-account key file (refused when group/other can read it);
+ * token_uri from the file. Returns 0 or a negative errno, logged. */
+int gauth_init_key(struct gauth *g, const struct autoscaled_host *host, const char *who, const char *path,
+		   const char *scopes);
+/* A valid access token in *ret (borrowed from g). Returns 0 or a negative
+ * errno, logged. */
+int gauth_token(struct gauth *g, struct rest_client *c, const char **ret);
+void gauth_fini(struct gauth *g);
+
+/* Azure. */
+struct azauth {
+	bool imds;
+	char *token_url;
+	char *form;      /* client credentials form without the secret */
+	char *secret;
+	struct cloud_token tok;
+};
+
+/* Client credentials against LOGIN_HOST/{tenant}/oauth2/v2.0/token, the
+ * secret read from secret_file (refused when group/other can read it). */
+int azauth_init_secret(struct azauth *a, const struct autoscaled_host *host, const char *who, const char *login_host,
+		       const char *tenant, const char *client_id, const char *secret_file, const char *scope);
+/* Managed identity through IMDS at imds_base (a URL, default
+ * http://169.254.169.254); client_id may be NULL. */
+int azauth_init_imds(struct azauth *a, const struct autoscaled_host *host, const char *who, const char *imds_base,
+		     const char *resource, const char *client_id);
+int azauth_token(struct azauth *a, struct rest_client *c, const char **ret);
+void azauth_fini(struct azauth *a);
+
+/* Prefixes https:// to a bare host name; copies a URL as is (no trailing
+ * slash). Returns 0 or -ENAMETOOLONG. */
+int cloud_base_url(const char *in, const char *default_scheme, char *out, size_t size);
+
+#endif

@@ -1,0 +1,76 @@
+/* What the GCE and Azure drivers share besides HTTP and credentials:
+ * option lookup, the members of a group as the driver last saw them, and
+ * the victim policy. */
+#ifndef AUTOSCALED_CLOUD_CLOUD_H
+#define AUTOSCALED_CLOUD_CLOUD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autoscaled/driver.h"
+#include "rest.h"
+
+/* Bounds on what a provider can make us hold. */
+#define CLOUD_MAX_MEMBERS 10000
+#define CLOUD_MAX_PAGES 200
+
+struct cloud_member {
+	char id[128];        /* GCE: instance name; Azure: instanceId */
+	char ref[512];       /* GCE: zones/Z/instances/NAME; Azure: resource id */
+	char location[64];   /* zone */
+	enum autoscaled_instance_state state;
+	int64_t created_ms;
+	int64_t running_since_ms;
+	bool ready;
+};
+
+struct cloud_members {
+	struct cloud_member *v;
+	size_t n, cap;
+};
+
+/* Appends a zeroed member; NULL when out of memory or past the bound. */
+struct cloud_member *cloud_members_add(struct cloud_members *m);
+void cloud_members_clear(struct cloud_members *m);
+const struct cloud_member *cloud_members_find(const struct cloud_members *m, const char *id);
+
+/* Fills created_ms (when the provider gave none) and running_since_ms from
+ * what the previous observation `prev` saw, so ages survive between calls:
+ * a member first seen now was created about now. */
+void cloud_members_carry(struct cloud_members *cur, const struct cloud_members *prev, int64_t now_ms);
+
+/* Reports every member through fn; returns fn's first non-zero value. */
+int cloud_members_report(const struct cloud_members *m, autoscaled_instance_fn fn, void *ctx);
+
+enum cloud_victims { CLOUD_VICTIMS_NEWEST, CLOUD_VICTIMS_OLDEST };
+
+/* Picks up to `count` members to delete into out[] (indices): members not
+ * yet running first, then running ones newest or oldest first; members
+ * already stopping are never picked. Returns how many were picked. */
+size_t cloud_pick_victims(const struct cloud_members *m, int count, enum cloud_victims policy, size_t *out);
+
+/* Parses an RFC 3339 / ISO 8601 UTC time ("2024-05-01T10:00:00.123Z" or
+ * with an offset) into epoch ms; 0 when it cannot. */
+int64_t cloud_parse_time(const char *s);
+
+/* The value of option `key`, or NULL. */
+const char *cloud_opt(const struct autoscaled_option *o, size_t n, const char *key);
+
+/* Applies retry_attempts, retry_base, retry_max and http_timeout to c.
+ * Returns 0 or -EINVAL after logging the bad option. */
+int cloud_opt_retry(struct rest_client *c, const struct autoscaled_option *o, size_t n);
+
+/* Parses a duration option into *ms (unchanged when absent). */
+int cloud_opt_duration(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
+		       size_t n, const char *key, int64_t *ms);
+
+/* Parses victim_policy. */
+int cloud_opt_victims(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o, size_t n,
+		      enum cloud_victims *ret);
+
+/* Checks that every option key is in `known` (NULL-terminated). */
+int cloud_opt_check_keys(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
+			 size_t n, const char *const *known);
+
+#endif

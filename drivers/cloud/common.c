@@ -1,0 +1,231 @@
+/* Members, victims and options shared by the cloud drivers (cloud.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <pthread.h>
+
+#include "cloud.h"
+
+struct cloud_member *cloud_members_add(struct cloud_members *m)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 16;
+		struct cloud_member *v;
+
+		if (m->n >= CLOUD_MAX_MEMBERS)
+			return NULL;
+		v = realloc(m->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		m->v = v;
+		m->cap = cap;
+	}
+	memset(&m->v[m->n], 0, sizeof(m->v[0]));
+	return &m->v[m->n++];
+}
+
+void cloud_members_clear(struct cloud_members *m)
+{
+	free(m->v);
+	m->v = NULL;
+	m->n = m->cap = 0;
+}
+
+const struct cloud_member *cloud_members_find(const struct cloud_members *m, const char *id)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (strcmp(m->v[i].id, id) == 0)
+			return &m->v[i];
+	return NULL;
+}
+
+void cloud_members_carry(struct cloud_members *cur, const struct cloud_members *prev, int64_t now_ms)
+{
+	for (size_t i = 0; i < cur->n; i++) {
+		struct cloud_member *c = &cur->v[i];
+		const struct cloud_member *p = cloud_members_find(prev, c->id);
+
+		if (c->created_ms == 0)
+			c->created_ms = p && p->created_ms ? p->created_ms : now_ms;
+		if (c->state == AUTOSCALED_INSTANCE_RUNNING)
+			c->running_since_ms = p && p->running_since_ms ? p->running_since_ms : now_ms;
+		else
+			c->running_since_ms = 0;
+	}
+}
+
+int cloud_members_report(const struct cloud_members *m, autoscaled_instance_fn fn, void *ctx)
+{
+	for (size_t i = 0; fn && i < m->n; i++) {
+		const struct cloud_member *c = &m->v[i];
+		struct autoscaled_instance inst = {
+			.id = c->id,
+			.state = c->state,
+			.created_ms = c->created_ms,
+			.running_since_ms = c->running_since_ms,
+			.ready = c->ready,
+			.location = c->location[0] ? c->location : NULL,
+		};
+		int rc = fn(ctx, &inst);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static const struct cloud_members *sort_members;
+static enum cloud_victims sort_policy;
+
+static int victim_cmp(const void *a, const void *b)
+{
+	const struct cloud_member *x = &sort_members->v[*(const size_t *)a];
+	const struct cloud_member *y = &sort_members->v[*(const size_t *)b];
+	int xr = x->state == AUTOSCALED_INSTANCE_RUNNING, yr = y->state == AUTOSCALED_INSTANCE_RUNNING;
+
+	if (xr != yr)
+		return xr - yr;
+	if (x->created_ms != y->created_ms) {
+		int older = x->created_ms < y->created_ms ? -1 : 1;
+
+		return sort_policy == CLOUD_VICTIMS_OLDEST ? older : -older;
+	}
+	return sort_policy == CLOUD_VICTIMS_OLDEST ? strcmp(x->id, y->id) : strcmp(y->id, x->id);
+}
+
+size_t cloud_pick_victims(const struct cloud_members *m, int count, enum cloud_victims policy, size_t *out)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].state != AUTOSCALED_INSTANCE_STOPPING)
+			out[n++] = i;
+	/* qsort has no context argument in C11: the comparison reads statics,
+	 * so calls from concurrent handles are serialised. */
+	pthread_mutex_lock(&lock);
+	sort_members = m;
+	sort_policy = policy;
+	qsort(out, n, sizeof(*out), victim_cmp);
+	pthread_mutex_unlock(&lock);
+	return count < 0 ? 0 : (size_t)count < n ? (size_t)count : n;
+}
+
+const char *cloud_opt(const struct autoscaled_option *o, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(o[i].key, key) == 0)
+			return o[i].value;
+	return NULL;
+}
+
+int cloud_opt_duration(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
+		       size_t n, const char *key, int64_t *ms)
+{
+	const char *v = cloud_opt(o, n, key);
+
+	if (!v)
+		return 0;
+	if (rest_parse_duration(v, ms) < 0) {
+		host->log(host, AUTOSCALED_LOG_ERROR, "%s: option %s = '%s' is not a duration like 30s, 5m or 500ms", who,
+			  key, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cloud_opt_retry(struct rest_client *c, const struct autoscaled_option *o, size_t n)
+{
+	const char *v = cloud_opt(o, n, "retry_attempts");
+	char *end;
+
+	if (v) {
+		long a = strtol(v, &end, 10);
+
+		if (*end || a < 1 || a > 20) {
+			c->host->log(c->host, AUTOSCALED_LOG_ERROR, "%s: option retry_attempts = '%s' must be 1 to 20",
+				     c->who, v);
+			return -EINVAL;
+		}
+		c->attempts = (int)a;
+	}
+	if (cloud_opt_duration(c->host, c->who, o, n, "retry_base", &c->backoff_base_ms) < 0 ||
+	    cloud_opt_duration(c->host, c->who, o, n, "retry_max", &c->backoff_max_ms) < 0 ||
+	    cloud_opt_duration(c->host, c->who, o, n, "http_timeout", &c->timeout_ms) < 0)
+		return -EINVAL;
+	if (c->timeout_ms < 100)
+		c->timeout_ms = 100;
+	return 0;
+}
+
+int cloud_opt_victims(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o, size_t n,
+		      enum cloud_victims *ret)
+{
+	const char *v = cloud_opt(o, n, "victim_policy");
+
+	if (!v || strcmp(v, "newest") == 0)
+		*ret = CLOUD_VICTIMS_NEWEST;
+	else if (strcmp(v, "oldest") == 0)
+		*ret = CLOUD_VICTIMS_OLDEST;
+	else {
+		host->log(host, AUTOSCALED_LOG_ERROR, "%s: option victim_policy = '%s' must be newest or oldest", who, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cloud_opt_check_keys(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
+			 size_t n, const char *const *known)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		while (known[k] && strcmp(known[k], o[i].key) != 0)
+			k++;
+		if (!known[k]) {
+			host->log(host, AUTOSCALED_LOG_ERROR, "%s: %s%sunknown option '%s'", who,
+				  o[i].where ? o[i].where : "", o[i].where ? ": " : "", o[i].key);
+			rc = -EINVAL;
+		} else if (!o[i].value) {
+			host->log(host, AUTOSCALED_LOG_ERROR, "%s: option '%s' must be a single value", who, o[i].key);
+			rc = -EINVAL;
+		}
+	}
+	return rc;
+}
+
+int64_t cloud_parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *p;
+	int64_t ms = 0, off = 0;
+	time_t t;
+
+	if (!s || !(p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
+		return 0;
+	if (*p == '.') {
+		int digits = 0;
+
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if (digits++ < 3)
+				ms = ms * 10 + (*p - '0');
+		while (digits > 0 && digits < 3) {
+			ms *= 10;
+			digits++;
+		}
+	}
+	if (*p == '+' || *p == '-') {
+		int hh = 0, mm = 0;
+
+		if (sscanf(p + 1, "%2d:%2d", &hh, &mm) == 2)
+			off = (hh * 60 + mm) * 60000LL * (*p == '+' ? 1 : -1);
+	}
+	t = timegm(&tm);
+	return t < 0 ? 0 : (int64_t)t * 1000 + ms - off;
+}

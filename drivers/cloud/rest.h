@@ -1,0 +1,111 @@
+/* A blocking JSON REST client for the cloud drivers and sources.
+ *
+ * One struct rest_client wraps one libcurl easy handle; it is used by one
+ * thread at a time (a driver handle, or a source's worker thread). Calls
+ * retry per the provider's policy with capped exponential backoff and full
+ * jitter, honouring Retry-After (seconds or an HTTP date). Bodies are
+ * bounded. The Authorization header and tokens are never logged: messages
+ * name the method, the URL path and the provider's error message.
+ *
+ * Logging goes through an autoscaled_host (the driver ABI's), so the daemon
+ * passes a host whose log() forwards to log.h. */
+#ifndef AUTOSCALED_CLOUD_REST_H
+#define AUTOSCALED_CLOUD_REST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "autoscaled/driver.h"
+
+#define REST_MAX_BODY (8u * 1024u * 1024u)
+#define REST_MAX_TOKEN 8192
+
+enum rest_policy {
+	REST_POLICY_GCE,   /* 429, 5xx, 403 rateLimitExceeded */
+	REST_POLICY_AZURE, /* 408, 429, 500, 502, 503, 504; 409 operation in progress waits */
+	REST_POLICY_IMDS,  /* Azure IMDS: 404, 410, 429, 5xx */
+};
+
+struct rest_client {
+	void *curl;
+	const struct autoscaled_host *host;
+	const char *who;          /* component name for messages, e.g. "gce-mig" */
+	enum rest_policy policy;
+	int attempts;             /* total tries per call, >= 1 */
+	int64_t backoff_base_ms;  /* first backoff */
+	int64_t backoff_max_ms;   /* cap of a backoff and of an honoured Retry-After */
+	int64_t timeout_ms;       /* per try */
+	/* Azure throttling budgets from the last reply that carried them. */
+	char ratelimit_reads[64];
+	char ratelimit_writes[64];
+	char ratelimit_resource[192];
+	unsigned long retries;    /* retries done since open, for metrics */
+	unsigned long errors;     /* final failures since open (the drivers add failed operations) */
+};
+
+struct rest_request {
+	const char *method;        /* "GET", "POST", "PATCH" */
+	const char *url;
+	const char *body;          /* NULL: no body */
+	const char *content_type;  /* default application/json when body is set */
+	const char *bearer;        /* token, or NULL */
+	const char *const *headers; /* extra "Name: value" lines, NULL-terminated, or NULL */
+	bool no_retry;
+};
+
+/* A reply. body is NUL-terminated; json is the parsed body or NULL. The
+ * header strings are empty when absent. Owned by the caller: rest_reply_clear(). */
+struct rest_reply {
+	long status;
+	char *body;
+	size_t len;
+	cJSON *json;
+	char location[2048];
+	char async_operation[2048];
+	char etag[256];
+	int64_t retry_after_ms; /* -1 when absent */
+	bool ratelimit;         /* carried x-ms-ratelimit-remaining-* headers */
+};
+
+/* Sets defaults and creates the curl handle. Returns 0 or -ENOMEM. */
+int rest_client_init(struct rest_client *c, const struct autoscaled_host *host, const char *who,
+		     enum rest_policy policy);
+void rest_client_fini(struct rest_client *c);
+
+/* Performs the request, retrying per policy. Returns 0 with *reply filled
+ * (any HTTP status: the caller judges it) or a negative errno when no HTTP
+ * reply came after all tries (the failure is logged). */
+int rest_call(struct rest_client *c, const struct rest_request *req, struct rest_reply *reply);
+void rest_reply_clear(struct rest_reply *r);
+
+/* The provider's error message of a reply body (GCE, ARM nested or flat,
+ * OAuth error_description), or "HTTP <status>". Valid while r lives. */
+const char *rest_error_message(const struct rest_reply *r, char *buf, size_t size);
+
+/* Maps a final HTTP error status to a negative errno. */
+int rest_status_errno(long status);
+
+/* Sleeps ms milliseconds (interrupted sleeps resume). */
+void rest_sleep_ms(int64_t ms);
+int64_t rest_now_ms(void);
+
+/* A random UUID v4 as 36 characters + NUL. Returns 0 or -EIO. */
+int rest_uuid4(char out[37]);
+
+/* Parses "30s", "5m", "2h", "1500ms" or a bare number of seconds into ms.
+ * Returns 0 or -EINVAL. */
+int rest_parse_duration(const char *s, int64_t *ret_ms);
+
+/* URL-encodes s into out (bounded). Returns 0 or -ENAMETOOLONG. */
+int rest_escape(const char *s, char *out, size_t size);
+
+/* Reads a secret file that must be a regular file not readable by group or
+ * others. Returns 0 with *ret malloc'ed (trailing newline stripped), or a
+ * negative errno after logging why. */
+int rest_read_private_file(const struct autoscaled_host *host, const char *who, const char *path, char **ret,
+			   size_t max);
+
+#endif

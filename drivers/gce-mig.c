@@ -1,0 +1,576 @@
+/* gce-mig: a GCE managed instance group (zonal or regional) as a pool.
+ *
+ * Observe reads the group (targetSize, status.isStable, currentActions) and
+ * pages through listManagedInstances. Scale-out is a resize with a
+ * requestId, scale-in a deleteInstances of victims the driver picks, each
+ * followed to DONE through the operation's `wait`. The requestId is made
+ * once per action, so a retried request cannot act twice. While the group is
+ * not stable no new action starts, unless it has been unstable for longer
+ * than unstable_limit (a MIG short of capacity can stay unstable for hours). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cloud/auth.h"
+#include "cloud/cloud.h"
+
+#define WHO "gce-mig"
+#define DELETE_BATCH 1000
+
+struct autoscaled_driver_instance {
+	const struct autoscaled_host *host;
+	struct rest_client http;
+	struct gauth auth;
+	char name[128];
+	char base[512];       /* compute base URL, no trailing slash */
+	char scope_path[512]; /* projects/P/zones/Z or projects/P/regions/R */
+	char igm_url[1280];
+	enum cloud_victims victims;
+	int64_t unstable_limit_ms;
+	int64_t op_timeout_ms;
+	int page_size;
+	/* The last observation. */
+	struct cloud_members members;
+	int target_size;
+	bool stable;
+	int64_t unstable_since_ms;
+	char actions[256];
+};
+
+static const char *const known_options[] = {
+	"project", "zone", "region", "name", "credentials", "key_file", "metadata_host", "compute_base", "scopes",
+	"victim_policy", "unstable_limit", "page_size", "operation_timeout", "retry_attempts", "retry_base", "retry_max",
+	"http_timeout", NULL,
+};
+
+#define LOG(h, lvl, ...) (h)->host->log((h)->host, AUTOSCALED_LOG_##lvl, __VA_ARGS__)
+
+static int request(struct autoscaled_driver_instance *h, const char *method, const char *url, const char *body,
+		   struct rest_reply *r)
+{
+	struct rest_request req = { .method = method, .url = url, .body = body };
+	int rc = gauth_token(&h->auth, &h->http, &req.bearer);
+
+	if (rc < 0)
+		return rc;
+	return rest_call(&h->http, &req, r);
+}
+
+/* Logs a final HTTP error once and maps it to an errno. */
+static int http_fail(struct autoscaled_driver_instance *h, const char *what, const struct rest_reply *r)
+{
+	char msg[256];
+
+	LOG(h, ERROR, WHO ": %s of '%s' failed: HTTP %ld: %s", what, h->name, r->status,
+	    rest_error_message(r, msg, sizeof(msg)));
+	return r->status == 404 ? -ENOENT : rest_status_errno(r->status);
+}
+
+static int json_int(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valueint : cJSON_IsString(v) ? atoi(v->valuestring) : 0;
+}
+
+static const char *json_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static int fetch_group(struct autoscaled_driver_instance *h)
+{
+	struct rest_reply r;
+	const cJSON *acts, *a;
+	size_t off = 0;
+	int rc = request(h, "GET", h->igm_url, NULL, &r);
+
+	if (rc < 0)
+		return rc;
+	if (r.status != 200 || !cJSON_IsObject(r.json)) {
+		rc = r.status == 200 ? -EBADMSG : http_fail(h, "get", &r);
+		if (rc == -EBADMSG)
+			LOG(h, ERROR, WHO ": get of '%s' returned no JSON object", h->name);
+		rest_reply_clear(&r);
+		return rc;
+	}
+	h->target_size = json_int(r.json, "targetSize");
+	h->stable = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.json, "status"),
+								    "isStable"));
+	h->actions[0] = '\0';
+	acts = cJSON_GetObjectItemCaseSensitive(r.json, "currentActions");
+	cJSON_ArrayForEach(a, acts) {
+		if (cJSON_IsNumber(a) && a->valueint > 0 && strcmp(a->string, "none") != 0 && off < sizeof(h->actions))
+			off += (size_t)snprintf(h->actions + off, sizeof(h->actions) - off, "%s%s %d", off ? ", " : "",
+						a->string, a->valueint);
+	}
+	if (h->stable)
+		h->unstable_since_ms = 0;
+	else if (h->unstable_since_ms == 0)
+		h->unstable_since_ms = rest_now_ms();
+	rest_reply_clear(&r);
+	return 0;
+}
+
+static void parse_member(struct cloud_member *m, const cJSON *mi)
+{
+	const char *url = json_str(mi, "instance"), *st = json_str(mi, "instanceStatus");
+	const char *act = json_str(mi, "currentAction");
+	const char *z = strstr(url, "/zones/"), *name = strrchr(url, '/');
+
+	snprintf(m->id, sizeof(m->id), "%s", name ? name + 1 : json_str(mi, "name"));
+	if (z) {
+		snprintf(m->ref, sizeof(m->ref), "%s", z + 1);
+		snprintf(m->location, sizeof(m->location), "%.*s", (int)strcspn(z + 7, "/"), z + 7);
+	}
+	if (strcmp(act, "DELETING") == 0 || strcmp(act, "ABANDONING") == 0 || strcmp(st, "STOPPING") == 0 ||
+	    strcmp(st, "STOPPED") == 0 || strcmp(st, "TERMINATED") == 0 || strcmp(st, "SUSPENDING") == 0 ||
+	    strcmp(st, "SUSPENDED") == 0 || strcmp(st, "DEPROVISIONING") == 0)
+		m->state = AUTOSCALED_INSTANCE_STOPPING;
+	else if (strcmp(st, "RUNNING") == 0)
+		m->state = AUTOSCALED_INSTANCE_RUNNING;
+	else
+		m->state = AUTOSCALED_INSTANCE_PROVISIONING;
+	m->ready = m->state == AUTOSCALED_INSTANCE_RUNNING && (strcmp(act, "NONE") == 0 || strcmp(act, "VERIFYING") == 0);
+}
+
+static int list_members(struct autoscaled_driver_instance *h, struct cloud_members *out)
+{
+	char url[4608], token[1024] = "", etok[3072];
+	int rc = 0;
+
+	for (int page = 0; page < CLOUD_MAX_PAGES; page++) {
+		struct rest_reply r;
+		const cJSON *list, *mi, *next;
+
+		if (rest_escape(token, etok, sizeof(etok)) < 0)
+			return -EBADMSG;
+		if (snprintf(url, sizeof(url), "%s/listManagedInstances?maxResults=%d%s%s", h->igm_url, h->page_size,
+			     token[0] ? "&pageToken=" : "", etok) >= (int)sizeof(url))
+			return -EBADMSG;
+		rc = request(h, "POST", url, NULL, &r);
+		if (rc < 0)
+			return rc;
+		if (r.status != 200) {
+			rc = http_fail(h, "listManagedInstances", &r);
+			rest_reply_clear(&r);
+			return rc;
+		}
+		list = cJSON_GetObjectItemCaseSensitive(r.json, "managedInstances");
+		cJSON_ArrayForEach(mi, list) {
+			struct cloud_member *m = cloud_members_add(out);
+
+			if (!m) {
+				LOG(h, ERROR, WHO ": '%s' has more than %d instances", h->name, CLOUD_MAX_MEMBERS);
+				rest_reply_clear(&r);
+				return -E2BIG;
+			}
+			parse_member(m, mi);
+		}
+		next = cJSON_GetObjectItemCaseSensitive(r.json, "nextPageToken");
+		token[0] = '\0';
+		if (cJSON_IsString(next) && next->valuestring[0])
+			snprintf(token, sizeof(token), "%s", next->valuestring);
+		rest_reply_clear(&r);
+		if (!token[0])
+			return 0;
+	}
+	LOG(h, ERROR, WHO ": listManagedInstances of '%s' did not end within %d pages", h->name, CLOUD_MAX_PAGES);
+	return -E2BIG;
+}
+
+/* Observes the group into h (members carried over from the last time). */
+static int refresh(struct autoscaled_driver_instance *h)
+{
+	struct cloud_members cur = { 0 };
+	int rc = fetch_group(h);
+
+	if (rc == 0)
+		rc = list_members(h, &cur);
+	if (rc < 0) {
+		cloud_members_clear(&cur);
+		return rc;
+	}
+	cloud_members_carry(&cur, &h->members, rest_now_ms());
+	cloud_members_clear(&h->members);
+	h->members = cur;
+	return 0;
+}
+
+static int gce_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, void *ctx,
+		       struct autoscaled_observation *ret)
+{
+	int rc = refresh(h);
+
+	if (rc < 0)
+		return rc;
+	rc = cloud_members_report(&h->members, fn, ctx);
+	if (rc)
+		return rc;
+	ret->target_size = h->target_size;
+	ret->stable = h->stable;
+	ret->partial = false;
+	return 0;
+}
+
+/* Follows an Operation to DONE. Returns 0, or a negative errno after
+ * logging the operation's error. */
+static int follow(struct autoscaled_driver_instance *h, const char *what, struct rest_reply *first)
+{
+	int64_t deadline = rest_now_ms() + h->op_timeout_ms, saved = h->http.timeout_ms;
+	char name[256], url[2048], msg[512];
+	struct rest_reply r = *first;
+	int rc = 0;
+
+	memset(first, 0, sizeof(*first));
+	snprintf(name, sizeof(name), "%s", json_str(r.json, "name"));
+	if (!name[0]) {
+		LOG(h, ERROR, WHO ": %s of '%s' returned no operation", what, h->name);
+		rest_reply_clear(&r);
+		return -EBADMSG;
+	}
+	/* `wait` holds the reply up to about two minutes. */
+	if (h->http.timeout_ms < 150000)
+		h->http.timeout_ms = 150000;
+	while (strcmp(json_str(r.json, "status"), "DONE") != 0) {
+		if (rest_now_ms() > deadline) {
+			LOG(h, ERROR, WHO ": %s of '%s': operation '%s' not done after %lld s", what, h->name, name,
+			    (long long)(h->op_timeout_ms / 1000));
+			h->http.errors++;
+			rc = -ETIMEDOUT;
+			break;
+		}
+		rest_reply_clear(&r);
+		snprintf(url, sizeof(url), "%s/%s/operations/%s/wait", h->base, h->scope_path, name);
+		rc = request(h, "POST", url, NULL, &r);
+		if (rc < 0)
+			break;
+		if (r.status != 200) {
+			rc = http_fail(h, "operations.wait", &r);
+			break;
+		}
+	}
+	h->http.timeout_ms = saved;
+	if (rc == 0) {
+		const cJSON *errs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.json, "error"),
+								     "errors");
+		const cJSON *e = cJSON_GetArrayItem(errs, 0);
+
+		if (e) {
+			const char *code = json_str(e, "code");
+
+			snprintf(msg, sizeof(msg), "%s: %s", code, json_str(e, "message"));
+			LOG(h, ERROR, WHO ": %s of '%s' failed: operation '%s': %s", what, h->name, name, msg);
+			rc = strstr(code, "QUOTA") || strstr(code, "EXHAUSTED") ? -ENOSPC : -EIO;
+			h->http.errors++;
+		}
+	}
+	rest_reply_clear(&r);
+	return rc;
+}
+
+/* Refuses a new action while the group is not stable, up to the limit. */
+static int may_act(struct autoscaled_driver_instance *h, const char *what)
+{
+	int64_t for_ms;
+
+	if (h->stable)
+		return 0;
+	for_ms = rest_now_ms() - h->unstable_since_ms;
+	if (for_ms < h->unstable_limit_ms) {
+		LOG(h, NOTICE, WHO ": not starting %s of '%s': group not stable (%s) for %lld s, limit %lld s", what,
+		    h->name, h->actions[0] ? h->actions : "changes pending", (long long)(for_ms / 1000),
+		    (long long)(h->unstable_limit_ms / 1000));
+		return -EBUSY;
+	}
+	LOG(h, WARNING, WHO ": '%s' has not been stable for %lld s (%s), beyond unstable_limit: starting %s anyway",
+	    h->name, (long long)(for_ms / 1000), h->actions[0] ? h->actions : "changes pending", what);
+	return 0;
+}
+
+static int delete_members(struct autoscaled_driver_instance *h, const size_t *idx, size_t n, autoscaled_instance_fn fn,
+			  void *ctx)
+{
+	for (size_t off = 0; off < n; off += DELETE_BATCH) {
+		size_t k = n - off < DELETE_BATCH ? n - off : DELETE_BATCH;
+		cJSON *body = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(body, "instances");
+		char uuid[37], url[1536], *text;
+		struct rest_reply r;
+		int rc;
+
+		for (size_t i = 0; i < k; i++)
+			cJSON_AddItemToArray(arr, cJSON_CreateString(h->members.v[idx[off + i]].ref));
+		cJSON_AddBoolToObject(body, "skipInstancesOnValidationError", true);
+		text = cJSON_PrintUnformatted(body);
+		cJSON_Delete(body);
+		if (!text)
+			return -ENOMEM;
+		if (rest_uuid4(uuid) < 0) {
+			cJSON_free(text);
+			return -EIO;
+		}
+		snprintf(url, sizeof(url), "%s/deleteInstances?requestId=%s", h->igm_url, uuid);
+		LOG(h, INFO, WHO ": deleting %zu instance(s) of '%s' (first '%s', requestId %s)", k, h->name,
+		    h->members.v[idx[off]].id, uuid);
+		rc = request(h, "POST", url, text, &r);
+		cJSON_free(text);
+		if (rc < 0)
+			return rc;
+		if (r.status != 200) {
+			rc = http_fail(h, "deleteInstances", &r);
+			rest_reply_clear(&r);
+			return rc;
+		}
+		rc = follow(h, "deleteInstances", &r);
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < k; i++) {
+			struct cloud_member *m = &h->members.v[idx[off + i]];
+			struct autoscaled_instance inst = { .id = m->id, .state = AUTOSCALED_INSTANCE_STOPPING,
+							    .created_ms = m->created_ms, .location = m->location };
+
+			m->state = AUTOSCALED_INSTANCE_STOPPING;
+			if (fn && (rc = fn(ctx, &inst)) != 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* Deletes victims from the members of the last refresh. */
+static int remove_members(struct autoscaled_driver_instance *h, int count, const char *const *ids, size_t n_ids,
+			  autoscaled_instance_fn fn, void *ctx)
+{
+	size_t *idx, n = 0;
+	int rc = may_act(h, "deleteInstances");
+
+	if (rc < 0)
+		return rc;
+	idx = calloc(h->members.n + 1, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	if (n_ids > 0) {
+		for (size_t i = 0; i < n_ids; i++) {
+			const struct cloud_member *m = cloud_members_find(&h->members, ids[i]);
+
+			if (!m || m->state == AUTOSCALED_INSTANCE_STOPPING)
+				LOG(h, WARNING, WHO ": '%s' is not a live instance of '%s'; skipped", ids[i], h->name);
+			else
+				idx[n++] = (size_t)(m - h->members.v);
+		}
+	} else {
+		n = cloud_pick_victims(&h->members, count, h->victims, idx);
+	}
+	rc = n > 0 ? delete_members(h, idx, n, fn, ctx) : 0;
+	free(idx);
+	return rc;
+}
+
+static int gce_remove(struct autoscaled_driver_instance *h, int count, const char *const *ids, size_t n_ids,
+		      autoscaled_instance_fn fn, void *ctx)
+{
+	int rc = refresh(h);
+
+	return rc < 0 ? rc : remove_members(h, count, ids, n_ids, fn, ctx);
+}
+
+static int gce_set_capacity(struct autoscaled_driver_instance *h, int count, autoscaled_instance_fn fn, void *ctx)
+{
+	struct cloud_members before = { 0 };
+	struct rest_reply r;
+	char uuid[37], url[1536];
+	int rc;
+
+	if (count < 0)
+		return -EINVAL;
+	rc = refresh(h);
+	if (rc < 0)
+		return rc;
+	if (count == h->target_size)
+		return 0;
+	if (count < h->target_size)
+		return remove_members(h, h->target_size - count, NULL, 0, NULL, NULL);
+	rc = may_act(h, "resize");
+	if (rc < 0)
+		return rc;
+	if (rest_uuid4(uuid) < 0)
+		return -EIO;
+	snprintf(url, sizeof(url), "%s/resize?size=%d&requestId=%s", h->igm_url, count, uuid);
+	LOG(h, INFO, WHO ": resizing '%s' from %d to %d (requestId %s)", h->name, h->target_size, count, uuid);
+	rc = request(h, "POST", url, NULL, &r);
+	if (rc < 0)
+		return rc;
+	if (r.status != 200) {
+		rc = http_fail(h, "resize", &r);
+		rest_reply_clear(&r);
+		return rc;
+	}
+	rc = follow(h, "resize", &r);
+	if (rc < 0)
+		return rc;
+	/* Report the members the resize added. */
+	before.v = malloc((h->members.n + 1) * sizeof(*before.v));
+	if (!before.v)
+		return -ENOMEM;
+	memcpy(before.v, h->members.v, h->members.n * sizeof(*before.v));
+	before.n = before.cap = h->members.n;
+	if (refresh(h) == 0) {
+		for (size_t i = 0; i < h->members.n && rc == 0; i++) {
+			if (cloud_members_find(&before, h->members.v[i].id))
+				continue;
+			if (fn) {
+				struct cloud_members one = { &h->members.v[i], 1, 1 };
+
+				rc = cloud_members_report(&one, fn, ctx);
+			}
+		}
+	}
+	cloud_members_clear(&before);
+	return rc;
+}
+
+static int parse_options(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n,
+			 struct autoscaled_driver_instance *h)
+{
+	const char *project = cloud_opt(o, n, "project"), *zone = cloud_opt(o, n, "zone");
+	const char *region = cloud_opt(o, n, "region"), *name = cloud_opt(o, n, "name");
+	const char *base = cloud_opt(o, n, "compute_base"), *ps = cloud_opt(o, n, "page_size");
+
+	if (cloud_opt_check_keys(host, WHO, o, n, known_options) < 0)
+		return -EINVAL;
+	if (!project || !name || !!zone == !!region) {
+		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": options project, name and one of zone or region are required");
+		return -EINVAL;
+	}
+	h->host = host;
+	h->unstable_limit_ms = 30 * 60000;
+	h->op_timeout_ms = 10 * 60000;
+	h->page_size = 500;
+	if (ps) {
+		char *end;
+		long v = strtol(ps, &end, 10);
+
+		if (*end || v < 1 || v > 500) {
+			host->log(host, AUTOSCALED_LOG_ERROR, WHO ": option page_size = '%s' must be 1 to 500", ps);
+			return -EINVAL;
+		}
+		h->page_size = (int)v;
+	}
+	if (cloud_opt_victims(host, WHO, o, n, &h->victims) < 0 ||
+	    cloud_opt_duration(host, WHO, o, n, "unstable_limit", &h->unstable_limit_ms) < 0 ||
+	    cloud_opt_duration(host, WHO, o, n, "operation_timeout", &h->op_timeout_ms) < 0)
+		return -EINVAL;
+	if (cloud_base_url(base ? base : "https://compute.googleapis.com/compute/v1", "https", h->base,
+			   sizeof(h->base)) < 0 ||
+	    snprintf(h->name, sizeof(h->name), "%s", name) >= (int)sizeof(h->name) ||
+	    snprintf(h->scope_path, sizeof(h->scope_path), "projects/%s/%s/%s", project, zone ? "zones" : "regions",
+		     zone ? zone : region) >= (int)sizeof(h->scope_path) ||
+	    snprintf(h->igm_url, sizeof(h->igm_url), "%s/%s/%s/%s", h->base, h->scope_path,
+		     "instanceGroupManagers", name) >= (int)sizeof(h->igm_url)) {
+		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": project, zone, region or name too long");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int init_auth(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n, struct gauth *g)
+{
+	const char *cred = cloud_opt(o, n, "credentials"), *key = cloud_opt(o, n, "key_file");
+	const char *scopes = cloud_opt(o, n, "scopes");
+
+	if (!scopes)
+		scopes = "https://www.googleapis.com/auth/cloud-platform";
+	if (!cred)
+		cred = key ? "key_file" : "metadata";
+	if (strcmp(cred, "metadata") == 0)
+		return gauth_init_metadata(g, host, WHO, cloud_opt(o, n, "metadata_host"), scopes);
+	if (strcmp(cred, "key_file") == 0 && key)
+		return gauth_init_key(g, host, WHO, key, scopes);
+	host->log(host, AUTOSCALED_LOG_ERROR, WHO ": credentials = '%s' must be metadata, or key_file with key_file set",
+		  cred);
+	return -EINVAL;
+}
+
+static void gce_close(struct autoscaled_driver_instance *h)
+{
+	if (!h)
+		return;
+	rest_client_fini(&h->http);
+	gauth_fini(&h->auth);
+	cloud_members_clear(&h->members);
+	free(h);
+}
+
+static int gce_open(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n,
+		    struct autoscaled_driver_instance **ret)
+{
+	struct autoscaled_driver_instance *h = calloc(1, sizeof(*h));
+	int rc;
+
+	if (!h)
+		return -ENOMEM;
+	rc = parse_options(host, o, n, h);
+	if (rc == 0)
+		rc = rest_client_init(&h->http, host, WHO, REST_POLICY_GCE);
+	if (rc == 0)
+		rc = cloud_opt_retry(&h->http, o, n);
+	if (rc == 0)
+		rc = init_auth(host, o, n, &h->auth);
+	if (rc < 0) {
+		gce_close(h);
+		return rc;
+	}
+	*ret = h;
+	return 0;
+}
+
+/* Validates the options and the credentials' configuration (the key file
+ * is read and its mode checked) without any request. */
+static int gce_check(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n)
+{
+	struct autoscaled_driver_instance h = { 0 };
+	struct gauth g;
+	int rc = parse_options(host, o, n, &h);
+
+	if (rc == 0 && (rc = init_auth(host, o, n, &g)) == 0)
+		gauth_fini(&g);
+	return rc;
+}
+
+static const struct autoscaled_driver driver = {
+	.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
+	.struct_size = sizeof(struct autoscaled_driver),
+	.name = "gce-mig",
+	.description = "GCE managed instance groups, zonal or regional (Compute Engine v1 API)",
+	.config_help = "project = string  the group's project (required)\n"
+		       "zone = string  the zone of a zonal group\n"
+		       "region = string  the region of a regional group\n"
+		       "name = string  the instance group manager (required)\n"
+		       "credentials = metadata|key_file  how to get tokens (metadata)\n"
+		       "key_file = path  service-account key JSON, mode 0600\n"
+		       "metadata_host = host[:port]  metadata server ($GCE_METADATA_HOST or metadata.google.internal)\n"
+		       "compute_base = url  Compute API base (https://compute.googleapis.com/compute/v1)\n"
+		       "scopes = list  comma-separated OAuth scopes (https://www.googleapis.com/auth/cloud-platform)\n"
+		       "victim_policy = newest|oldest  which running instances go first on scale-in (newest)\n"
+		       "unstable_limit = duration  act on an unstable group after this long (30m)\n"
+		       "page_size = int  listManagedInstances maxResults, 1-500 (500)\n"
+		       "operation_timeout = duration  longest wait for an operation (10m)\n"
+		       "retry_attempts = int  tries per request (6)\n"
+		       "retry_base = duration  first backoff (1s)\n"
+		       "retry_max = duration  longest backoff or Retry-After honoured (32s)\n"
+		       "http_timeout = duration  per request (60s)\n",
+	.open = gce_open,
+	.close = gce_close,
+	.observe = gce_observe,
+	.set_capacity = gce_set_capacity,
+	.remove_instances = gce_remove,
+	.check = gce_check,
+};
+
+AUTOSCALED_DRIVER_EXPORT const struct autoscaled_driver *autoscaled_driver_info(void)
+{
+	return &driver;
+}

@@ -1,0 +1,98 @@
+"""Helpers of the cloud driver tests: TAP output, running the probe against a
+driver plugin, temporary files and test keys."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+top_srcdir = os.environ.get("top_srcdir") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+top_builddir = os.environ.get("top_builddir") or os.getcwd()
+sys.path.insert(0, os.path.join(top_srcdir, "tests", "emulators"))
+
+PROBE = os.path.join(top_builddir, "tests", "cloud", "cloud-probe")
+
+
+os.environ.setdefault("AUTOSCALED_DRIVER_DIR", os.path.join(top_builddir, "drivers", ".libs"))
+
+
+class Result:
+    def __init__(self, proc, elapsed):
+        self.stderr = proc.stderr
+        self.returncode = proc.returncode
+        self.elapsed = elapsed
+        self.ops = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+    def op(self, i):
+        return self.ops[i]
+
+
+def probe(driver, options, ops, timeout=120, env=None):
+    args = [PROBE, driver, "-g", "test"]
+    for k, v in options.items():
+        args += ["-o", "%s=%s" % (k, v)]
+    start = time.time()
+    proc = subprocess.run(args + list(ops), capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
+    return Result(proc, time.time() - start)
+
+
+class Tap:
+    def __init__(self):
+        self.tests = []
+        self.failed = 0
+
+    def test(self, fn):
+        self.tests.append(fn)
+        return fn
+
+    def run(self, setup=None, teardown=None):
+        print("1..%d" % len(self.tests), flush=True)
+        for n, fn in enumerate(self.tests, 1):
+            ctx = setup() if setup else None
+            try:
+                fn(ctx)
+                print("ok %d - %s" % (n, fn.__doc__ or fn.__name__), flush=True)
+            except Exception:
+                self.failed += 1
+                print("not ok %d - %s" % (n, fn.__doc__ or fn.__name__), flush=True)
+                for line in traceback.format_exc().splitlines():
+                    print("# " + line, flush=True)
+            finally:
+                if teardown:
+                    teardown(ctx)
+        return 1 if self.failed else 0
+
+
+def check(cond, what, *details):
+    if not cond:
+        raise AssertionError(what + "".join("\n" + str(d) for d in details))
+
+
+def private_file(directory, name, content, mode=0o600):
+    path = os.path.join(directory, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(content)
+    os.chmod(path, mode)
+    return path
+
+
+def rsa_key(directory):
+    """A fresh RSA key for this run (never committed): (private PEM, public key file)."""
+    priv = os.path.join(directory, "key.pem")
+    pub = os.path.join(directory, "pub.pem")
+    subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", priv],
+                   check=True, capture_output=True)
+    subprocess.run(["openssl", "pkey", "-in", priv, "-pubout", "-out", pub], check=True, capture_output=True)
+    with open(priv) as f:
+        pem = f.read()
+    os.unlink(priv)
+    return pem, pub
+
+
+def tempdir():
+    return tempfile.TemporaryDirectory(prefix="autoscaled-cloud-")

@@ -1,0 +1,344 @@
+"""Emulator of the Azure APIs autoscaled uses (cloud-apis.md sections 4-6):
+scale set GET/PATCH, POST /delete, the VM list with instance views and
+nextLink paging, both long-running operation styles, the client-credentials
+and IMDS token endpoints, and Azure Monitor metrics.
+
+VMs go Creating -> Running `step_s` seconds after a capacity change; deleted
+VMs stay Deleting for `step_s`. Operations need `op_polls` polls. PATCH
+answers in `patch_style` ("async": 201 + Azure-AsyncOperation, "location":
+202 + Location) and /delete in `delete_style`. Settings for tests: op_fail
+(the next operations end Failed with this error), op_stuck, page_cap,
+token_lifetime, retry_after (sent on 202 and operation polls)."""
+
+import os
+import secrets
+import sys
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from emulator import Emulator, Reply, run_main  # noqa: E402
+
+VMSS = r"/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.Compute/virtualMachineScaleSets/([^/]+)"
+
+
+def arm_error(status, code, message):
+    return Reply(status, {"error": {"code": code, "message": message, "target": None, "details": []}})
+
+
+def iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%07dZ" % int((t % 1) * 10**7)
+
+
+class AzureEmulator(Emulator):
+    def __init__(self, latency_ms=0):
+        super().__init__(latency_ms)
+        self.sets = {}
+        self.ops = {}
+        self.tokens = {}
+        self.step_s = 0.3
+        self.op_polls = 3
+        self.op_fail = None
+        self.op_stuck = False
+        self.page_cap = 2
+        self.token_lifetime = 3600
+        self.retry_after = "0"
+        self.patch_style = "async"
+        self.delete_style = "location"
+        self.secrets = {}
+        self.cpu = {}
+        self.reads = 12000
+        self.serial = 0
+        self.route("GET", VMSS, self.vmss_get)
+        self.route("PATCH", VMSS, self.vmss_patch)
+        self.route("POST", VMSS + r"/delete", self.vmss_delete)
+        self.route("GET", VMSS + r"/virtualMachines", self.vm_list)
+        self.route("GET", VMSS + r"/providers/Microsoft\.Insights/metrics", self.metrics)
+        self.route("GET", r"/subscriptions/([^/]+)/providers/Microsoft\.Compute/locations/([^/]+)/operations/([^/]+)",
+                   self.op_async)
+        self.route("GET", r"/subscriptions/([^/]+)/providers/Microsoft\.Compute/locations/([^/]+)/operationResults/([^/]+)",
+                   self.op_location)
+        self.route("POST", r"/([^/]+)/oauth2/v2\.0/token", self.login_token)
+        self.route("GET", r"/metadata/identity/oauth2/token", self.imds_token)
+
+    # -- set-up ------------------------------------------------------------
+    def add_set(self, sub, rg, name, size=0, mode="Uniform"):
+        s = {"key": (sub, rg, name), "mode": mode, "capacity": 0, "vms": [], "etag": 1, "busy": None,
+             "next_id": 0}
+        self.sets[(sub, rg, name)] = s
+        self._grow(s, size, time.time() - 3600)
+        return s
+
+    def setup(self, conf):
+        for sconf in conf.get("sets", []):
+            self.add_set(*sconf)
+        for k, v in conf.get("secrets", {}).items():
+            self.secrets[k] = v
+        for k in ("step_s", "op_polls", "page_cap", "retry_after"):
+            if k in conf:
+                setattr(self, k, conf[k])
+
+    def _grow(self, s, n, created=None):
+        for _ in range(n):
+            self.serial += 1
+            if s["mode"] == "Uniform":
+                iid = str(s["next_id"])
+                s["next_id"] += 1
+                vname = "%s_%s" % (s["key"][2], iid)
+            else:
+                iid = vname = "%s_%s" % (s["key"][2], secrets.token_hex(4))
+            s["vms"].append({"instanceId": iid, "name": vname, "zone": str(1 + self.serial % 3),
+                             "created": created if created is not None else time.time(), "deleting": None})
+        s["capacity"] += n
+        s["etag"] += 1
+
+    def _expire(self, s):
+        now = time.time()
+        s["vms"] = [v for v in s["vms"] if v["deleting"] is None or now - v["deleting"] < self.step_s]
+
+    def _vm_state(self, v):
+        now = time.time()
+        if v["deleting"] is not None:
+            return "Deleting", ["ProvisioningState/deleting", "PowerState/stopping"]
+        if now - v["created"] < self.step_s:
+            return "Creating", ["ProvisioningState/creating", "PowerState/starting"]
+        return "Succeeded", ["ProvisioningState/succeeded", "PowerState/running"]
+
+    def _headers(self, write=False):
+        self.reads -= 1
+        h = {"x-ms-ratelimit-remaining-subscription-reads": str(self.reads),
+             "x-ms-ratelimit-remaining-resource": "Microsoft.Compute/GetVMScaleSet3Min;197,"
+                                                  "Microsoft.Compute/GetVMScaleSet30Min;1297",
+             "x-ms-request-id": secrets.token_hex(16)}
+        if write:
+            h["x-ms-ratelimit-remaining-subscription-writes"] = "1199"
+        return h
+
+    # -- auth ----------------------------------------------------------------
+    def _issue(self, kind):
+        tok = "eyJ0eXAi.%s.%s" % (kind, secrets.token_urlsafe(24))
+        with self.lock:
+            self.tokens[tok] = time.time() + self.token_lifetime
+        return tok
+
+    def login_token(self, req, tenant):
+        form = dict(urllib.parse.parse_qsl(req["body"]))
+        if form.get("grant_type") != "client_credentials":
+            return Reply(400, {"error": "unsupported_grant_type", "error_description": "AADSTS70003: grant type"})
+        if self.secrets.get((tenant, form.get("client_id"))) != form.get("client_secret"):
+            return Reply(401, {"error": "invalid_client", "error_description":
+                               "AADSTS7000215: Invalid client secret provided."})
+        if not form.get("scope", "").endswith("/.default"):
+            return Reply(400, {"error": "invalid_scope", "error_description": "AADSTS70011: invalid scope"})
+        return Reply(200, {"token_type": "Bearer", "expires_in": self.token_lifetime, "ext_expires_in":
+                           self.token_lifetime, "access_token": self._issue("sp")})
+
+    def imds_token(self, req):
+        if req["headers"].get("metadata") != "true":
+            return Reply(400, {"error": "invalid_request", "error_description": "Required metadata header not specified"})
+        if req["query"].get("api-version") != "2018-02-01" or not req["query"].get("resource"):
+            return Reply(400, {"error": "invalid_request", "error_description": "bad api-version or resource"})
+        now = int(time.time())
+        return Reply(200, {"access_token": self._issue("mi"), "refresh_token": "",
+                           "expires_in": str(self.token_lifetime), "expires_on": str(now + self.token_lifetime),
+                           "not_before": str(now), "resource": req["query"]["resource"], "token_type": "Bearer"})
+
+    def _guard(self, req, sub, rg, name):
+        auth = req["headers"].get("authorization", "")
+        exp = self.tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
+        if exp is None or exp < time.time():
+            return arm_error(401, "InvalidAuthenticationToken", "The access token is invalid."), None
+        if "api-version" not in req["query"]:
+            return arm_error(400, "MissingApiVersionParameter",
+                             "The api-version query parameter (?api-version=) is required for all requests."), None
+        s = self.sets.get((sub, rg, name))
+        if s is None:
+            return arm_error(404, "ResourceNotFound", "The Resource 'Microsoft.Compute/virtualMachineScaleSets/%s' "
+                             "under resource group '%s' was not found." % (name, rg)), None
+        self._expire(s)
+        return None, s
+
+    # -- scale sets ------------------------------------------------------------
+    def _busy(self, s):
+        op = self.ops.get(s["busy"]) if s["busy"] else None
+        return op is not None and op["status"] == "InProgress"
+
+    def vmss_get(self, req, sub, rg, name):
+        err, s = self._guard(req, sub, rg, name)
+        if err:
+            return err
+        rid = "/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s" % (
+            sub, rg, name)
+        etag = '"%d"' % s["etag"]
+        body = {"id": rid, "name": name, "type": "Microsoft.Compute/virtualMachineScaleSets", "location": "westeurope",
+                "etag": etag, "sku": {"name": "Standard_D2s_v3", "tier": "Standard", "capacity": s["capacity"]},
+                "properties": {"provisioningState": "Updating" if self._busy(s) else "succeeded",
+                               "orchestrationMode": s["mode"], "uniqueId": "0000-%s" % name}}
+        h = self._headers()
+        h["ETag"] = etag
+        return Reply(200, body, h)
+
+    def _start_op(self, s, sub, style):
+        self.serial += 1
+        opid = "%08x-0000-4000-8000-%012d" % (self.serial, self.serial)
+        op = {"status": "InProgress", "polls": 0, "fail": self.op_fail, "stuck": self.op_stuck,
+              "start": iso(time.time())}
+        self.ops[opid] = op
+        s["busy"] = opid
+        base = "http://%s" % self._host
+        h = self._headers(True)
+        h["Retry-After"] = self.retry_after
+        if style == "async":
+            h["Azure-AsyncOperation"] = "%s/subscriptions/%s/providers/Microsoft.Compute/locations/westeurope/" \
+                                        "operations/%s?p=x&api-version=2024-07-01" % (base, sub, opid)
+        else:
+            h["Location"] = "%s/subscriptions/%s/providers/Microsoft.Compute/locations/westeurope/" \
+                            "operationResults/%s?p=x&api-version=2024-07-01" % (base, sub, opid)
+        return op, h
+
+    def _advance(self, opid):
+        op = self.ops.get(opid)
+        if op is None:
+            return None
+        if op["status"] == "InProgress" and not op["stuck"]:
+            op["polls"] += 1
+            if op["polls"] >= self.op_polls:
+                op["status"] = "Failed" if op["fail"] else "Succeeded"
+        return op
+
+    def vmss_patch(self, req, sub, rg, name):
+        err, s = self._guard(req, sub, rg, name)
+        if err:
+            return err
+        if self._busy(s):
+            return arm_error(409, "OperationNotAllowed", "Operation 'Update' is not allowed since another operation "
+                             "is in progress on scale set '%s'." % name)
+        im = req["headers"].get("if-match")
+        if im and im != "*" and im != '"%d"' % s["etag"]:
+            return arm_error(412, "PreconditionFailed", "The ETag '%s' does not match the resource's current ETag." % im)
+        cap = ((req["json"] or {}).get("sku") or {}).get("capacity")
+        if not isinstance(cap, int) or cap < 0:
+            return arm_error(400, "InvalidParameter", "sku.capacity must be a non-negative integer.")
+        target = cap
+
+        def effect():
+            live = [v for v in s["vms"] if v["deleting"] is None]
+            if target > len(live):
+                self._grow(s, target - len(live))
+            else:
+                for v in sorted(live, key=lambda v: -v["created"])[:len(live) - target]:
+                    v["deleting"] = time.time()
+                s["capacity"] = target
+                s["etag"] += 1
+        if self.op_fail is None:
+            # The new VMs appear at once, as Creating, like in Azure.
+            effect()
+        op, h = self._start_op(s, sub, self.patch_style)
+        body = self.vmss_get(req, sub, rg, name).body
+        body["properties"]["provisioningState"] = "Updating"
+        return Reply(201 if self.patch_style == "async" else 202, body if self.patch_style == "async" else None, h)
+
+    def vmss_delete(self, req, sub, rg, name):
+        err, s = self._guard(req, sub, rg, name)
+        if err:
+            return err
+        if self._busy(s):
+            return arm_error(409, "OperationNotAllowed", "Operation 'Delete' is not allowed since another operation "
+                             "is in progress on scale set '%s'." % name)
+        ids = (req["json"] or {}).get("instanceIds")
+        if not isinstance(ids, list) or not ids:
+            return arm_error(400, "InvalidParameter", "instanceIds must be a non-empty list.")
+        live = {v["instanceId"]: v for v in s["vms"] if v["deleting"] is None}
+        missing = [i for i in ids if i not in live]
+        if missing:
+            return arm_error(400, "InvalidParameter", "Instance ids %s are not in the scale set." % missing)
+        if self.op_fail is None:
+            for i in ids:
+                live[i]["deleting"] = time.time()
+            s["capacity"] -= len(ids)
+            s["etag"] += 1
+        op, h = self._start_op(s, sub, self.delete_style)
+        return Reply(202, None, h)
+
+    def op_async(self, req, sub, loc, opid):
+        op = self._advance(opid)
+        if op is None:
+            return arm_error(404, "OperationNotFound", "no operation %s" % opid)
+        body = {"startTime": op["start"], "status": op["status"], "name": opid}
+        if op["status"] != "InProgress":
+            body["endTime"] = iso(time.time())
+        if op["status"] == "Failed":
+            body["error"] = op["fail"]
+        h = self._headers()
+        if op["status"] == "InProgress":
+            h["Retry-After"] = self.retry_after
+        return Reply(200, body, h)
+
+    def op_location(self, req, sub, loc, opid):
+        op = self._advance(opid)
+        if op is None:
+            return arm_error(404, "OperationNotFound", "no operation %s" % opid)
+        h = self._headers()
+        if op["status"] == "InProgress":
+            h["Retry-After"] = self.retry_after
+            # Every other poll names a new Location, as the docs allow.
+            if op["polls"] % 2:
+                h["Location"] = "http://%s%s?p=%d&api-version=2024-07-01" % (self._host, req["path"], op["polls"])
+            return Reply(202, None, h)
+        if op["status"] == "Failed":
+            return Reply(200, {"startTime": op["start"], "endTime": iso(time.time()), "status": "Failed",
+                               "error": op["fail"]}, h)
+        return Reply(200, None, h)
+
+    def vm_list(self, req, sub, rg, name):
+        err, s = self._guard(req, sub, rg, name)
+        if err:
+            return err
+        expand = req["query"].get("$expand") == "instanceView"
+        rows = []
+        for v in s["vms"]:
+            ps, statuses = self._vm_state(v)
+            rid = "/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s/" \
+                  "virtualMachines/%s" % (sub, rg, name, v["instanceId"])
+            vm = {"id": rid, "name": v["name"], "instanceId": v["instanceId"], "location": "westeurope",
+                  "zones": [v["zone"]], "properties": {"provisioningState": ps, "latestModelApplied": True,
+                                                       "timeCreated": iso(v["created"])}}
+            if expand:
+                vm["properties"]["instanceView"] = {"statuses": [{"code": c, "level": "Info"} for c in statuses]}
+            rows.append(vm)
+        start = int(req["query"].get("$skiptoken") or 0)
+        body = {"value": rows[start:start + self.page_cap]}
+        if start + self.page_cap < len(rows):
+            q = dict(req["query"])
+            q["$skiptoken"] = str(start + self.page_cap)
+            body["nextLink"] = "http://%s%s?%s" % (self._host, req["rawpath"], urllib.parse.urlencode(q))
+        return Reply(200, body, self._headers())
+
+    def metrics(self, req, sub, rg, name):
+        err, s = self._guard(req, sub, rg, name)
+        if err:
+            return err
+        if req["query"].get("metricnames") != "Percentage CPU":
+            return Reply(400, {"code": "BadRequest", "message": "Failed to find metric configuration"})
+        now = int(time.time()) // 60 * 60
+        data = []
+        values = self.cpu.get(name, [])
+        for k in range(len(values), 0, -1):
+            t = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 60 * k))
+            v = values[k - 1]
+            data.append({"timeStamp": t, "average": v} if v is not None else {"timeStamp": t, "count": 0})
+        return Reply(200, {"cost": 0, "timespan": req["query"].get("timespan", ""), "interval": "PT1M",
+                           "value": [{"id": "x", "type": "Microsoft.Insights/metrics",
+                                      "name": {"value": "Percentage CPU", "localizedValue": "Percentage CPU"},
+                                      "unit": "Percent", "errorCode": "Success",
+                                      "timeseries": [{"metadatavalues": [], "data": data}]}],
+                           "namespace": "Microsoft.Compute/virtualMachineScaleSets"}, self._headers())
+
+    def start(self, port=0):
+        url = super().start(port)
+        self._host = url.split("//")[1]
+        return url
+
+
+if __name__ == "__main__":
+    run_main(AzureEmulator, sys.argv[1:])

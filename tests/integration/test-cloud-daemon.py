@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""The daemon scales cloud groups end to end through the emulators: a zonal
+and a regional GCE MIG (metadata server and service-account key) and a
+Uniform and a Flexible Azure scale set (managed identity and client secret),
+out as a queue grows and back in after it drains and the scale-in window
+passes. Asserts on the requests the emulators recorded: one resize per
+group, removals only in the scale-in direction, no duplicate action, and no
+token or secret in the daemon's log. Prints TAP."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+top_srcdir = os.environ.get("top_srcdir", ".")
+sys.path.insert(0, os.path.join(top_srcdir, "tests", "cloud"))
+from cloudtest import private_file, rsa_key, tempdir  # noqa: E402
+from gce import GceEmulator  # noqa: E402
+from azure import AzureEmulator  # noqa: E402
+
+DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
+EMAIL = "autoscaler@test-project.iam.gserviceaccount.com"
+SECRET = "s3cr3t-value-never-logged"
+results = []
+
+
+def check(cond, name, detail=""):
+    results.append((bool(cond), name, detail))
+
+
+def group_block(name, driver, options, load_file):
+    opts = "".join('%s = "%s"; ' % (k, v) for k, v in options.items())
+    return """
+  {
+    name = "%s";
+    driver = "%s";
+    driver_options = { %s };
+    interval = "1s";
+    min = 1; max = 8; default = 1;
+    signals = ( { name = "queue"; source = "exec"; type = "average"; target = 5.0;
+                  aggregation = "last"; window = "2s"; poll_interval = "1s"; staleness = "4s";
+                  source_options = { command = [ "/bin/cat", "%s" ]; }; } );
+    behavior = { scale_in = { stabilization = "4s"; }; initialization_period = "0s"; };
+  }""" % (name, driver, opts, load_file)
+
+
+def wait_for(pred, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return pred()
+
+
+def main():
+    tmp = tempdir()
+    d = tmp.name
+    pem, pub = rsa_key(d)
+    gce = GceEmulator()
+    gce.step_s = 0.5
+    gurl = gce.start()
+    gce.add_group("p1", "zones", "europe-west1-b", "web", 2)
+    gce.add_group("p1", "regions", "europe-west1", "api", 2)
+    gce.trust_key(pub, EMAIL, gurl + "/token")
+    az = AzureEmulator()
+    az.step_s = 0.5
+    az.op_polls = 2
+    aurl = az.start()
+    az.add_set("sub1", "rg1", "web", 2, "Uniform")
+    az.add_set("sub1", "rg1", "flex", 2, "Flexible")
+    az.secrets[("tenant1", "app1")] = SECRET
+    key_file = private_file(d, "sa.json", json.dumps({
+        "type": "service_account", "project_id": "p1", "private_key_id": "k1", "private_key": pem,
+        "client_email": EMAIL, "client_id": "1", "token_uri": gurl + "/token"}))
+    secret_file = private_file(d, "secret", SECRET + "\n")
+    load = os.path.join(d, "load")
+    with open(load, "w") as f:
+        f.write("0\n")
+    common_g = {"project": "p1", "name": "web", "compute_base": gurl + "/compute/v1", "retry_base": "50ms",
+                "retry_max": "2s", "unstable_limit": "10m"}
+    groups = [
+        group_block("mig-zonal", "gce-mig", dict(common_g, zone="europe-west1-b",
+                                                 metadata_host=gurl.split("//")[1]), load),
+        group_block("mig-regional", "gce-mig", dict(common_g, name="api", region="europe-west1",
+                                                    credentials="key_file", key_file=key_file), load),
+        group_block("vmss-uniform", "azure-vmss", {"subscription": "sub1", "resource_group": "rg1", "name": "web",
+                                                   "arm_base": aurl, "credentials": "managed_identity",
+                                                   "imds_base": aurl, "retry_base": "50ms", "retry_max": "2s",
+                                                   "poll_interval": "100ms"}, load),
+        group_block("vmss-flex", "azure-vmss", {"subscription": "sub1", "resource_group": "rg1", "name": "flex",
+                                                "arm_base": aurl, "credentials": "client_secret",
+                                                "tenant": "tenant1", "client_id": "app1", "login_host": aurl,
+                                                "secret_file": secret_file, "retry_base": "50ms",
+                                                "retry_max": "2s", "poll_interval": "100ms"}, load),
+    ]
+    conf = os.path.join(d, "autoscaled.conf")
+    with open(conf, "w") as f:
+        f.write('agent = { state_directory = "%s/state"; admin_socket = "%s/admin.sock"; };\n' % (d, d))
+        f.write("groups = (%s\n);\n" % ",".join(groups))
+    log_path = os.path.join(d, "daemon.log")
+    log = open(log_path, "w")
+    proc = subprocess.Popen([DAEMON, "-f", "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    zonal = gce.group("p1", "zones", "europe-west1-b", "web")
+    regional = gce.group("p1", "regions", "europe-west1", "api")
+    uni = az.sets[("sub1", "rg1", "web")]
+    flex = az.sets[("sub1", "rg1", "flex")]
+    sizes = lambda: (zonal["target"], regional["target"], uni["capacity"], flex["capacity"])  # noqa: E731
+    try:
+        # Load 0 on 2 instances: everything scales in to the minimum of 1
+        # once the 4 s window has passed.
+        ok = wait_for(lambda: sizes() == (1, 1, 1, 1), 30)
+        check(ok, "an idle queue scales every group in to min 1", sizes())
+        gce.clear()
+        az.clear()
+        # A queue of 30 at 5 per instance asks for 6.
+        with open(load, "w") as f:
+            f.write("30\n")
+        t0 = time.time()
+        ok = wait_for(lambda: sizes() == (6, 6, 6, 6), 40)
+        check(ok, "a queue of 30 at 5/instance scales every group out to 6 (%.1f s)" % (time.time() - t0), sizes())
+        time.sleep(3)
+        resizes = [r for r in gce.find("POST", r"/resize$")]
+        check(len(resizes) == 2, "one resize per MIG, no duplicate", json.dumps([r["rawquery"] for r in resizes]))
+        check(all(r["query"].get("requestId") for r in resizes), "every resize carries a requestId")
+        patches = az.find("PATCH", r"virtualMachineScaleSets/[^/]+$")
+        caps = [p["json"]["sku"]["capacity"] for p in patches if p.get("json")]
+        check(sorted(caps) == [6, 6], "one capacity PATCH per scale set, to 6", caps)
+        check(not gce.find("POST", r"/deleteInstances") and not az.find("POST", r"/delete$"),
+              "no removal while the queue grows")
+        gce.clear()
+        az.clear()
+        with open(load, "w") as f:
+            f.write("0\n")
+        t1 = time.time()
+        ok = wait_for(lambda: sizes() == (1, 1, 1, 1), 40)
+        check(ok, "the drained queue scales every group back in to 1 (%.1f s)" % (time.time() - t1), sizes())
+        check(time.time() - t1 >= 4, "not before the 4 s scale-in window passed")
+        check(not gce.find("POST", r"/resize$") and not az.find("PATCH", r"virtualMachineScaleSets/[^/]+$"),
+              "no scale-out request while draining")
+        dels = gce.find("POST", r"/deleteInstances")
+        removed = sum(len(r["json"]["instances"]) for r in dels)
+        check(removed == 10, "the MIGs lose exactly 5 instances each (%d deleted)" % removed)
+        adels = az.find("POST", r"/delete$")
+        aremoved = sum(len(r["json"]["instanceIds"]) for r in adels)
+        check(aremoved == 10, "the scale sets lose exactly 5 instances each (%d deleted)" % aremoved)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        gce.stop()
+        az.stop()
+        log.close()
+    with open(log_path) as f:
+        text = f.read()
+    leaked = [t for t in list(gce.tokens) + list(az.tokens) if t and t in text]
+    check(not leaked and SECRET not in text and "PRIVATE KEY" not in text,
+          "no token, secret or key in the daemon's log")
+    check(proc.returncode == 0, "the daemon stops cleanly", proc.returncode)
+    print("1..%d" % len(results))
+    for i, (good, name, detail) in enumerate(results, 1):
+        print("%s %d - %s" % ("ok" if good else "not ok", i, name))
+        if not good:
+            print("#   %s" % detail)
+    if any(not r[0] for r in results):
+        for line in text.splitlines()[-40:]:
+            print("# " + line)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

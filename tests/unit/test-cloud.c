@@ -1,0 +1,225 @@
+/* Unit tests of the shared cloud code: durations, times, UUIDs, victim
+ * order, token freshness, error bodies, secret files. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cloud/auth.h"
+#include "cloud/cloud.h"
+#include "cloud/rest.h"
+
+static char last_log[512];
+
+static void test_log(const struct autoscaled_host *host, enum autoscaled_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_log, sizeof(last_log), fmt, ap);
+	va_end(ap);
+}
+
+static const struct autoscaled_host host = { AUTOSCALED_DRIVER_ABI_VERSION, sizeof(host), "t", NULL, test_log };
+
+static void durations(void **state)
+{
+	int64_t ms = -1;
+
+	assert_int_equal(rest_parse_duration("30s", &ms), 0);
+	assert_int_equal(ms, 30000);
+	assert_int_equal(rest_parse_duration("5m", &ms), 0);
+	assert_int_equal(ms, 300000);
+	assert_int_equal(rest_parse_duration("2h", &ms), 0);
+	assert_int_equal(ms, 7200000);
+	assert_int_equal(rest_parse_duration("1500ms", &ms), 0);
+	assert_int_equal(ms, 1500);
+	assert_int_equal(rest_parse_duration("10", &ms), 0);
+	assert_int_equal(ms, 10000);
+	assert_int_equal(rest_parse_duration("ten", &ms), -EINVAL);
+	assert_int_equal(rest_parse_duration("-1s", &ms), -EINVAL);
+	assert_int_equal(rest_parse_duration("3d", &ms), -EINVAL);
+	assert_int_equal(rest_parse_duration("", &ms), -EINVAL);
+}
+
+static void times(void **state)
+{
+	assert_int_equal(cloud_parse_time("2024-05-01T10:00:00Z"), INT64_C(1714557600000));
+	assert_int_equal(cloud_parse_time("2024-05-01T10:00:00.1234567Z"), INT64_C(1714557600123));
+	assert_int_equal(cloud_parse_time("2024-05-01T12:00:00+02:00"), INT64_C(1714557600000));
+	assert_int_equal(cloud_parse_time("2024-05-01T10:00:00.5-00:00"), INT64_C(1714557600500));
+	assert_int_equal(cloud_parse_time("yesterday"), 0);
+	assert_int_equal(cloud_parse_time(NULL), 0);
+}
+
+static void uuids(void **state)
+{
+	char a[37], b[37];
+
+	assert_int_equal(rest_uuid4(a), 0);
+	assert_int_equal(rest_uuid4(b), 0);
+	assert_int_equal(strlen(a), 36);
+	assert_true(a[8] == '-' && a[13] == '-' && a[18] == '-' && a[23] == '-');
+	assert_int_equal(a[14], '4');
+	assert_non_null(strchr("89ab", a[19]));
+	assert_string_not_equal(a, b);
+}
+
+static void add(struct cloud_members *m, const char *id, enum autoscaled_instance_state st, int64_t created)
+{
+	struct cloud_member *c = cloud_members_add(m);
+
+	assert_non_null(c);
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	c->state = st;
+	c->created_ms = created;
+}
+
+static void victims(void **state)
+{
+	struct cloud_members m = { 0 };
+	size_t idx[8];
+	size_t n;
+
+	add(&m, "old", AUTOSCALED_INSTANCE_RUNNING, 1000);
+	add(&m, "boot", AUTOSCALED_INSTANCE_PROVISIONING, 500);
+	add(&m, "new", AUTOSCALED_INSTANCE_RUNNING, 3000);
+	add(&m, "gone", AUTOSCALED_INSTANCE_STOPPING, 4000);
+	add(&m, "mid", AUTOSCALED_INSTANCE_RUNNING, 2000);
+
+	n = cloud_pick_victims(&m, 3, CLOUD_VICTIMS_NEWEST, idx);
+	assert_int_equal(n, 3);
+	assert_string_equal(m.v[idx[0]].id, "boot");
+	assert_string_equal(m.v[idx[1]].id, "new");
+	assert_string_equal(m.v[idx[2]].id, "mid");
+
+	n = cloud_pick_victims(&m, 2, CLOUD_VICTIMS_OLDEST, idx);
+	assert_int_equal(n, 2);
+	assert_string_equal(m.v[idx[0]].id, "boot");
+	assert_string_equal(m.v[idx[1]].id, "old");
+
+	/* Never more than the live members, never a stopping one. */
+	n = cloud_pick_victims(&m, 10, CLOUD_VICTIMS_NEWEST, idx);
+	assert_int_equal(n, 4);
+	for (size_t i = 0; i < n; i++)
+		assert_string_not_equal(m.v[idx[i]].id, "gone");
+	assert_int_equal(cloud_pick_victims(&m, -1, CLOUD_VICTIMS_NEWEST, idx), 0);
+	cloud_members_clear(&m);
+}
+
+static void carry(void **state)
+{
+	struct cloud_members prev = { 0 }, cur = { 0 };
+
+	add(&prev, "a", AUTOSCALED_INSTANCE_RUNNING, 100);
+	prev.v[0].running_since_ms = 150;
+	add(&cur, "a", AUTOSCALED_INSTANCE_RUNNING, 0);
+	add(&cur, "b", AUTOSCALED_INSTANCE_PROVISIONING, 0);
+	cloud_members_carry(&cur, &prev, 9000);
+	assert_int_equal(cur.v[0].created_ms, 100);
+	assert_int_equal(cur.v[0].running_since_ms, 150);
+	assert_int_equal(cur.v[1].created_ms, 9000);
+	assert_int_equal(cur.v[1].running_since_ms, 0);
+	cloud_members_clear(&prev);
+	cloud_members_clear(&cur);
+}
+
+static void tokens(void **state)
+{
+	struct cloud_token t = { 0 };
+
+	assert_false(cloud_token_fresh(&t, 0));
+	assert_int_equal(cloud_token_set(&t, "abc", 3600000, 0), 0);
+	assert_true(cloud_token_fresh(&t, 3600000 - 300001));
+	assert_false(cloud_token_fresh(&t, 3600000 - 300000));
+	assert_int_equal(cloud_token_set(&t, "abc", 2000, 0), 0);
+	assert_true(cloud_token_fresh(&t, 1499));
+	assert_false(cloud_token_fresh(&t, 1500));
+	assert_int_equal(cloud_token_set(&t, "", 2000, 0), -EINVAL);
+	cloud_token_clear(&t);
+	assert_int_equal(t.value[0], '\0');
+}
+
+static void error_bodies(void **state)
+{
+	struct rest_reply r = { .status = 403 };
+	char buf[128];
+
+	r.json = cJSON_Parse("{\"error\":{\"code\":403,\"message\":\"Rate Limit Exceeded\",\"errors\":[]}}");
+	assert_string_equal(rest_error_message(&r, buf, sizeof(buf)), "Rate Limit Exceeded");
+	cJSON_Delete(r.json);
+	r.json = cJSON_Parse("{\"error\":{\"code\":\"OperationNotAllowed\",\"message\":\"busy\"}}");
+	assert_string_equal(rest_error_message(&r, buf, sizeof(buf)), "OperationNotAllowed: busy");
+	cJSON_Delete(r.json);
+	r.json = cJSON_Parse("{\"code\":\"BadRequest\",\"message\":\"flat\"}");
+	assert_string_equal(rest_error_message(&r, buf, sizeof(buf)), "BadRequest: flat");
+	cJSON_Delete(r.json);
+	r.json = cJSON_Parse("{\"error\":\"invalid_grant\",\"error_description\":\"Invalid JWT\"}");
+	assert_string_equal(rest_error_message(&r, buf, sizeof(buf)), "invalid_grant: Invalid JWT");
+	cJSON_Delete(r.json);
+	r.json = NULL;
+	assert_string_equal(rest_error_message(&r, buf, sizeof(buf)), "HTTP 403");
+	assert_int_equal(rest_status_errno(404), -ENOENT);
+	assert_int_equal(rest_status_errno(403), -EACCES);
+}
+
+static void escaping(void **state)
+{
+	char out[64], small[4];
+
+	assert_int_equal(rest_escape("a b/c=\"d\"", out, sizeof(out)), 0);
+	assert_string_equal(out, "a%20b%2Fc%3D%22d%22");
+	assert_int_equal(rest_escape("abcdef", small, sizeof(small)), -ENAMETOOLONG);
+}
+
+static void private_files(void **state)
+{
+	char path[] = "/tmp/test-cloud-XXXXXX", *text = NULL;
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "s3cret\n", 7), 7);
+	close(fd);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(rest_read_private_file(&host, "t", path, &text, 64), 0);
+	assert_string_equal(text, "s3cret");
+	free(text);
+	assert_int_equal(chmod(path, 0640), 0);
+	assert_int_equal(rest_read_private_file(&host, "t", path, &text, 64), -EPERM);
+	assert_non_null(strstr(last_log, "accessible by group or others"));
+	assert_null(strstr(last_log, "s3cret"));
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(rest_read_private_file(&host, "t", path, &text, 3), -EFBIG);
+	unlink(path);
+	assert_int_equal(rest_read_private_file(&host, "t", path, &text, 64), -ENOENT);
+}
+
+static void base_urls(void **state)
+{
+	char out[64];
+
+	assert_int_equal(cloud_base_url("metadata.google.internal", "http", out, sizeof(out)), 0);
+	assert_string_equal(out, "http://metadata.google.internal");
+	assert_int_equal(cloud_base_url("https://management.azure.com/", "https", out, sizeof(out)), 0);
+	assert_string_equal(out, "https://management.azure.com");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(durations),    cmocka_unit_test(times),        cmocka_unit_test(uuids),
+		cmocka_unit_test(victims),      cmocka_unit_test(carry),        cmocka_unit_test(tokens),
+		cmocka_unit_test(error_bodies), cmocka_unit_test(escaping),     cmocka_unit_test(private_files),
+		cmocka_unit_test(base_urls),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
