@@ -475,23 +475,34 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	int prio;
 
 	decision_sentence(d, g->gc, sentence, sizeof(sentence));
+	/* The engine's sentence says what the signals ask; an operator's
+	 * override says what is done instead. */
+	if (g->override) {
+		size_t n = strlen(sentence);
+
+		if (g->st.pause.active)
+			snprintf(sentence + n, sizeof(sentence) - n, "; paused by an operator: not acting");
+		else
+			snprintf(sentence + n, sizeof(sentence) - n, "; pinned at %d by an operator%s", g->st.pin.count,
+				 g->st.pin.forced ? " (forced)" : "");
+	}
 	changed = !g->have_last || d->desired != g->last.desired || d->hold != g->last.hold ||
 		  strcmp(sentence, g->last_sentence) != 0;
 	prio = d->action != DIR_NONE || changed || g->ctx->verbose ? LOG_INFO : LOG_DEBUG;
 	o = decision_to_json(d, g->gc);
 	if (o) {
 		cJSON_AddBoolToObject(o, "dry_run", dry_run);
-		if (g->override)
+		if (g->override) {
 			cJSON_AddStringToObject(o, "override", g->override);
-		else
+			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
+		} else {
 			cJSON_AddNullToObject(o, "override");
+		}
 		json = cJSON_PrintUnformatted(o);
 		cJSON_Delete(o);
 	}
-	log_group(prio, g->gc->name, "DECISION", json ? json : "{}", "%s%s%s",
-		  dry_run && d->action != DIR_NONE ? "(dry run, not acting) " : "",
-		  g->override ? (strcmp(g->override, "paused") == 0 ? "(paused, not acting) " : "(pinned) ") : "",
-		  sentence);
+	log_group(prio, g->gc->name, "DECISION", json ? json : "{}", "%s%s",
+		  dry_run && d->action != DIR_NONE ? "(dry run, not acting) " : "", sentence);
 	snprintf(g->last_sentence, sizeof(g->last_sentence), "%s", sentence);
 	return json;
 }
