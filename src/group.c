@@ -604,7 +604,10 @@ static int victim_order(const void *a, const void *b)
 	/* Instances not yet serving go first, then the newest. */
 	if ((x->state == INSTANCE_RUNNING) != (y->state == INSTANCE_RUNNING))
 		return x->state == INSTANCE_RUNNING ? 1 : -1;
-	return x->created_ms < y->created_ms ? 1 : x->created_ms > y->created_ms ? -1 : 0;
+	if (x->created_ms != y->created_ms)
+		return x->created_ms < y->created_ms ? 1 : -1;
+	/* The same order on every try, whatever qsort does with ties. */
+	return strcmp(y->id, x->id);
 }
 
 /* Scale-in with a pre-scale-in hook: drain victims first (notify.h), then

@@ -198,7 +198,10 @@ static int fp_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 	while (p.n < count) {
 		pause_ms(h->step_ms);
 		snprintf(p.id[p.n], sizeof(p.id[p.n]), "vm-%d", p.next++);
+		/* Distinct creation times, so that "newest" is well defined. */
 		p.created[p.n] = now_ms();
+		if (p.n > 0 && p.created[p.n] <= p.created[p.n - 1])
+			p.created[p.n] = p.created[p.n - 1] + 1;
 		p.n++;
 		r = pool_write(h, &p);
 		if (r < 0)
