@@ -214,8 +214,9 @@ static void read_signal(struct config_ctx *x, const config_setting_t *s, const s
 		cfg_need(x, s, "type");
 	else
 		sig->type = (enum signal_type)v;
-	if (cfg_get_positive(x, s, "target", &sig->target) == 0)
-		cfg_need(x, s, "target");
+	/* Without a target the signal feeds threshold rules only (Azure
+	 * style); check_rules_only() makes sure some rule reads it. */
+	cfg_get_positive(x, s, "target", &sig->target);
 	cfg_get_duration(x, s, "window", 0, CONFIG_MAX_STABILIZATION_MS, &sig->window_ms);
 	if (cfg_get_enum(x, s, "aggregation", cfg_aggregations, N_AGGREGATIONS, &v) > 0)
 		sig->aggregation = (enum aggregation)v;
@@ -270,6 +271,28 @@ static void read_signals(struct config_ctx *x, const config_setting_t *s, struct
 
 /* ----------------------------------------------------------------- groups */
 
+/* A signal without a target recommends nothing by itself: it is there for
+ * threshold rules, so one that no rule of any profile reads is a mistake. */
+static void check_rules_only(struct config_ctx *x, const config_setting_t *s, const struct group_conf *g)
+{
+	const config_setting_t *list = config_setting_get_member(s, "signals");
+
+	for (size_t i = 0; i < g->n_signals; i++) {
+		const config_setting_t *e = list ? config_setting_get_elem(list, (unsigned)i) : NULL;
+		bool read = false;
+
+		/* A target that is there but wrong has its own message. */
+		if (g->signals[i].target > 0 || !g->signals[i].name || (e && config_setting_get_member(e, "target")))
+			continue;
+		for (size_t p = 0; p < g->n_profiles && !read; p++)
+			for (size_t r = 0; r < g->profiles[p].n_rules; r++)
+				read = read || g->profiles[p].rules[r].signal_index == (int)i;
+		if (!read)
+			cfg_error(x, e ? e : s,
+				  "signal '%s' has no 'target' and no rule reads it", g->signals[i].name);
+	}
+}
+
 static void read_group(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
 {
 	const struct agent_conf *a = &x->c->agent;
@@ -293,6 +316,7 @@ static void read_group(struct config_ctx *x, const config_setting_t *s, struct g
 	read_signals(x, s, g);
 	cfg_read_profiles(x, s, g);
 	cfg_read_behavior(x, s, g);
+	check_rules_only(x, s, g);
 	cfg_read_notify(x, s, &g->notify, &a->notify);
 }
 

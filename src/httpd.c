@@ -207,13 +207,15 @@ int httpd_new(sd_event *event, int listen_fd, const char *name, size_t max_body,
 	h->max_body = max_body;
 	h->handler = handler;
 	h->userdata = userdata;
+	/* The logger comes first, so that MHD's messages about the other
+	 * options go through it too. */
 	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
+				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
 				  MHD_OPTION_LISTEN_SOCKET, listen_fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTPD_MAX_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_CONNECTION_TIMEOUT_S,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_CONNECTION_MEMORY,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, MHD_OPTION_END);
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
 	if (!h->mhd) {
 		log_errx("%s: cannot start the HTTP server", name);
 		close(listen_fd);

@@ -7,11 +7,14 @@
  * (the caller applies ceil(demand / capacity) and the group's minimum).
  * Instances are stacked in layers: layer j is busy while need >= j + 1, and
  * one instance serves each layer. An instance is launched one boot delay
- * before its layer becomes busy and removed when it goes idle, unless the
- * idle gap is shorter than the boot delay, in which case keeping it is
- * cheaper than relaunching it and it is kept. Instances needed at the
- * first step are already running at its start. Each lifetime is then billed
- * with the same granularity and minimum as the simulated pool. */
+ * before its layer becomes busy. When the layer goes idle it is removed,
+ * unless keeping it through the idle gap is cheaper than removing it and
+ * launching another: with per-second billing exactly when the gap is
+ * shorter than the boot delay; with a coarse billing granularity or a
+ * minimum, whenever the rounded bills say so (oracle.c finds the cheapest
+ * grouping). Instances needed at the first step are already running at
+ * its start. Lifetimes are billed like the simulated pool's.
+ */
 #ifndef AUTOSCALED_ORACLE_H
 #define AUTOSCALED_ORACLE_H
 
@@ -29,7 +32,7 @@ struct oracle_params {
 struct oracle_result {
 	double vm_hours;      /* billed */
 	int64_t launches;     /* instances launched after the first step */
-	int peak;             /* most instances alive at once */
+	int peak;             /* the largest need */
 };
 
 /* The billed length of one instance lifetime: rounded up to the granularity,

@@ -206,12 +206,24 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 	}
 	engine_state_init(&state);
 
-	/* The pool the trace starts with: sized for the first step's demand
-	 * within the active profile's bounds, already warm. */
+	/* The pool the trace starts with, already warm: sized for the demand
+	 * until an instance launched at the start could be ready (at least
+	 * one step), within the active profile's bounds. A trace that starts
+	 * mid-load (the Azure one starts at its first logged request) would
+	 * otherwise charge every policy for a ramp that no policy sees. */
 	{
 		const struct profile_conf *pr = &g->profiles[schedule_active_profile(g, t0)];
-		double d0 = trace_mean(t, t0, t0 + p->step_ms);
-		int n0 = isnan(d0) ? pr->def : required_for(d0, p->capacity);
+		int64_t until = t0 + (p->boot_ms > p->step_ms ? p->boot_ms : p->step_ms);
+		int n0 = -1;
+
+		for (int64_t a = t0; a < until; a += p->step_ms) {
+			double d = trace_mean(t, a, a + p->step_ms);
+
+			if (!isnan(d) && required_for(d, p->capacity) > n0)
+				n0 = required_for(d, p->capacity);
+		}
+		if (n0 < 0)
+			n0 = pr->def;
 
 		n0 = n0 < pr->min ? pr->min : n0 > pr->max ? pr->max : n0;
 		for (int i = 0; i < n0; i++) {

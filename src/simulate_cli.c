@@ -271,7 +271,9 @@ int simulate_main(int argc, char **argv)
 	if (svg) {
 		char title[256];
 
-		snprintf(title, sizeof(title), "%s on %s", group, trace_path);
+		const char *base = strrchr(trace_path, '/');
+
+		snprintf(title, sizeof(title), "%s on %s", group, base ? base + 1 : trace_path);
 		r = svg_write_plot(svg, title, steps, n_steps, p.capacity);
 		if (r < 0) {
 			errno = -r;

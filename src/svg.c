@@ -15,7 +15,7 @@
 #define PLOT_H 360
 #define MARGIN_L 60
 #define MARGIN_R 20
-#define MARGIN_T 40
+#define MARGIN_T 44
 #define MARGIN_B 70
 
 struct bucket {
@@ -66,16 +66,25 @@ static double nice_step(double span, int n)
 	return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
+/* A step line that only emits a vertex where the count changes, which keeps
+ * a two-week plot small. */
 static void step_line(FILE *f, const char *id, const char *style, const struct bucket *bk, size_t nb, double ymax,
 		      int which)
 {
+	int prev = -1;
+
 	fprintf(f, "<polyline id=\"%s\" class=\"series %s\" style=\"%s\" points=\"", id, id, style);
 	for (size_t b = 0; b < nb; b++) {
 		int v = which ? bk[b].billed : bk[b].ready;
 
-		fprintf(f, "%.1f,%.1f %.1f,%.1f ", x_of(b, nb), y_of(v, ymax), x_of(b + 1, nb), y_of(v, ymax));
+		if (v != prev) {
+			if (prev >= 0)
+				fprintf(f, "%.1f,%.1f ", x_of(b, nb), y_of(prev, ymax));
+			fprintf(f, "%.1f,%.1f ", x_of(b, nb), y_of(v, ymax));
+			prev = v;
+		}
 	}
-	fputs("\"/>\n", f);
+	fprintf(f, "%.1f,%.1f\"/>\n", x_of(nb, nb), y_of(prev, ymax));
 }
 
 static void axes(FILE *f, const struct sim_step *steps, size_t n, double ymax)
@@ -187,7 +196,7 @@ int svg_write_plot(const char *path, const char *title, const struct sim_step *s
 	fputs("<title>", f);
 	put_escaped(f, title ? title : "autoscaled simulate");
 	fputs("</title>\n<rect width=\"100%\" height=\"100%\" style=\"fill:white\"/>\n", f);
-	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" style=\"font:bold 14px sans-serif\">", MARGIN_L);
+	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"20\" style=\"font:bold 14px sans-serif\">", MARGIN_L);
 	put_escaped(f, title ? title : "autoscaled simulate");
 	fputs("</text>\n", f);
 	axes(f, steps, n, ymax);
@@ -200,18 +209,30 @@ int svg_write_plot(const char *path, const char *title, const struct sim_step *s
 	step_line(f, "billed", "fill:none;stroke:#ff7f0e;stroke-width:1.5;stroke-dasharray:4 3", bk, nb, ymax, 1);
 	step_line(f, "ready", "fill:none;stroke:#1f77b4;stroke-width:2", bk, nb, ymax, 0);
 
+	/* Actions: triangles at the count they went to; a long, downsampled run
+	 * gets a rug of ticks along the top instead, one per pixel column, so
+	 * hundreds of actions do not hide the lines. */
 	fputs("<g id=\"actions\">\n", f);
 	for (size_t b = 0; b < nb; b++) {
 		double x = x_of(b, nb) + 0.5 * PLOT_W / (double)nb;
 
+		if (n > nb) {
+			if (bk[b].out)
+				fprintf(f, "<path class=\"scale-out\" d=\"M%.1f %d v-6\" style=\"stroke:#2ca02c\"/>\n", x,
+					MARGIN_T - 10);
+			if (bk[b].in)
+				fprintf(f, "<path class=\"scale-in\" d=\"M%.1f %d v6\" style=\"stroke:#d62728\"/>\n", x,
+					MARGIN_T - 8);
+			continue;
+		}
 		if (bk[b].out)
 			fprintf(f, "<path class=\"scale-out\" d=\"M%.1f %.1f l-4 8 l8 0 z\" style=\"fill:#2ca02c\">"
-				   "<title>%d scale-out(s) to %d</title></path>\n",
-				x, y_of(bk[b].out_to, ymax) - 10, bk[b].out, bk[b].out_to);
+				   "<title>out to %d</title></path>\n",
+				x, y_of(bk[b].out_to, ymax) - 10, bk[b].out_to);
 		if (bk[b].in)
 			fprintf(f, "<path class=\"scale-in\" d=\"M%.1f %.1f l-4 -8 l8 0 z\" style=\"fill:#d62728\">"
-				   "<title>%d scale-in(s) to %d</title></path>\n",
-				x, y_of(bk[b].in_to, ymax) + 10, bk[b].in, bk[b].in_to);
+				   "<title>in to %d</title></path>\n",
+				x, y_of(bk[b].in_to, ymax) + 10, bk[b].in_to);
 	}
 	fputs("</g>\n", f);
 	legend(f);

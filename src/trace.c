@@ -225,6 +225,26 @@ static int alloc_series(struct trace *t, size_t n)
 	return 0;
 }
 
+/* The full NASA series holds the Hurricane Erin shutdown as 135,851 zeros
+ * (SOURCES.md). A busy web server does not see an hour without a single
+ * request (at night the rate is still about 0.2/s), so a run of zeros that
+ * long is an outage: no data, not zero demand. */
+static void mark_outages(double *v, size_t n)
+{
+	size_t run = 0;
+
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && v[i] == 0) {
+			run++;
+			continue;
+		}
+		if (run >= TRACE_NASA_OUTAGE_POINTS)
+			for (size_t j = i - run; j < i; j++)
+				v[j] = NAN;
+		run = 0;
+	}
+}
+
 static int parse_nasa(struct cursor *c, struct trace *ret)
 {
 	size_t n = 0, cap = 0;
@@ -274,6 +294,7 @@ static int parse_nasa(struct cursor *c, struct trace *ret)
 		log_warnx("trace: '%s': no values", c->name);
 		return -EINVAL;
 	}
+	mark_outages(v, n);
 	ret->start_ms = NASA_START_MS;
 	ret->res_ms = 1000;
 	ret->v = v;

@@ -2,7 +2,8 @@
  * one of a few public trace formats into one uniform, regularly spaced series.
  *
  * Formats (docs/evaluation.md describes each with its quirks):
- *   nasa       one line of space-separated per-second request counts
+ *   nasa       one line of space-separated per-second request counts;
+ *              an hour or more of zeros is an outage (no data)
  *   azure-llm  CSV of request arrivals (TIMESTAMP,ContextTokens,...),
  *              aggregated to requests per second
  *   bitbrains  GWA-T-12 per-VM CSV (";\t"-separated, 5-minute rows);
@@ -24,6 +25,10 @@
 /* Gaps in bitbrains and csv traces up to this long are bridged by linear
  * interpolation; longer ones are left as NaN. */
 #define TRACE_MAX_BRIDGED_GAP_MS (3600 * INT64_C(1000))
+
+/* In a nasa trace, this many consecutive seconds without a request are an
+ * outage (NaN), not zero demand. */
+#define TRACE_NASA_OUTAGE_POINTS 3600
 
 enum trace_format {
 	TRACE_NASA,

@@ -446,7 +446,8 @@ static void test_every_error_reported(void **state)
 		      "main.conf:3: invalid group name 'a/b' (use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit)",
 		      "main.conf:3: unknown driver 'nope'", "main.conf:3: 'min' (5) is greater than 'max' (1)",
 		      "main.conf:4: missing required key 'name'", "main.conf:4: missing required key 'source'",
-		      "main.conf:4: missing required key 'type'", "main.conf:4: missing required key 'target'", NULL);
+		      "main.conf:4: missing required key 'type'",
+		      "main.conf:4: signal 's' has no 'target' and no rule reads it", NULL);
 }
 
 static void test_missing_file(void **state)

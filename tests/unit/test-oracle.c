@@ -66,14 +66,34 @@ static void test_gap_shorter_than_boot_is_kept(void **state)
 
 static void test_billing_minimum_and_granularity(void **state)
 {
+	int64_t launches;
+
 	(void)state;
-	/* A 300 s minimum lifts the 240 s and 180 s lifetimes: 480 + 2 x 600. */
-	assert_true(fabs(plan_seconds(burst, 8, 120, 1, 300, NULL) - 1680) < 1e-6);
-	/* Hourly billing: five lifetimes, one hour each. */
-	assert_true(fabs(plan_seconds(burst, 8, 120, 3600, 0, NULL) - 5 * 3600) < 1e-6);
+	/* A 300 s minimum makes the 240 s and 180 s lifetimes cost 600 s;
+	 * keeping each extra instance from 0 to 420 s costs 420 s. */
+	assert_true(fabs(plan_seconds(burst, 8, 120, 1, 300, &launches) - (480 + 2 * 420)) < 1e-6);
+	assert_int_equal(launches, 2);
+	/* Hourly billing: everything fits in one hour per instance. */
+	assert_true(fabs(plan_seconds(burst, 8, 120, 3600, 0, NULL) - 3 * 3600) < 1e-6);
 	assert_int_equal(oracle_bill_ms(61 * S, 60 * S, 0), 120 * S);
 	assert_int_equal(oracle_bill_ms(10 * S, 1 * S, 60 * S), 60 * S);
 	assert_int_equal(oracle_bill_ms(0, 0, 0), 0);
+}
+
+static void test_coarse_billing_bridges_only_when_cheaper(void **state)
+{
+	/* Two one-minute bursts of one extra instance, 10 minutes apart, boot
+	 * 60 s, per-minute billing with a 10-minute minimum: two lifetimes
+	 * cost 2 x 600 s; one lifetime from 60 s to 780 s costs 720 s. */
+	static const int two[] = {1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 1};
+	int64_t launches;
+
+	(void)state;
+	assert_true(fabs(plan_seconds(two, 14, 60, 60, 600, &launches) - (840 + 720)) < 1e-6);
+	assert_int_equal(launches, 1);
+	/* Per-second billing, no minimum: relaunching is cheaper (2 x 120 s). */
+	assert_true(fabs(plan_seconds(two, 14, 60, 1, 0, &launches) - (840 + 240)) < 1e-6);
+	assert_int_equal(launches, 2);
 }
 
 static void test_warm_start_and_idle_stretch(void **state)
@@ -111,6 +131,7 @@ int main(void)
 		cmocka_unit_test(test_gap_as_long_as_boot_is_released),
 		cmocka_unit_test(test_gap_shorter_than_boot_is_kept),
 		cmocka_unit_test(test_billing_minimum_and_granularity),
+		cmocka_unit_test(test_coarse_billing_bridges_only_when_cheaper),
 		cmocka_unit_test(test_warm_start_and_idle_stretch),
 		cmocka_unit_test(test_bad_input),
 	};

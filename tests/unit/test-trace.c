@@ -64,6 +64,33 @@ static void test_nasa_refuses_junk(void **state)
 	assert_int_equal(trace_parse("  ", 2, TRACE_NASA, "empty", &t), -EINVAL);
 }
 
+static void test_nasa_outage(void **state)
+{
+	size_t n = 2 + 3600 + 2 + 10 + 1, len = 0;
+	char *buf = malloc(2 * n + 1);
+	struct trace t;
+
+	(void)state;
+	assert_non_null(buf);
+	/* 2 requests, an hour of zeros (an outage), 2, ten quiet seconds, 1. */
+	len += (size_t)sprintf(buf + len, "1 1 ");
+	for (int i = 0; i < 3600; i++)
+		len += (size_t)sprintf(buf + len, "0 ");
+	len += (size_t)sprintf(buf + len, "2 2 ");
+	for (int i = 0; i < 10; i++)
+		len += (size_t)sprintf(buf + len, "0 ");
+	len += (size_t)sprintf(buf + len, "1 ");
+	assert_int_equal(trace_parse(buf, len, TRACE_NASA, "outage", &t), 0);
+	free(buf);
+	assert_int_equal(t.n, n);
+	assert_true(t.v[1] == 1);
+	assert_true(isnan(t.v[2]) && isnan(t.v[3601]));
+	assert_true(t.v[3602] == 2);
+	/* Ten seconds without a request are just quiet. */
+	assert_true(t.v[3604] == 0 && t.v[3613] == 0);
+	trace_free(&t);
+}
+
 static void test_azure(void **state)
 {
 	struct trace t;
@@ -175,6 +202,7 @@ int main(void)
 		cmocka_unit_test(test_format_names),
 		cmocka_unit_test(test_nasa),
 		cmocka_unit_test(test_nasa_refuses_junk),
+		cmocka_unit_test(test_nasa_outage),
 		cmocka_unit_test(test_azure),
 		cmocka_unit_test(test_azure_refuses_bad_timestamp),
 		cmocka_unit_test(test_bitbrains),
