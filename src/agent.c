@@ -13,14 +13,18 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
+#include "admin.h"
 #include "agent.h"
 #include "config.h"
 #include "group.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
+#include "notify.h"
 #include "sources/cloud_worker.h"
 
 /* READY=1 waits for the first observation of every group, but no longer
@@ -38,6 +42,10 @@ struct agent {
 	bool ready_sent;
 	size_t waiting_first; /* groups whose first observation is pending */
 	sd_event_source *ready_timer;
+	struct metrics *metrics;
+	struct notifier *notifier;
+	struct admin *admin;
+	int64_t started_ms;
 };
 
 static void agent_status(struct agent *a)
@@ -119,7 +127,9 @@ static void free_groups(struct group_rt **v, size_t n)
 	free(v);
 }
 
-static void agent_reload(struct agent *a)
+/* Reloads the configuration; returns 0, or -EINVAL with the first error in
+ * err when the running configuration stays. */
+static int agent_reload(struct agent *a, char *err, size_t err_len)
 {
 	struct config_errors errs = {0};
 	struct config *c = NULL;
@@ -141,17 +151,24 @@ static void agent_reload(struct agent *a)
 			   errs.n ? errs.v[0] : strerror(-r));
 		log_errx("agent: reload of '%s' failed (%zu error%s); the previous configuration stays",
 			 a->opts->config_path, errs.n, errs.n == 1 ? "" : "s");
+		snprintf(err, err_len, "%s", errs.n ? errs.v[0] : strerror(-r));
 		config_errors_clear(&errs);
-		return;
+		return -EINVAL;
 	}
+	/* The groups read the agent's settings (state directory, driver
+	 * directory) through the shared context: it follows the new
+	 * configuration, and goes back if the new groups cannot be built. */
+	a->ctx.agent_conf = &c->agent;
 	r = build_groups(a, c, &groups);
 	if (r < 0) {
+		a->ctx.agent_conf = &a->config->agent;
 		sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
 			   strerror(-r));
 		log_errx("agent: reload of '%s' failed: %s; the previous configuration stays",
 			 a->opts->config_path, strerror(-r));
+		snprintf(err, err_len, "the groups could not be built: %s (see the journal)", strerror(-r));
 		config_free(c);
-		return;
+		return -EINVAL;
 	}
 	/* Everything is built: swap. The new groups take over the old ones'
 	 * drivers, windows and engine state by name. */
@@ -169,20 +186,149 @@ static void agent_reload(struct agent *a)
 	a->n_groups = c->n_groups;
 	for (size_t i = 0; i < a->n_groups; i++)
 		group_rt_start(a->groups[i]);
+	metrics_prune(a->metrics, c);
 	sd_notify(false, "READY=1");
 	agent_status(a);
 	log_info("agent: reloaded '%s': %zu group%s", a->opts->config_path, a->n_groups,
 		 a->n_groups == 1 ? "" : "s");
+	return 0;
 }
+
+/* ------------------------------------------------------------ admin API */
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct group_rt *find_group(struct agent *a, const char *name)
+{
+	for (size_t i = 0; i < a->n_groups; i++)
+		if (strcmp(group_rt_name(a->groups[i]), name) == 0)
+			return a->groups[i];
+	return NULL;
+}
+
+static cJSON *op_health(void *u)
+{
+	struct agent *a = u;
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "status", "ok");
+	cJSON_AddStringToObject(o, "version", PACKAGE_VERSION);
+	cJSON_AddNumberToObject(o, "groups", (double)a->n_groups);
+	cJSON_AddBoolToObject(o, "ready", a->ready_sent);
+	cJSON_AddNumberToObject(o, "uptime_s", (double)((wall_ms() - a->started_ms) / 1000));
+	return o;
+}
+
+static cJSON *op_list(void *u)
+{
+	struct agent *a = u;
+	cJSON *o = cJSON_CreateObject();
+	cJSON *v = o ? cJSON_AddArrayToObject(o, "groups") : NULL;
+
+	if (!v) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	for (size_t i = 0; i < a->n_groups; i++)
+		cJSON_AddItemToArray(v, group_admin_summary(a->groups[i]));
+	return o;
+}
+
+static cJSON *op_show(void *u, const char *name)
+{
+	struct group_rt *g = find_group(u, name);
+
+	return g ? group_admin_show(g) : NULL;
+}
+
+static cJSON *op_decisions(void *u, const char *name)
+{
+	struct group_rt *g = find_group(u, name);
+
+	return g ? group_admin_decisions(g) : NULL;
+}
+
+#define WITH_GROUP(u, name, err, len)                                        \
+	struct group_rt *g = find_group(u, name);                            \
+	if (!g) {                                                            \
+		snprintf(err, len, "no such group '%s'", name);              \
+		return -ENOENT;                                              \
+	}
+
+static int op_pause(void *u, const char *name, int64_t until_ms, char *err, size_t len)
+{
+	WITH_GROUP(u, name, err, len);
+	return group_admin_pause(g, until_ms, err, len);
+}
+
+static int op_resume(void *u, const char *name, char *err, size_t len)
+{
+	WITH_GROUP(u, name, err, len);
+	return group_admin_resume(g, err, len);
+}
+
+static int op_pin(void *u, const char *name, int count, int64_t until_ms, bool force, char *err, size_t len)
+{
+	WITH_GROUP(u, name, err, len);
+	return group_admin_pin(g, count, until_ms, force, err, len);
+}
+
+static int op_unpin(void *u, const char *name, char *err, size_t len)
+{
+	WITH_GROUP(u, name, err, len);
+	return group_admin_unpin(g, err, len);
+}
+
+static int op_dry_run(void *u, const char *name, bool enabled, char *err, size_t len)
+{
+	WITH_GROUP(u, name, err, len);
+	return group_admin_dry_run(g, enabled, err, len);
+}
+
+static int op_reload(void *u, char *err, size_t len)
+{
+	return agent_reload(u, err, len);
+}
+
+static int64_t op_now(void *u)
+{
+	(void)u;
+	return wall_ms();
+}
+
+static const struct admin_ops admin_ops = {
+	.health = op_health,
+	.list = op_list,
+	.show = op_show,
+	.decisions = op_decisions,
+	.pause = op_pause,
+	.resume = op_resume,
+	.pin = op_pin,
+	.unpin = op_unpin,
+	.dry_run = op_dry_run,
+	.reload = op_reload,
+	.now_ms = op_now,
+};
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct agent *a = userdata;
 
 	switch (si->ssi_signo) {
-	case SIGHUP:
-		agent_reload(a);
+	case SIGHUP: {
+		char err[512];
+
+		agent_reload(a, err, sizeof(err));
 		break;
+	}
 	default:
 		log_info("agent: %s received, stopping", strsignal((int)si->ssi_signo));
 		sd_notify(false, "STOPPING=1\nSTATUS=Stopping");
@@ -208,7 +354,7 @@ static void raise_fd_limit(void)
 
 int agent_run(const struct agent_options *opts)
 {
-	struct agent a = {.opts = opts};
+	struct agent a = {.opts = opts, .started_ms = wall_ms()};
 	struct config_errors errs = {0};
 	sigset_t mask;
 	int r;
@@ -259,6 +405,12 @@ int agent_run(const struct agent_options *opts)
 		log_errx("agent: cannot set up HTTP: %s", strerror(-r));
 		goto out;
 	}
+	r = metrics_new(a.event, a.config->agent.metrics_listen, &a.metrics);
+	if (r < 0)
+		goto out;
+	r = notifier_new(a.event, a.http, MS_PER_SEC, &a.notifier);
+	if (r < 0)
+		goto out;
 	a.ctx = (struct group_ctx){
 		.event = a.event,
 		.http = a.http,
@@ -267,6 +419,8 @@ int agent_run(const struct agent_options *opts)
 		.first_observation = on_first_observation,
 		.userdata = &a,
 		.agent_conf = &a.config->agent,
+		.metrics = a.metrics,
+		.notifier = a.notifier,
 	};
 
 	sd_notify(false, "STATUS=Opening drivers");
@@ -278,6 +432,10 @@ int agent_run(const struct agent_options *opts)
 	}
 	a.n_groups = a.config->n_groups;
 	a.waiting_first = a.n_groups;
+	/* The daemon runs without its admin API rather than not at all; the
+	 * reason is logged by admin_new(). */
+	if (admin_new(a.event, a.config->agent.admin_socket, a.config->agent.admin_group, &admin_ops, &a, &a.admin) < 0)
+		log_warnx("agent: running without the admin API");
 	for (size_t i = 0; i < a.n_groups; i++)
 		group_rt_start(a.groups[i]);
 	if (a.n_groups == 0)
@@ -290,8 +448,11 @@ int agent_run(const struct agent_options *opts)
 	for (size_t i = 0; i < a.n_groups; i++)
 		group_rt_stop(a.groups[i]);
 out:
+	admin_free(a.admin);
 	free_groups(a.groups, a.n_groups);
 	a.ready_timer = sd_event_source_disable_unref(a.ready_timer);
+	notifier_free(a.notifier);
+	metrics_free(a.metrics);
 	http_free(a.http);
 	config_free(a.config);
 	sd_event_unref(a.event);

@@ -117,6 +117,14 @@ void cfg_read_behavior(struct config_ctx *x, const config_setting_t *s, struct g
 /* Reads the agent section and the groups of every unit into x->c. */
 void cfg_read_units(struct config_ctx *x);
 
+/* Reads `notifications` and `hooks` of an agent or group section into *n,
+ * taking each from `defaults` (the agent's; NULL for the agent itself) when
+ * the section does not set it (config-notify.c). */
+void cfg_read_notify(struct config_ctx *x, const config_setting_t *s, struct notify_conf *n,
+			const struct notify_conf *defaults);
+void cfg_notify_clear(struct notify_conf *n);
+void cfg_notify_defaults(struct notify_conf *n);
+
 /* Frees what one group owns (not the group itself). */
 void cfg_group_clear(struct group_conf *g);
 

@@ -39,11 +39,12 @@ static const char *const top_keys[] = { "agent", "groups" };
 
 static const char *const agent_keys[] = {
 	"interval", "state_directory", "admin_socket", "admin_group", "metrics_listen", "driver_directory", "dry_run",
+	"notifications", "hooks",
 };
 
 static const char *const group_keys[] = {
 	"name", "driver", "driver_options", "interval", "dry_run", "min", "max", "default", "signals", "profiles",
-	"behavior",
+	"behavior", "notifications", "hooks",
 };
 
 static const char *const signal_keys[] = {
@@ -120,6 +121,7 @@ static void read_agent(struct config_ctx *x, const config_setting_t *s)
 		check_absolute(x, s, "driver_directory", a->driver_directory);
 	}
 	cfg_get_bool(x, s, "dry_run", &a->dry_run);
+	cfg_read_notify(x, s, &a->notify, NULL);
 }
 
 static void agent_defaults(struct config_ctx *x)
@@ -127,6 +129,7 @@ static void agent_defaults(struct config_ctx *x)
 	struct agent_conf *a = &x->c->agent;
 
 	a->interval_ms = 15 * MS_PER_SEC;
+	cfg_notify_defaults(&a->notify);
 	/* Fixed paths, not prefix-relative ones: they are systemd's
 	 * StateDirectory= and RuntimeDirectory= of the unit. */
 	a->state_directory = strdup("/var/lib/autoscaled");
@@ -314,6 +317,7 @@ static void read_group(struct config_ctx *x, const config_setting_t *s, struct g
 	cfg_read_profiles(x, s, g);
 	cfg_read_behavior(x, s, g);
 	check_rules_only(x, s, g);
+	cfg_read_notify(x, s, &g->notify, &a->notify);
 }
 
 static void read_groups(struct config_ctx *x, const config_setting_t *list, GHashTable *names)

@@ -323,6 +323,7 @@ void cfg_group_clear(struct group_conf *g)
 		free(p->targets);
 	}
 	free(g->profiles);
+	cfg_notify_clear(&g->notify);
 	memset(g, 0, sizeof(*g));
 }
 
@@ -338,6 +339,7 @@ void config_free(struct config *c)
 	free(c->agent.admin_group);
 	free(c->agent.metrics_listen);
 	free(c->agent.driver_directory);
+	cfg_notify_clear(&c->agent.notify);
 	for (size_t i = 0; i < c->n_files; i++)
 		free(c->files[i]);
 	free(c->files);

@@ -197,6 +197,22 @@ struct behavior_conf {
 	enum on_missing on_missing;
 };
 
+/* Notifications on each action and the pre-scale-in (drain) hook; see
+ * autoscaled.conf(5). A group's own settings replace the top-level ones as a
+ * whole. Argument vectors are NULL-terminated. */
+struct notify_conf {
+	char *webhook_url;             /* NULL: no webhook */
+	char *webhook_secret_file;     /* NULL: unsigned */
+	int64_t webhook_timeout_ms;    /* per attempt, default 10 s */
+	int webhook_retries;           /* after the first attempt, default 3 */
+	char **command;                /* NULL: no command hook */
+	size_t n_command;
+	int64_t command_timeout_ms;    /* default 30 s */
+	char **pre_scale_in;           /* NULL: no drain hook */
+	size_t n_pre_scale_in;
+	int64_t pre_scale_in_deadline_ms; /* per victim, default 5 min */
+};
+
 struct group_conf {
 	char *name;
 	char *driver;
@@ -210,6 +226,7 @@ struct group_conf {
 	struct profile_conf *profiles;
 	size_t n_profiles;
 	struct behavior_conf behavior;
+	struct notify_conf notify;
 	const char *file;
 	int line;
 };
@@ -222,6 +239,7 @@ struct agent_conf {
 	char *metrics_listen;      /* "127.0.0.1:9851"; NULL = off */
 	char *driver_directory;    /* NULL = built-in default or AUTOSCALED_DRIVER_DIR */
 	bool dry_run;
+	struct notify_conf notify; /* the defaults of every group */
 };
 
 struct config {

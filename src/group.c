@@ -24,11 +24,15 @@
 
 #include <cjson/cJSON.h>
 
+#include "admin.h"
 #include "driver.h"
 #include "engine.h"
 #include "group.h"
 #include "log.h"
+#include "metrics.h"
+#include "notify.h"
 #include "source.h"
+#include "state.h"
 
 /* Signals read from the group's own driver rather than an endpoint. */
 #define DRIVER_CPU_SOURCE "libvirt_cpu"
@@ -52,6 +56,8 @@ struct job {
 	bool close_when_done;    /* orphaned: close the handle afterwards */
 	bool want_cpu;
 	int count;               /* scale: the target (out) or how many to remove (in) */
+	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
+	size_t n_ids;
 	int from;                /* scale: the count when the action was decided */
 	int64_t started_ms;
 	int write_fd;
@@ -76,6 +82,7 @@ struct signal_rt {
 	bool polling;
 	char error[256];          /* the newest poll's error, "" when it succeeded */
 	int n_sampled;
+	bool reported;            /* a poll has completed, with a sample or an error */
 };
 
 struct group_rt {
@@ -89,7 +96,13 @@ struct group_rt {
 	size_t n_signals;
 	bool want_cpu;
 	sd_event_source *timer;
-	struct engine_state state;
+	struct group_state st;    /* persisted: engine state, in-flight action, pin, pause, dry run */
+	struct group_state saved; /* what the state file holds */
+	enum state_origin origin;
+	bool save_failed;
+	struct admin_ring ring;   /* recent decision records for the admin API */
+	const char *override;     /* "paused", "pinned" or NULL, of the last decision */
+	struct drain *drain;      /* pre-scale-in hooks running */
 	struct decision last;
 	bool have_last;
 	char last_sentence[512];
@@ -103,6 +116,7 @@ struct group_rt {
 	bool observed;            /* at least one observation succeeded */
 	bool first_reported;      /* the agent was told of the first observation */
 	bool stopped;
+	int64_t started_ms;       /* when group_rt_start() last ran */
 };
 
 static int64_t now_ms(void)
@@ -129,6 +143,9 @@ static void job_free(struct job *j)
 	for (size_t i = 0; i < j->n_cpu; i++)
 		free(j->cpu[i].id);
 	free(j->cpu);
+	for (size_t i = 0; i < j->n_ids; i++)
+		free(j->ids[i]);
+	free(j->ids);
 	free(j);
 }
 
@@ -206,7 +223,8 @@ static void *job_thread(void *arg)
 		j->r = j->drv->set_capacity(j->handle, j->count, job_count_instance, j);
 		break;
 	case JOB_SCALE_IN:
-		j->r = j->drv->remove_instances(j->handle, j->count, NULL, 0, job_count_instance, j);
+		j->r = j->drv->remove_instances(j->handle, j->count, (const char *const *)j->ids, j->n_ids,
+						job_count_instance, j);
 		break;
 	}
 	do
@@ -298,22 +316,37 @@ static bool same_driver(const struct group_conf *a, const struct group_conf *b)
 
 /* -------------------------------------------------------------- signals */
 
+static void group_evaluate(struct group_rt *g);
+static bool signals_reported(const struct group_rt *g);
+
+/* The first evaluation waits for the first polls (see signals_reported);
+ * the last of them to answer starts it. */
+static void maybe_first_evaluation(struct group_rt *g)
+{
+	if (!g->have_last && g->observed && !g->stopped && !g->job && signals_reported(g))
+		group_evaluate(g);
+}
+
 static void signal_poll_done(void *userdata, int64_t t_ms, int status, double value, const char *error)
 {
 	struct signal_rt *s = userdata;
 
 	s->polling = false;
+	s->reported = true;
 	if (status < 0) {
 		snprintf(s->error, sizeof(s->error), "%s", error ? error : strerror(-status));
 		log_group(LOG_DEBUG, s->g->gc->name, NULL, NULL, "signal '%s': %s", s->sc->name, s->error);
+		maybe_first_evaluation(s->g);
 		return;
 	}
 	if (window_push(&s->win, t_ms, value) == -EDOM) {
 		snprintf(s->error, sizeof(s->error), "not a finite number");
+		maybe_first_evaluation(s->g);
 		return;
 	}
 	s->error[0] = '\0';
 	s->n_sampled = -1;
+	maybe_first_evaluation(s->g);
 }
 
 static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)
@@ -406,7 +439,34 @@ static void take_observation(struct group_rt *g, struct job *j)
 	g->observed = true;
 }
 
-static void log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
+/* Writes the state file when the state changed. A failure is logged once
+ * (and counted) until a write succeeds again: the daemon keeps running on
+ * its in-memory state. */
+static void group_save(struct group_rt *g)
+{
+	const char *dir = g->ctx->agent_conf->state_directory;
+	int r;
+
+	if (memcmp(&g->st, &g->saved, sizeof(g->st)) == 0)
+		return;
+	r = state_save(dir, g->gc->name, &g->st, now_ms());
+	if (r < 0) {
+		if (!g->save_failed)
+			log_group(LOG_ERR, g->gc->name, NULL, NULL, "state: cannot write the state file in '%s': %s",
+				  dir, strerror(-r));
+		g->save_failed = true;
+		metrics_record_error(g->ctx->metrics, g->gc->name, "state");
+		return;
+	}
+	if (g->save_failed)
+		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "state: the state file is written again");
+	g->save_failed = false;
+	g->saved = g->st;
+}
+
+/* Logs the decision and returns its record as JSON text (malloc'ed, or
+ * NULL on ENOMEM). */
+static char *log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
 {
 	char sentence[512];
 	char *json = NULL;
@@ -415,19 +475,175 @@ static void log_decision(struct group_rt *g, const struct decision *d, bool dry_
 	int prio;
 
 	decision_sentence(d, g->gc, sentence, sizeof(sentence));
+	/* The engine's sentence says what the signals ask; an operator's
+	 * override says what is done instead. */
+	if (g->override) {
+		size_t n = strlen(sentence);
+
+		if (g->st.pause.active)
+			snprintf(sentence + n, sizeof(sentence) - n, "; paused by an operator: not acting");
+		else
+			snprintf(sentence + n, sizeof(sentence) - n, "; pinned at %d by an operator%s", g->st.pin.count,
+				 g->st.pin.forced ? " (forced)" : "");
+	}
 	changed = !g->have_last || d->desired != g->last.desired || d->hold != g->last.hold ||
 		  strcmp(sentence, g->last_sentence) != 0;
 	prio = d->action != DIR_NONE || changed || g->ctx->verbose ? LOG_INFO : LOG_DEBUG;
 	o = decision_to_json(d, g->gc);
 	if (o) {
 		cJSON_AddBoolToObject(o, "dry_run", dry_run);
+		if (g->override) {
+			cJSON_AddStringToObject(o, "override", g->override);
+			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
+		} else {
+			cJSON_AddNullToObject(o, "override");
+		}
 		json = cJSON_PrintUnformatted(o);
 		cJSON_Delete(o);
 	}
 	log_group(prio, g->gc->name, "DECISION", json ? json : "{}", "%s%s",
 		  dry_run && d->action != DIR_NONE ? "(dry run, not acting) " : "", sentence);
-	free(json);
 	snprintf(g->last_sentence, sizeof(g->last_sentence), "%s", sentence);
+	return json;
+}
+
+/* An action recorded in the state but carried out by no call of this
+ * process: one from before a restart (or a reload that cancelled a drain).
+ * It is matched against the observation; until it is settled no new action
+ * is issued. Returns its direction while it is pending. */
+static enum scale_direction reconcile_in_flight(struct group_rt *g, int64_t t)
+{
+	struct state_action a = g->st.in_flight;
+
+	if (a.direction == DIR_NONE || g->job || g->drain)
+		return a.direction;
+	switch (state_reconcile(&g->st, g->current, g->stable, t)) {
+	case RECONCILE_NONE:
+		return DIR_NONE;
+	case RECONCILE_PENDING:
+		return a.direction;
+	case RECONCILE_DONE:
+		engine_record_action(&g->st.engine, a.started_ms, a.from, a.to);
+		log_group(LOG_NOTICE, g->gc->name, NULL, NULL,
+			  "the scale-%s from %d to %d in flight before the restart is complete", a.direction == DIR_OUT ? "out" : "in",
+			  a.from, a.to);
+		break;
+	case RECONCILE_STOPPED:
+		if (g->current != a.from)
+			engine_record_action(&g->st.engine, a.started_ms, a.from, g->current);
+		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
+			  "the scale-%s from %d to %d in flight before the restart stopped at %d",
+			  a.direction == DIR_OUT ? "out" : "in", a.from, a.to, g->current);
+		break;
+	case RECONCILE_EXPIRED:
+		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
+			  "the scale-%s from %d to %d in flight before the restart did not finish in %" PRId64
+			  " s; deciding again from what is observed (%d)",
+			  a.direction == DIR_OUT ? "out" : "in", a.from, a.to, STATE_IN_FLIGHT_DEADLINE_MS / MS_PER_SEC,
+			  g->current);
+		break;
+	}
+	group_save(g);
+	return DIR_NONE;
+}
+
+static void start_scale_job(struct group_rt *g, enum job_kind kind, int count, int from, char **ids, size_t n_ids)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j) {
+		g->st.in_flight.direction = DIR_NONE;
+		return;
+	}
+	j->kind = kind;
+	j->count = count;
+	j->from = from;
+	j->ids = ids;
+	j->n_ids = n_ids;
+	if (job_start(g, j) < 0) {
+		job_free(j);
+		g->st.in_flight.direction = DIR_NONE;
+		group_save(g);
+	}
+}
+
+static void on_drained(void *userdata, const char *const *ids, size_t n)
+{
+	struct group_rt *g = userdata;
+	char **copy;
+
+	g->drain = NULL;
+	if (n == 0) {
+		log_group(LOG_WARNING, g->gc->name, NULL, NULL, "scale-in held: no instance could be drained");
+		g->st.in_flight.direction = DIR_NONE;
+		group_save(g);
+		return;
+	}
+	copy = calloc(n, sizeof(*copy));
+	for (size_t i = 0; copy && i < n; i++)
+		if (!(copy[i] = strdup(ids[i]))) {
+			for (size_t k = 0; k < i; k++)
+				free(copy[k]);
+			free(copy);
+			copy = NULL;
+		}
+	if (!copy) {
+		g->st.in_flight.direction = DIR_NONE;
+		group_save(g);
+		return;
+	}
+	g->st.in_flight.to = g->st.in_flight.from - (int)n;
+	group_save(g);
+	start_scale_job(g, JOB_SCALE_IN, (int)n, g->st.in_flight.from, copy, n);
+}
+
+static int victim_order(const void *a, const void *b)
+{
+	const struct instance_obs *x = a, *y = b;
+
+	/* Instances not yet serving go first, then the newest. */
+	if ((x->state == INSTANCE_RUNNING) != (y->state == INSTANCE_RUNNING))
+		return x->state == INSTANCE_RUNNING ? 1 : -1;
+	if (x->created_ms != y->created_ms)
+		return x->created_ms < y->created_ms ? 1 : -1;
+	/* The same order on every try, whatever qsort does with ties. */
+	return strcmp(y->id, x->id);
+}
+
+/* Scale-in with a pre-scale-in hook: drain victims first (notify.h), then
+ * remove exactly those. Returns false when no drain is needed. */
+static bool start_drain(struct group_rt *g, int count, const char *record)
+{
+	struct instance_obs *v;
+	const char **ids;
+	size_t n = 0;
+	int r;
+
+	if (!g->gc->notify.pre_scale_in || !g->ctx->notifier)
+		return false;
+	v = calloc(g->n_instances ? g->n_instances : 1, sizeof(*v));
+	ids = calloc(g->n_instances ? g->n_instances : 1, sizeof(*ids));
+	for (size_t i = 0; v && ids && i < g->n_instances; i++)
+		if (g->instances[i].state != INSTANCE_STOPPING)
+			v[n++] = g->instances[i];
+	if (v && ids) {
+		qsort(v, n, sizeof(*v), victim_order);
+		for (size_t i = 0; i < n; i++)
+			ids[i] = v[i].id;
+		r = drain_start(g->ctx->notifier, &g->gc->notify, g->gc->name, ids, n, (size_t)count, record, on_drained,
+				g, &g->drain);
+	} else {
+		r = -ENOMEM;
+	}
+	free(v);
+	free(ids);
+	if (r < 0) {
+		log_group(LOG_ERR, g->gc->name, NULL, NULL, "scale-in held: cannot start the pre-scale-in hook: %s",
+			  strerror(-r));
+		g->st.in_flight.direction = DIR_NONE;
+		group_save(g);
+	}
+	return true;
 }
 
 static void group_evaluate(struct group_rt *g)
@@ -441,13 +657,21 @@ static void group_evaluate(struct group_rt *g)
 		.in_flight = DIR_NONE,
 	};
 	struct decision d;
+	struct timespec m0, m1;
 	int64_t t = now_ms();
 	bool dry = group_rt_dry_run(g);
+	bool paused, pinned;
+	char *json;
 	int r;
 
+	clock_gettime(CLOCK_MONOTONIC, &m0);
+	if (state_expire(&g->st, t))
+		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired", !g->st.pin.active && g->saved.pin.active
+											 ? "the pin" : "the pause");
+	obs.in_flight = reconcile_in_flight(g, t);
 	if (g->job && g->job->kind == JOB_SCALE_OUT)
 		obs.in_flight = DIR_OUT;
-	else if (g->job && g->job->kind == JOB_SCALE_IN)
+	else if ((g->job && g->job->kind == JOB_SCALE_IN) || g->drain)
 		obs.in_flight = DIR_IN;
 	for (size_t i = 0; i < g->n_signals; i++) {
 		in[i] = (struct engine_signal_input){
@@ -456,9 +680,10 @@ static void group_evaluate(struct group_rt *g)
 			.n_sampled = g->signals[i].n_sampled,
 		};
 	}
-	r = engine_evaluate(g->gc, t, &obs, in, &g->state, &g->state, &d);
+	r = engine_evaluate(g->gc, t, &obs, in, &g->st.engine, &g->st.engine, &d);
 	if (r < 0) {
 		log_group(LOG_ERR, g->gc->name, NULL, NULL, "evaluation failed: %s", strerror(-r));
+		metrics_record_error(g->ctx->metrics, g->gc->name, "evaluation");
 		return;
 	}
 	/* A partial observation (a host down) hides members: never remove
@@ -470,33 +695,82 @@ static void group_evaluate(struct group_rt *g)
 		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
 			  "scale-in held: some hosts of the pool could not be observed");
 	}
-	log_decision(g, &d, dry);
+	/* The engine's result is logged as it is; a pause or a pin decides
+	 * the final count. Nothing is started while an action is in flight. */
+	g->override = state_apply_overrides(&g->st, &d);
+	if (obs.in_flight != DIR_NONE && d.action != DIR_NONE) {
+		d.action = DIR_NONE;
+		d.desired = d.current;
+		d.hold = HOLD_IN_FLIGHT;
+	}
+	json = log_decision(g, &d, dry);
 	g->last = d;
 	g->have_last = true;
-	if (d.action == DIR_NONE || dry || g->job)
+	clock_gettime(CLOCK_MONOTONIC, &m1);
+	paused = g->st.pause.active;
+	pinned = g->st.pin.active;
+	metrics_record_decision(g->ctx->metrics, g->gc, &d,
+				&(struct metrics_group_status){
+					.paused = paused,
+					.pinned = pinned,
+					.in_flight = obs.in_flight != DIR_NONE,
+					.evaluation_seconds = (double)(m1.tv_sec - m0.tv_sec) +
+							      (double)(m1.tv_nsec - m0.tv_nsec) / 1e9,
+				});
+	if (d.action == DIR_NONE || dry || g->job || g->drain) {
+		admin_ring_push(&g->ring, json);
+		group_save(g);
 		return;
+	}
 
-	struct job *j = calloc(1, sizeof(*j));
-
-	if (!j)
+	/* The action is in the state file before the driver is called, so a
+	 * crash from here on is reconciled after the restart. */
+	g->st.in_flight = (struct state_action){
+		.direction = d.action,
+		.from = d.current,
+		.to = d.desired,
+		.started_ms = t,
+		.deadline_ms = t + STATE_IN_FLIGHT_DEADLINE_MS,
+	};
+	group_save(g);
+	metrics_record_action(g->ctx->metrics, g->gc->name, d.action);
+	if (json && g->ctx->notifier)
+		notify_action(g->ctx->notifier, &g->gc->notify, g->gc->name, json);
+	if (d.action == DIR_IN && start_drain(g, d.current - d.desired, json ? json : "{}")) {
+		admin_ring_push(&g->ring, json);
 		return;
-	j->kind = d.action == DIR_OUT ? JOB_SCALE_OUT : JOB_SCALE_IN;
-	j->count = d.action == DIR_OUT ? d.desired : d.current - d.desired;
-	j->from = d.current;
-	if (job_start(g, j) < 0)
-		job_free(j);
+	}
+	admin_ring_push(&g->ring, json);
+	start_scale_job(g, d.action == DIR_OUT ? JOB_SCALE_OUT : JOB_SCALE_IN,
+			d.action == DIR_OUT ? d.desired : d.current - d.desired, d.current, NULL, 0);
+}
+
+/* Whether every signal with its own source has answered its first poll.
+ * The first evaluation after a start waits for that, for at most one
+ * interval: evaluating on windows that are only empty because the daemon
+ * just started would record a hold, which restarts a stabilization window
+ * restored from the state file. */
+static bool signals_reported(const struct group_rt *g)
+{
+	for (size_t i = 0; i < g->n_signals; i++)
+		if (g->signals[i].src && !g->signals[i].reported)
+			return false;
+	return true;
 }
 
 static void group_job_done(struct job *j)
 {
 	struct group_rt *g = j->g;
 	int64_t t = now_ms();
+	static const char *const op[] = {"observe", "set_capacity", "remove_instances"};
 
+	metrics_record_driver_call(g->ctx->metrics, g->gc->name, op[j->kind], (double)(t - j->started_ms) / 1000.0);
 	switch (j->kind) {
 	case JOB_OBSERVE:
 		if (j->r < 0) {
 			log_group(LOG_WARNING, g->gc->name, NULL, NULL, "observe failed: %s; holding",
 				  strerror(-j->r));
+			metrics_record_error(g->ctx->metrics, g->gc->name, "observe");
 			break;
 		}
 		take_observation(g, j);
@@ -507,24 +781,28 @@ static void group_job_done(struct job *j)
 			if (g->ctx->first_observation)
 				g->ctx->first_observation(g->ctx->userdata);
 		}
-		if (!g->stopped)
+		if (!g->stopped && (signals_reported(g) || t - g->started_ms >= g->gc->interval_ms))
 			group_evaluate(g);
 		break;
 	case JOB_SCALE_OUT:
 	case JOB_SCALE_IN: {
 		int to = j->kind == JOB_SCALE_OUT ? j->count : j->from - j->count;
 
+		g->st.in_flight.direction = DIR_NONE;
 		if (j->r < 0) {
 			log_group(LOG_ERR, g->gc->name, NULL, NULL, "%s from %d to %d failed: %s",
 				  j->kind == JOB_SCALE_OUT ? "scale-out" : "scale-in", j->from, to, strerror(-j->r));
+			metrics_record_error(g->ctx->metrics, g->gc->name, op[j->kind]);
 			/* Whatever part of it happened shows in the next observation;
 			 * recording it keeps rate limits honest. */
 			if (j->n_done > 0)
-				engine_record_action(&g->state, j->started_ms, j->from,
+				engine_record_action(&g->st.engine, j->started_ms, j->from,
 						     j->from + (j->kind == JOB_SCALE_OUT ? j->n_done : -j->n_done));
+			group_save(g);
 			break;
 		}
-		engine_record_action(&g->state, j->started_ms, j->from, to);
+		engine_record_action(&g->st.engine, j->started_ms, j->from, to);
+		group_save(g);
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s from %d to %d done in %.1f s",
 			  j->kind == JOB_SCALE_OUT ? "scaled out" : "scaled in", j->from, to,
 			  (double)(t - j->started_ms) / 1000.0);
@@ -576,7 +854,20 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		return -ENOMEM;
 	g->ctx = ctx;
 	g->gc = gc;
-	engine_state_init(&g->state);
+	state_init(&g->st);
+	/* A group that is new to this process resumes from its state file; a
+	 * group that a reload rebuilds takes the old runtime's state instead
+	 * (group_rt_adopt). */
+	if (!old) {
+		g->origin = state_load(ctx->agent_conf->state_directory, gc, now_ms(), &g->st);
+		if (g->origin == STATE_RESTORED)
+			log_group(LOG_INFO, gc->name, NULL, NULL,
+				  "state restored: %zu recommendation%s in the scale-in window%s%s%s", g->st.engine.n_down_recs,
+				  g->st.engine.n_down_recs == 1 ? "" : "s",
+				  g->st.in_flight.direction != DIR_NONE ? ", an action in flight" : "",
+				  g->st.pin.active ? ", pinned" : "", g->st.pause.active ? ", paused" : "");
+	}
+	g->saved = g->st;
 
 	r = driver_load(gc->driver, ctx->agent_conf->driver_directory, &loaded, err, sizeof(err));
 	if (r < 0) {
@@ -670,9 +961,18 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 			}
 			memcpy(a->error, b->error, sizeof(a->error));
 			a->n_sampled = b->n_sampled;
+			a->reported = b->reported;
 		}
 	}
-	g->state = old->state;
+	g->st = old->st;
+	g->saved = old->saved;
+	g->origin = old->origin;
+	g->ring = old->ring;
+	old->ring = (struct admin_ring){0};
+	/* A drain in flight belongs to the old runtime and ends with it; the
+	 * action it was for is reconciled like one from before a restart. The
+	 * last decision is not taken over: it points into the old
+	 * configuration. */
 	g->instances = old->instances;
 	g->n_instances = old->n_instances;
 	old->instances = NULL;
@@ -689,6 +989,7 @@ void group_rt_start(struct group_rt *g)
 	uint64_t t;
 
 	g->stopped = false;
+	g->started_ms = now_ms();
 	sd_event_now(g->ctx->event, CLOCK_MONOTONIC, &t);
 	/* Evaluate at once, then every interval. */
 	sd_event_add_time(g->ctx->event, &g->timer, CLOCK_MONOTONIC, t, 0, on_group_timer, g);
@@ -713,6 +1014,8 @@ void group_rt_free(struct group_rt *g)
 	if (!g)
 		return;
 	group_rt_stop(g);
+	drain_cancel(g->drain);
+	admin_ring_clear(&g->ring);
 	for (size_t i = 0; i < g->n_signals; i++) {
 		source_free(g->signals[i].src);
 		window_destroy(&g->signals[i].win);
@@ -740,5 +1043,46 @@ const char *group_rt_name(const struct group_rt *g)
 
 bool group_rt_dry_run(const struct group_rt *g)
 {
-	return g->ctx->dry_run || g->gc->dry_run;
+	return g->ctx->dry_run || state_dry_run(&g->st, g->gc->dry_run);
+}
+
+struct group_state *group_rt_state(struct group_rt *g)
+{
+	return &g->st;
+}
+
+const struct group_conf *group_rt_conf(const struct group_rt *g)
+{
+	return g->gc;
+}
+
+const struct decision *group_rt_last(const struct group_rt *g)
+{
+	return g->have_last ? &g->last : NULL;
+}
+
+const struct admin_ring *group_rt_ring(const struct group_rt *g)
+{
+	return &g->ring;
+}
+
+int group_rt_current(const struct group_rt *g, bool *observed)
+{
+	*observed = g->observed;
+	return g->current;
+}
+
+enum state_origin group_rt_origin(const struct group_rt *g)
+{
+	return g->origin;
+}
+
+const struct group_ctx *group_rt_ctx(const struct group_rt *g)
+{
+	return g->ctx;
+}
+
+void group_rt_save(struct group_rt *g)
+{
+	group_save(g);
 }

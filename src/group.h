@@ -12,9 +12,13 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "state.h"
 
+struct admin_ring;
 struct http;
 struct group_rt;
+struct metrics;
+struct notifier;
 
 struct group_ctx {
 	sd_event *event;
@@ -24,6 +28,8 @@ struct group_ctx {
 	void (*first_observation)(void *userdata);
 	void *userdata;
 	const struct agent_conf *agent_conf;
+	struct metrics *metrics;    /* may be NULL */
+	struct notifier *notifier;  /* may be NULL */
 };
 
 /* Builds a runtime for `gc` (borrowed; must outlive the runtime). When `old`
@@ -48,6 +54,35 @@ void group_rt_stop(struct group_rt *g);
 void group_rt_free(struct group_rt *g);
 
 const char *group_rt_name(const struct group_rt *g);
+/* Whether actions are dry runs: --dry-run, else the admin API's override,
+ * else the configuration. */
 bool group_rt_dry_run(const struct group_rt *g);
+
+/* For the admin API (group-admin.c), on the loop's thread. The persisted
+ * state is changed in place and then saved with group_rt_save(); the next
+ * evaluation applies it. */
+struct group_state *group_rt_state(struct group_rt *g);
+void group_rt_save(struct group_rt *g);
+const struct group_conf *group_rt_conf(const struct group_rt *g);
+const struct group_ctx *group_rt_ctx(const struct group_rt *g);
+/* The last decision, or NULL before the first one. */
+const struct decision *group_rt_last(const struct group_rt *g);
+const struct admin_ring *group_rt_ring(const struct group_rt *g);
+/* The observed count; *observed is false before the first observation. */
+int group_rt_current(const struct group_rt *g, bool *observed);
+/* Where the state came from at start-up (enum state_origin). */
+enum state_origin group_rt_origin(const struct group_rt *g);
+
+/* The admin API's view and commands of one group (group-admin.c). JSON is
+ * owned by the caller (NULL on ENOMEM). Commands return 0, -ERANGE or
+ * -EALREADY when refused (err says why), and save the state. */
+struct cJSON *group_admin_summary(const struct group_rt *g);
+struct cJSON *group_admin_show(const struct group_rt *g);
+struct cJSON *group_admin_decisions(const struct group_rt *g);
+int group_admin_pause(struct group_rt *g, int64_t until_ms, char *err, size_t len);
+int group_admin_resume(struct group_rt *g, char *err, size_t len);
+int group_admin_pin(struct group_rt *g, int count, int64_t until_ms, bool force, char *err, size_t len);
+int group_admin_unpin(struct group_rt *g, char *err, size_t len);
+int group_admin_dry_run(struct group_rt *g, bool enabled, char *err, size_t len);
 
 #endif

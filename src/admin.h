@@ -1,0 +1,91 @@
+/* The admin API: JSON over HTTP on a Unix socket, the server side of
+ * autoscalectl(1).
+ *
+ *   GET    /v1/health
+ *   GET    /v1/groups                      a summary of every group
+ *   GET    /v1/groups/NAME                 one group in full
+ *   GET    /v1/groups/NAME/decisions       recent decision records, oldest first
+ *   POST   /v1/groups/NAME/pause           {} | {"for": "2h"} | {"until": ISO 8601}
+ *   POST   /v1/groups/NAME/resume
+ *   POST   /v1/groups/NAME/pin             {"count": N, "for"|"until": ..., "force": false}
+ *   DELETE /v1/groups/NAME/pin
+ *   POST   /v1/groups/NAME/dry-run         {"enabled": true|false}
+ *   POST   /v1/reload
+ *
+ * Errors are {"error": "message"} with 400 (bad request), 404 (no such path
+ * or group), 405 (method), 409 (refused in the current state: a pin outside
+ * the profile's bounds without force, resume when not paused, unpin when not
+ * pinned, a reload with an invalid configuration) or 413 (body too large).
+ *
+ * admin.c parses and validates requests; what they do to the groups comes
+ * through struct admin_ops, which the agent implements over the group
+ * runtimes. Everything runs on the loop's thread (see httpd.h). */
+#ifndef AUTOSCALED_ADMIN_H
+#define AUTOSCALED_ADMIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#define ADMIN_MAX_BODY 4096
+#define ADMIN_SOCKET_MODE 0660
+
+struct cJSON;
+
+/* The operations behind the endpoints. Those returning int give 0 or a
+ * negative errno: -ENOENT (no such group: 404), -ERANGE or -EALREADY
+ * (refused: 409), -EINVAL (400); `err` then holds a message. JSON results
+ * are owned by the caller; NULL means no such group. */
+struct admin_ops {
+	struct cJSON *(*health)(void *userdata);
+	struct cJSON *(*list)(void *userdata);
+	struct cJSON *(*show)(void *userdata, const char *group);
+	struct cJSON *(*decisions)(void *userdata, const char *group);
+	/* until_ms 0: until resumed. */
+	int (*pause)(void *userdata, const char *group, int64_t until_ms, char *err, size_t len);
+	int (*resume)(void *userdata, const char *group, char *err, size_t len);
+	int (*pin)(void *userdata, const char *group, int count, int64_t until_ms, bool force, char *err,
+		   size_t len);
+	int (*unpin)(void *userdata, const char *group, char *err, size_t len);
+	int (*dry_run)(void *userdata, const char *group, bool enabled, char *err, size_t len);
+	int (*reload)(void *userdata, char *err, size_t len);
+	/* The clock for "for" durations and checks of "until" (epoch ms). */
+	int64_t (*now_ms)(void *userdata);
+};
+
+struct admin;
+
+/* Serves the API on the Unix socket `path` with mode ADMIN_SOCKET_MODE,
+ * owned by group `group` (NULL: the daemon's). `ops` is borrowed and must
+ * outlive the server. Returns 0 or a negative errno (logged). */
+int admin_new(sd_event *event, const char *path, const char *group, const struct admin_ops *ops, void *userdata,
+	      struct admin **ret);
+
+/* Stops serving and removes the socket; NULL is fine. */
+void admin_free(struct admin *a);
+
+/* Parses an ISO 8601 time with a zone ("2026-12-02T16:00:00Z",
+ * "2026-12-02T17:00:00+01:00") into epoch ms. Returns 0 or -EINVAL. */
+int admin_parse_time(const char *s, int64_t *ret);
+
+/* Adds `key` as an ISO 8601 UTC time, or null for ms <= 0. */
+bool admin_add_time(struct cJSON *o, const char *key, int64_t ms);
+
+/* A bounded ring of decision records (JSON text), for the decisions
+ * endpoint. */
+#define ADMIN_RING_SIZE 100
+struct admin_ring {
+	char *v[ADMIN_RING_SIZE];
+	size_t head, n;
+};
+
+/* Adds a record (takes ownership of the malloc'ed text; drops the oldest
+ * when full). */
+void admin_ring_push(struct admin_ring *r, char *json);
+/* The records, oldest first, as {"decisions": [...]}; NULL on ENOMEM. */
+struct cJSON *admin_ring_json(const struct admin_ring *r);
+void admin_ring_clear(struct admin_ring *r);
+
+#endif

@@ -1,0 +1,208 @@
+/* The admin API's view and commands of one group; see group.h.
+ *
+ * Commands change the persisted state (state.h) and save it at once; the
+ * next evaluation applies them, so a pin or a pause acts within one
+ * interval and survives a restart. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#include <cjson/cJSON.h>
+
+#include "admin.h"
+#include "group.h"
+#include "log.h"
+
+static const char *dir_word(enum scale_direction d)
+{
+	return d == DIR_OUT ? "out" : d == DIR_IN ? "in" : NULL;
+}
+
+static void add_str_or_null(cJSON *o, const char *key, const char *v)
+{
+	if (v)
+		cJSON_AddStringToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+/* The newest decision record, parsed from the ring; NULL when none. */
+static cJSON *last_record(const struct group_rt *g)
+{
+	const struct admin_ring *r = group_rt_ring(g);
+
+	if (r->n == 0)
+		return NULL;
+	return cJSON_Parse(r->v[(r->head + r->n - 1) % ADMIN_RING_SIZE]);
+}
+
+cJSON *group_admin_summary(const struct group_rt *g)
+{
+	const struct group_state *st = group_rt_state((struct group_rt *)g);
+	const struct decision *d = group_rt_last(g);
+	cJSON *o = cJSON_CreateObject(), *rec;
+	bool observed;
+	int current = group_rt_current(g, &observed);
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "name", group_rt_name(g));
+	if (observed)
+		cJSON_AddNumberToObject(o, "current", current);
+	else
+		cJSON_AddNullToObject(o, "current");
+	if (d) {
+		cJSON_AddNumberToObject(o, "desired", d->desired);
+		cJSON_AddStringToObject(o, "profile", d->profile);
+	} else {
+		cJSON_AddNullToObject(o, "desired");
+		cJSON_AddNullToObject(o, "profile");
+	}
+	cJSON_AddBoolToObject(o, "paused", st->pause.active);
+	if (st->pin.active)
+		cJSON_AddNumberToObject(o, "pinned", st->pin.count);
+	else
+		cJSON_AddNullToObject(o, "pinned");
+	cJSON_AddBoolToObject(o, "dry_run", group_rt_dry_run(g));
+	add_str_or_null(o, "in_flight", dir_word(st->in_flight.direction));
+	rec = last_record(g);
+	add_str_or_null(o, "action", cJSON_GetStringValue(cJSON_GetObjectItem(rec, "action")));
+	add_str_or_null(o, "explanation", cJSON_GetStringValue(cJSON_GetObjectItem(rec, "explanation")));
+	cJSON_Delete(rec);
+	return o;
+}
+
+cJSON *group_admin_show(const struct group_rt *g)
+{
+	const struct group_state *st = group_rt_state((struct group_rt *)g);
+	const struct group_conf *gc = group_rt_conf(g);
+	const struct decision *d = group_rt_last(g);
+	static const char *const origins[] = {"fresh", "restored", "safe start"};
+	cJSON *o = group_admin_summary(g), *x, *rec;
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "driver", gc->driver);
+	if (d) {
+		cJSON_AddNumberToObject(o, "min", d->min);
+		cJSON_AddNumberToObject(o, "max", d->max);
+	}
+	if (st->pause.active) {
+		x = cJSON_AddObjectToObject(o, "pause");
+		if (x)
+			admin_add_time(x, "until", st->pause.until_ms);
+	} else {
+		cJSON_AddNullToObject(o, "pause");
+	}
+	if (st->pin.active) {
+		x = cJSON_AddObjectToObject(o, "pin");
+		if (x) {
+			cJSON_AddNumberToObject(x, "count", st->pin.count);
+			admin_add_time(x, "until", st->pin.until_ms);
+			cJSON_AddBoolToObject(x, "forced", st->pin.forced);
+		}
+	} else {
+		cJSON_AddNullToObject(o, "pin");
+	}
+	/* The summary's one word becomes the whole action here. */
+	cJSON_DeleteItemFromObjectCaseSensitive(o, "in_flight");
+	if (st->in_flight.direction != DIR_NONE) {
+		x = cJSON_AddObjectToObject(o, "in_flight");
+		if (x) {
+			cJSON_AddStringToObject(x, "direction", dir_word(st->in_flight.direction));
+			cJSON_AddNumberToObject(x, "from", st->in_flight.from);
+			cJSON_AddNumberToObject(x, "to", st->in_flight.to);
+			admin_add_time(x, "started", st->in_flight.started_ms);
+			cJSON_AddStringToObject(x, "request_id", st->in_flight.request_id);
+		}
+	} else {
+		cJSON_AddNullToObject(o, "in_flight");
+	}
+	cJSON_AddStringToObject(o, "state", origins[group_rt_origin(g)]);
+	admin_add_time(o, "no_scale_in_before", st->engine.no_scale_in_before_ms);
+	rec = last_record(g);
+	if (rec)
+		cJSON_AddItemToObject(o, "last_decision", rec);
+	else
+		cJSON_AddNullToObject(o, "last_decision");
+	return o;
+}
+
+cJSON *group_admin_decisions(const struct group_rt *g)
+{
+	return admin_ring_json(group_rt_ring(g));
+}
+
+int group_admin_pause(struct group_rt *g, int64_t until_ms, char *err, size_t len)
+{
+	struct group_state *st = group_rt_state(g);
+
+	(void)err;
+	(void)len;
+	st->pause = (struct state_pause){.active = true, .until_ms = until_ms};
+	group_rt_save(g);
+	log_group(LOG_NOTICE, group_rt_name(g), NULL, NULL, "paused by the admin API%s", until_ms ? " with an expiry" : "");
+	return 0;
+}
+
+int group_admin_resume(struct group_rt *g, char *err, size_t len)
+{
+	struct group_state *st = group_rt_state(g);
+
+	if (!st->pause.active) {
+		snprintf(err, len, "group '%s' is not paused", group_rt_name(g));
+		return -EALREADY;
+	}
+	st->pause = (struct state_pause){0};
+	group_rt_save(g);
+	log_group(LOG_NOTICE, group_rt_name(g), NULL, NULL, "resumed by the admin API");
+	return 0;
+}
+
+int group_admin_pin(struct group_rt *g, int count, int64_t until_ms, bool force, char *err, size_t len)
+{
+	struct group_state *st = group_rt_state(g);
+	const struct decision *d = group_rt_last(g);
+	const struct profile_conf *p = group_default_profile(group_rt_conf(g));
+	int lo = d ? d->min : p ? p->min : 0, hi = d ? d->max : p ? p->max : 0;
+
+	if (!force && (count < lo || count > hi)) {
+		snprintf(err, len, "%d is outside the active profile's bounds [%d, %d]; use force to pin it anyway", count,
+			 lo, hi);
+		return -ERANGE;
+	}
+	st->pin = (struct state_pin){.active = true, .count = count, .until_ms = until_ms, .forced = force};
+	group_rt_save(g);
+	log_group(LOG_NOTICE, group_rt_name(g), NULL, NULL, "pinned at %d by the admin API%s", count,
+		  force ? " (forced)" : "");
+	return 0;
+}
+
+int group_admin_unpin(struct group_rt *g, char *err, size_t len)
+{
+	struct group_state *st = group_rt_state(g);
+
+	if (!st->pin.active) {
+		snprintf(err, len, "group '%s' is not pinned", group_rt_name(g));
+		return -EALREADY;
+	}
+	st->pin = (struct state_pin){0};
+	group_rt_save(g);
+	log_group(LOG_NOTICE, group_rt_name(g), NULL, NULL, "unpinned by the admin API");
+	return 0;
+}
+
+int group_admin_dry_run(struct group_rt *g, bool enabled, char *err, size_t len)
+{
+	struct group_state *st = group_rt_state(g);
+
+	if (!enabled && group_rt_ctx(g)->dry_run) {
+		snprintf(err, len, "the daemon runs in dry-run mode (--dry-run or agent.dry_run); no group can act");
+		return -EALREADY;
+	}
+	st->dry_run = enabled ? STATE_DRY_RUN_ON : STATE_DRY_RUN_OFF;
+	group_rt_save(g);
+	log_group(LOG_NOTICE, group_rt_name(g), NULL, NULL, "dry run %s by the admin API", enabled ? "on" : "off");
+	return 0;
+}

@@ -1,0 +1,62 @@
+/* A small HTTP server on the agent's sd-event loop, for the admin API and
+ * the metrics endpoint.
+ *
+ * libmicrohttpd runs without threads of its own (MHD_USE_EPOLL, external
+ * polling): its epoll descriptor is one I/O source on the loop and its
+ * timeout one timer, so every handler runs on the loop's thread, between
+ * evaluations, and may read and change group runtimes without locks. The
+ * handlers only ever answer from memory, so they never block the loop.
+ *
+ * The caller creates and binds the listening socket (so it controls the
+ * address family, the file mode and the owner of a Unix socket) and hands it
+ * over; httpd owns it from then on. */
+#ifndef AUTOSCALED_HTTPD_H
+#define AUTOSCALED_HTTPD_H
+
+#include <stddef.h>
+
+#include <systemd/sd-event.h>
+
+struct httpd;
+
+struct httpd_request {
+	const char *method;
+	const char *path;     /* without the query string */
+	const char *body;     /* NUL-terminated; "" when there is none */
+	size_t body_len;
+};
+
+struct httpd_response {
+	int status;
+	const char *content_type;
+	char *body;           /* malloc'ed; httpd frees it */
+};
+
+/* Fills `resp` for `req`. Runs on the loop's thread. A handler that leaves
+ * resp->body NULL gets an empty body. */
+typedef void (*httpd_handler_fn)(void *userdata, const struct httpd_request *req, struct httpd_response *resp);
+
+/* Serves on `listen_fd` (bound and listening; owned by httpd from here, also
+ * on failure). Request bodies longer than max_body are answered with 413
+ * without being read into memory. `name` prefixes log messages. Returns 0 or
+ * a negative errno. */
+int httpd_new(sd_event *event, int listen_fd, const char *name, size_t max_body, httpd_handler_fn handler,
+	      void *userdata, struct httpd **ret);
+
+/* Stops serving and closes the socket; NULL is fine. */
+void httpd_free(struct httpd *h);
+
+/* Creates a listening Unix socket at `path` (an old socket file there is
+ * replaced) with file mode `mode`, owned by group `group` when not NULL.
+ * Returns the descriptor or a negative errno; logs why it failed. */
+int httpd_listen_unix(const char *path, unsigned mode, const char *group);
+
+/* Creates a listening TCP socket on "HOST:PORT" ("127.0.0.1:9851",
+ * "[::1]:9851"). Returns the descriptor or a negative errno; logs why. */
+int httpd_listen_tcp(const char *address);
+
+/* A JSON error body {"error": message} with `status`. */
+void httpd_error(struct httpd_response *resp, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,443 @@
+/* Prometheus metrics; see metrics.h.
+ *
+ * Names follow the Prometheus conventions: the autoscaled_ prefix, base
+ * units (seconds), _total for counters, one metric family per name with its
+ * HELP and TYPE before the samples, and label values escaped. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "httpd.h"
+#include "log.h"
+#include "metrics.h"
+
+/* Bounds on what the configuration and the code can make the registry
+ * hold. */
+#define METRICS_MAX_KINDS 16       /* error kinds per group */
+#define METRICS_MAX_OPERATIONS 8   /* driver operations per group */
+#define METRICS_MAX_BODY 1024
+
+static const double eval_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
+static const double driver_buckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+#define N_EVAL_BUCKETS (sizeof(eval_buckets) / sizeof(eval_buckets[0]))
+#define N_DRIVER_BUCKETS (sizeof(driver_buckets) / sizeof(driver_buckets[0]))
+
+struct histogram {
+	unsigned long long buckets[16]; /* cumulative counts are computed when written */
+	unsigned long long count;
+	double sum;
+};
+
+struct named_counter {
+	char *name;
+	unsigned long long n;
+};
+
+struct named_histogram {
+	char *name;
+	struct histogram h;
+};
+
+struct signal_metric {
+	char *name;
+	bool valid;
+	double value;
+	int recommendation;
+};
+
+struct group_metrics {
+	char *name;
+	bool have_decision;
+	int current, desired;
+	bool paused, pinned, in_flight;
+	struct signal_metric signals[CONFIG_MAX_SIGNALS];
+	size_t n_signals;
+	unsigned long long actions_out, actions_in;
+	struct named_counter errors[METRICS_MAX_KINDS];
+	size_t n_errors;
+	struct histogram eval;
+	struct named_histogram driver[METRICS_MAX_OPERATIONS];
+	size_t n_driver;
+};
+
+struct metrics {
+	struct httpd *httpd;
+	struct group_metrics **groups;
+	size_t n_groups;
+};
+
+static void observe(struct histogram *h, const double *bounds, size_t n, double v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v <= bounds[i]) {
+			h->buckets[i]++;
+			break;
+		}
+	h->count++;
+	h->sum += v;
+}
+
+static void group_free(struct group_metrics *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->n_signals; i++)
+		free(g->signals[i].name);
+	for (size_t i = 0; i < g->n_errors; i++)
+		free(g->errors[i].name);
+	for (size_t i = 0; i < g->n_driver; i++)
+		free(g->driver[i].name);
+	free(g->name);
+	free(g);
+}
+
+/* The entry of `name`, created when missing; NULL on ENOMEM. */
+static struct group_metrics *group_get(struct metrics *m, const char *name)
+{
+	struct group_metrics *g, **v;
+
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (strcmp(m->groups[i]->name, name) == 0)
+			return m->groups[i];
+	v = realloc(m->groups, (m->n_groups + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	m->groups = v;
+	g = calloc(1, sizeof(*g));
+	if (!g || !(g->name = strdup(name))) {
+		free(g);
+		return NULL;
+	}
+	m->groups[m->n_groups++] = g;
+	return g;
+}
+
+void metrics_record_decision(struct metrics *m, const struct group_conf *gc, const struct decision *d,
+			     const struct metrics_group_status *st)
+{
+	struct group_metrics *g;
+
+	if (!m || !(g = group_get(m, gc->name)))
+		return;
+	g->have_decision = true;
+	g->current = d->current;
+	g->desired = d->desired;
+	g->paused = st->paused;
+	g->pinned = st->pinned;
+	g->in_flight = st->in_flight;
+	for (size_t i = 0; i < d->n_signals && i < gc->n_signals && i < CONFIG_MAX_SIGNALS; i++) {
+		struct signal_metric *s = &g->signals[i];
+
+		/* A reload may rename signals: the slot follows the config. */
+		if (!s->name || strcmp(s->name, gc->signals[i].name) != 0) {
+			char *n = strdup(gc->signals[i].name);
+
+			if (!n)
+				return;
+			free(s->name);
+			s->name = n;
+		}
+		s->valid = d->signals[i].valid;
+		s->value = d->signals[i].value;
+		s->recommendation = d->signals[i].recommendation;
+	}
+	for (size_t i = d->n_signals; i < g->n_signals; i++) {
+		free(g->signals[i].name);
+		g->signals[i].name = NULL;
+	}
+	g->n_signals = d->n_signals < gc->n_signals ? d->n_signals : gc->n_signals;
+	if (st->evaluation_seconds >= 0)
+		observe(&g->eval, eval_buckets, N_EVAL_BUCKETS, st->evaluation_seconds);
+}
+
+void metrics_record_action(struct metrics *m, const char *group, enum scale_direction dir)
+{
+	struct group_metrics *g;
+
+	if (!m || !(g = group_get(m, group)))
+		return;
+	if (dir == DIR_OUT)
+		g->actions_out++;
+	else if (dir == DIR_IN)
+		g->actions_in++;
+}
+
+void metrics_record_error(struct metrics *m, const char *group, const char *kind)
+{
+	struct group_metrics *g;
+
+	if (!m || !(g = group_get(m, group)))
+		return;
+	for (size_t i = 0; i < g->n_errors; i++)
+		if (strcmp(g->errors[i].name, kind) == 0) {
+			g->errors[i].n++;
+			return;
+		}
+	if (g->n_errors == METRICS_MAX_KINDS)
+		return;
+	g->errors[g->n_errors].name = strdup(kind);
+	if (g->errors[g->n_errors].name)
+		g->errors[g->n_errors++].n = 1;
+}
+
+void metrics_record_driver_call(struct metrics *m, const char *group, const char *operation, double seconds)
+{
+	struct group_metrics *g;
+	size_t i;
+
+	if (!m || !(g = group_get(m, group)))
+		return;
+	for (i = 0; i < g->n_driver; i++)
+		if (strcmp(g->driver[i].name, operation) == 0)
+			break;
+	if (i == g->n_driver) {
+		if (g->n_driver == METRICS_MAX_OPERATIONS || !(g->driver[i].name = strdup(operation)))
+			return;
+		g->n_driver++;
+	}
+	observe(&g->driver[i].h, driver_buckets, N_DRIVER_BUCKETS, seconds);
+}
+
+void metrics_prune(struct metrics *m, const struct config *c)
+{
+	size_t k = 0;
+
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_groups; i++) {
+		if (config_find_group(c, m->groups[i]->name))
+			m->groups[k++] = m->groups[i];
+		else
+			group_free(m->groups[i]);
+	}
+	m->n_groups = k;
+}
+
+/* ------------------------------------------------------------- output */
+
+/* A label value with \, " and newline escaped, as the format requires. */
+static void put_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '"')
+			fputs("\\\"", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void put_value(FILE *f, double v)
+{
+	if (isnan(v))
+		fputs("NaN", f);
+	else if (isinf(v))
+		fputs(v > 0 ? "+Inf" : "-Inf", f);
+	else {
+		/* The shortest form that reads back as the same double. */
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%.15g", v);
+		if (strtod(buf, NULL) != v)
+			snprintf(buf, sizeof(buf), "%.17g", v);
+		fputs(buf, f);
+	}
+}
+
+static void header(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void group_sample(FILE *f, const char *name, const struct group_metrics *g, double v)
+{
+	fprintf(f, "%s{group=\"", name);
+	put_label(f, g->name);
+	fputs("\"} ", f);
+	put_value(f, v);
+	fputc('\n', f);
+}
+
+static void histogram_samples(FILE *f, const char *name, const struct group_metrics *g, const char *operation,
+			      const struct histogram *h, const double *bounds, size_t n)
+{
+	unsigned long long cum = 0;
+
+	for (size_t i = 0; i <= n; i++) {
+		cum += i < n ? h->buckets[i] : 0;
+		fprintf(f, "%s_bucket{group=\"", name);
+		put_label(f, g->name);
+		if (operation) {
+			fputs("\",operation=\"", f);
+			put_label(f, operation);
+		}
+		fputs("\",le=\"", f);
+		if (i < n)
+			put_value(f, bounds[i]);
+		else
+			fputs("+Inf", f);
+		fprintf(f, "\"} %llu\n", i < n ? cum : h->count);
+	}
+	fprintf(f, "%s_sum{group=\"", name);
+	put_label(f, g->name);
+	if (operation) {
+		fputs("\",operation=\"", f);
+		put_label(f, operation);
+	}
+	fputs("\"} ", f);
+	put_value(f, h->sum);
+	fprintf(f, "\n%s_count{group=\"", name);
+	put_label(f, g->name);
+	if (operation) {
+		fputs("\",operation=\"", f);
+		put_label(f, operation);
+	}
+	fprintf(f, "\"} %llu\n", h->count);
+}
+
+static void signal_family(FILE *f, const struct metrics *m, const char *name, const char *help, bool rec)
+{
+	header(f, name, "gauge", help);
+	for (size_t i = 0; i < m->n_groups; i++) {
+		const struct group_metrics *g = m->groups[i];
+
+		for (size_t s = 0; s < g->n_signals; s++) {
+			/* An invalid signal has no value: the series is absent,
+			 * never a made-up zero. */
+			if (!g->signals[s].valid)
+				continue;
+			fprintf(f, "%s{group=\"", name);
+			put_label(f, g->name);
+			fputs("\",signal=\"", f);
+			put_label(f, g->signals[s].name);
+			fputs("\"} ", f);
+			put_value(f, rec ? g->signals[s].recommendation : g->signals[s].value);
+			fputc('\n', f);
+		}
+	}
+}
+
+int metrics_write(const struct metrics *m, FILE *f)
+{
+	header(f, "autoscaled_group_current_instances", "gauge", "Instances in the group as last observed.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->have_decision)
+			group_sample(f, "autoscaled_group_current_instances", m->groups[i], m->groups[i]->current);
+	header(f, "autoscaled_group_desired_instances", "gauge",
+	       "Instances the last evaluation decided on, after pins and pauses.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->have_decision)
+			group_sample(f, "autoscaled_group_desired_instances", m->groups[i], m->groups[i]->desired);
+	signal_family(f, m, "autoscaled_signal_value", "The signal's aggregate over its window.", false);
+	signal_family(f, m, "autoscaled_signal_recommendation", "Instances the signal alone recommends.", true);
+
+	header(f, "autoscaled_actions_total", "counter", "Scaling actions handed to the driver.");
+	for (size_t i = 0; i < m->n_groups; i++) {
+		const struct group_metrics *g = m->groups[i];
+
+		fputs("autoscaled_actions_total{group=\"", f);
+		put_label(f, g->name);
+		fprintf(f, "\",direction=\"out\"} %llu\n", g->actions_out);
+		fputs("autoscaled_actions_total{group=\"", f);
+		put_label(f, g->name);
+		fprintf(f, "\",direction=\"in\"} %llu\n", g->actions_in);
+	}
+	header(f, "autoscaled_errors_total", "counter", "Errors by kind (observe, scale_out, scale_in, state, hook).");
+	for (size_t i = 0; i < m->n_groups; i++) {
+		const struct group_metrics *g = m->groups[i];
+
+		for (size_t k = 0; k < g->n_errors; k++) {
+			fputs("autoscaled_errors_total{group=\"", f);
+			put_label(f, g->name);
+			fputs("\",kind=\"", f);
+			put_label(f, g->errors[k].name);
+			fprintf(f, "\"} %llu\n", g->errors[k].n);
+		}
+	}
+	header(f, "autoscaled_evaluation_duration_seconds", "histogram", "Time taken by one evaluation.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		histogram_samples(f, "autoscaled_evaluation_duration_seconds", m->groups[i], NULL, &m->groups[i]->eval,
+				  eval_buckets, N_EVAL_BUCKETS);
+	header(f, "autoscaled_driver_call_duration_seconds", "histogram", "Time taken by driver calls.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t k = 0; k < m->groups[i]->n_driver; k++)
+			histogram_samples(f, "autoscaled_driver_call_duration_seconds", m->groups[i],
+					  m->groups[i]->driver[k].name, &m->groups[i]->driver[k].h, driver_buckets,
+					  N_DRIVER_BUCKETS);
+	header(f, "autoscaled_inflight_actions", "gauge", "Actions handed to the driver and not yet complete.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		group_sample(f, "autoscaled_inflight_actions", m->groups[i], m->groups[i]->in_flight);
+	header(f, "autoscaled_group_paused", "gauge", "1 while the group is paused.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		group_sample(f, "autoscaled_group_paused", m->groups[i], m->groups[i]->paused);
+	header(f, "autoscaled_group_pinned", "gauge", "1 while the group is pinned to a count.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		group_sample(f, "autoscaled_group_pinned", m->groups[i], m->groups[i]->pinned);
+	return ferror(f) ? -EIO : 0;
+}
+
+static void on_request(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
+{
+	struct metrics *m = userdata;
+	size_t len = 0;
+	FILE *f;
+
+	if (strcmp(req->path, "/metrics") != 0) {
+		httpd_error(resp, 404, "no such path '%s'; metrics are at /metrics", req->path);
+		return;
+	}
+	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+		httpd_error(resp, 405, "method '%s' not allowed on /metrics", req->method);
+		return;
+	}
+	f = open_memstream(&resp->body, &len);
+	if (!f) {
+		httpd_error(resp, 500, "out of memory");
+		return;
+	}
+	if (metrics_write(m, f) < 0 || fclose(f) != 0) {
+		httpd_error(resp, 500, "cannot format the metrics");
+		return;
+	}
+	resp->status = 200;
+	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+int metrics_new(sd_event *event, const char *listen, struct metrics **ret)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+	int fd, r;
+
+	if (!m)
+		return -ENOMEM;
+	if (listen) {
+		fd = httpd_listen_tcp(listen);
+		if (fd < 0) {
+			free(m);
+			return fd;
+		}
+		r = httpd_new(event, fd, "metrics", METRICS_MAX_BODY, on_request, m, &m->httpd);
+		if (r < 0) {
+			free(m);
+			return r;
+		}
+		log_info("metrics: serving on http://%s/metrics", listen);
+	}
+	*ret = m;
+	return 0;
+}
+
+void metrics_free(struct metrics *m)
+{
+	if (!m)
+		return;
+	httpd_free(m->httpd);
+	for (size_t i = 0; i < m->n_groups; i++)
+		group_free(m->groups[i]);
+	free(m->groups);
+	free(m);
+}

@@ -1,0 +1,118 @@
+#!/bin/bash
+# The admin API through autoscalectl against a running daemon: every
+# command, their effect on the group, --json, exit codes for refusals,
+# unknown groups, usage and permission, and raw bad requests.
+. "$top_srcdir/tests/integration/tap.sh"
+. "$top_srcdir/tests/integration/ops-lib.sh"
+
+set_load 20
+write_conf "" 'admin_group = "nogroup";'
+start_daemon || { not_ok "the daemon starts"; cat "$T/daemon.log"; tap_done; exit 1; }
+check "the pool follows the load to 2" wait_for 10 pool_is 2
+
+out=$(ctl status); rc=$?
+check "status: a table with the group (rc $rc)" test $rc -eq 0 -a -n "$(echo "$out" | grep -E '^web +2 +2 +default +active')"
+out=$(ctl --json status)
+check "status --json is JSON naming the group" python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["groups"][0]["name"]=="web" and d["groups"][0]["desired"]==2' "$out"
+out=$(ctl show web)
+check "show: current, desired and the last decision" test -n "$(echo "$out" | grep '^current: *2')" -a -n "$(echo "$out" | grep '^last: ')"
+out=$(ctl explain web)
+check "explain: the sentence and one line per signal" test -n "$(echo "$out" | grep -E '^  queue +value 20, target 10 -> 2 instances')"
+sleep 2
+out=$(ctl history web)
+check "history: recent decisions, one per line, with their sentence" test "$(echo "$out" | grep -c ' -> 2 ')" -ge 2
+ctl show nosuch 2>/dev/null; rc=$?
+check "an unknown group: exit 4 (got $rc)" test $rc -eq 4
+ctl bogus 2>/dev/null; rc=$?
+check "an unknown command: exit 2 (got $rc)" test $rc -eq 2
+
+# Pin: within the bounds, outside them refused, forced, expiry required.
+ctl pin web 5 --for 1h >/dev/null; rc=$?
+check "pin web 5 --for 1h (rc $rc)" test $rc -eq 0
+check "the pin holds the group at 5" wait_for 10 pool_is 5
+out=$(ctl show web)
+check "show says pinned with its expiry" test -n "$(echo "$out" | grep -E '^pinned: +5 until 20[0-9-]+T')"
+err=$(ctl pin web 20 --for 1h 2>&1); rc=$?
+check "a pin outside [1, 8] is refused: exit 1 with the bounds (rc $rc)" test $rc -eq 1 -a -n "$(echo "$err" | grep 'bounds \[1, 8\]')"
+ctl pin web 3 2>/dev/null; rc=$?
+check "a pin without an expiry is a usage error: exit 2 (rc $rc)" test $rc -eq 2
+out=$(ctl --json pin web 9 --for 30m --force); rc=$?
+check "a forced pin outside the bounds, --json answer" python3 -c 'import json,sys; assert json.loads(sys.argv[1])["result"]=="pinned"' "$out"
+check "the forced pin takes the group to 9" wait_for 10 pool_is 9
+check "the state file keeps the pin" python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["pin"]; assert p["count"]==9 and p["forced"] is True' "$T/state/web.state"
+ctl unpin web >/dev/null; rc=$?
+check "unpin (rc $rc)" test $rc -eq 0
+check "unpinned, the group returns to what the load asks (2)" wait_for 15 pool_is 2
+ctl unpin web 2>/dev/null; rc=$?
+check "unpin when not pinned: exit 1 (rc $rc)" test $rc -eq 1
+
+# Pause: evaluate and log, never act.
+ctl pause web --for 1h >/dev/null; rc=$?
+check "pause --for 1h (rc $rc)" test $rc -eq 0
+set_load 60
+sleep 4
+check "paused: the load rose to 6 instances' worth, the pool stays at 2" pool_is 2
+out=$(ctl explain web)
+check "explain shows the decision and the pause" test -n "$(echo "$out" | grep 'paused')" -a -n "$(echo "$out" | grep 'value 60')"
+out=$(ctl status)
+check "status shows the pause" test -n "$(echo "$out" | grep -E '^web .* paused')"
+ctl resume web >/dev/null; rc=$?
+check "resume (rc $rc)" test $rc -eq 0
+check "resumed, the group scales out to 6" wait_for 10 pool_is 6
+ctl resume web 2>/dev/null; rc=$?
+check "resume when not paused: exit 1 (rc $rc)" test $rc -eq 1
+ctl pause web --until 2000-01-01T00:00:00Z 2>/dev/null; rc=$?
+check "a pause until a time in the past: exit 1 (rc $rc)" test $rc -eq 1
+ctl pause web --for 3s >/dev/null && sleep 5
+check "a pause expires by itself" python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["pause"] is None' "$T/state/web.state"
+
+# Dry run per group.
+ctl dry-run web on >/dev/null; rc=$?
+check "dry-run web on (rc $rc)" test $rc -eq 0
+set_load 20
+sleep 4
+check "in dry run the pool stays at 6" pool_is 6
+check "status shows the dry run" test -n "$(ctl status | grep -E '^web .*dry run')"
+ctl dry-run web off >/dev/null
+check "dry run off: the group scales in to 2" wait_for 10 pool_is 2
+ctl dry-run web maybe 2>/dev/null; rc=$?
+check "dry-run with neither on nor off: exit 2 (rc $rc)" test $rc -eq 2
+
+# Reload: a good one, then a broken one that is refused with its reason.
+ctl reload >/dev/null; rc=$?
+check "reload (rc $rc)" test $rc -eq 0
+cp "$T/autoscaled.conf" "$T/good.conf"
+echo 'groups = ( { name = "web"; min = 5; max = 2; } );' > "$T/autoscaled.conf"
+err=$(ctl reload 2>&1); rc=$?
+check "a broken reload: exit 1 naming file and line (rc $rc)" test $rc -eq 1 -a -n "$(echo "$err" | grep 'autoscaled.conf:1:')"
+cp "$T/good.conf" "$T/autoscaled.conf"
+check "the daemon still serves after the broken reload" eval 'ctl show web >/dev/null'
+
+# Raw requests a client library could make.
+if command -v curl >/dev/null; then
+	code() { curl -s -o /dev/null -w '%{http_code}' --unix-socket "$T/admin.sock" "$@"; }
+	check "GET /v1/health: 200" test "$(code http://l/v1/health)" = 200
+	check "DELETE /v1/groups/web: 405" test "$(code -X DELETE http://l/v1/groups/web)" = 405
+	check "POST pause with a typo: 400" test "$(code -d '{"fro":"1h"}' http://l/v1/groups/web/pause)" = 400
+	check "POST pin with a body of 8 KiB: 413" test "$(code --data-binary @<(head -c 8192 /dev/zero | tr '\0' ' ') http://l/v1/groups/web/pin)" = 413
+	check "an unknown path: 404 with a JSON error" test "$(curl -s --unix-socket "$T/admin.sock" http://l/v2 | python3 -c 'import json,sys; print(json.load(sys.stdin)["error"][:7])')" = "no such"
+else
+	ok "# SKIP curl is not installed"
+fi
+
+# Permission: the socket is 0660, owned by the configured group.
+check "the socket is mode 0660, group nogroup" test "$(stat -c '%a %G' "$T/admin.sock")" = "660 nogroup"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+	err=$(setpriv --reuid=nobody --regid=daemon --clear-groups "$CTL" -s "$T/admin.sock" status 2>&1); rc=$?
+	check "a user outside the group is denied: exit 3, 'permission denied' (rc $rc)" test $rc -eq 3 -a -n "$(echo "$err" | grep 'permission denied')"
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" -s "$T/admin.sock" status >/dev/null; rc=$?
+	check "a member of the admin group may use it (rc $rc)" test $rc -eq 0
+else
+	ok "# SKIP not root or no setpriv: permission checks need another user"
+	ok "# SKIP not root or no setpriv"
+fi
+stop_daemon
+ctl status 2>/dev/null; rc=$?
+check "no daemon: exit 3 (rc $rc)" test $rc -eq 3
+check "the stopped daemon removed its socket" test ! -e "$T/admin.sock"
+tap_done

@@ -1,0 +1,229 @@
+/* Unit tests for the metrics registry and its endpoint: what a scrape shows
+ * after decisions, actions, errors and driver calls, in the exposition
+ * format (HELP and TYPE first, escaped labels, cumulative buckets), served
+ * over HTTP from the event loop. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "metrics.h"
+
+static struct signal_conf sigs[2] = {{.name = "cpu"}, {.name = "queue"}};
+static struct group_conf groups[2] = {
+	{.name = "web", .signals = sigs, .n_signals = 2},
+	{.name = "we\"ird\\na\nme", .signals = sigs, .n_signals = 1},
+};
+static struct config conf = {.groups = groups, .n_groups = 2};
+
+static char *render(const struct metrics *m)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(metrics_write(m, f), 0);
+	fclose(f);
+	return buf;
+}
+
+static void record_web(struct metrics *m)
+{
+	struct decision d = {.current = 4, .desired = 6, .n_signals = 2};
+	struct metrics_group_status st = {.pinned = true, .evaluation_seconds = 0.003};
+
+	d.signals[0] = (struct signal_decision){.valid = true, .value = 90, .recommendation = 6};
+	d.signals[1] = (struct signal_decision){.valid = false};
+	metrics_record_decision(m, &groups[0], &d, &st);
+}
+
+static void test_exposition(void **st)
+{
+	struct metrics *m;
+	char *t;
+
+	(void)st;
+	assert_int_equal(metrics_new(NULL, NULL, &m), 0);
+	record_web(m);
+	metrics_record_action(m, "web", DIR_OUT);
+	metrics_record_action(m, "web", DIR_OUT);
+	metrics_record_action(m, "web", DIR_IN);
+	metrics_record_error(m, "web", "observe");
+	metrics_record_error(m, "web", "observe");
+	metrics_record_driver_call(m, "web", "set_capacity", 0.2);
+	metrics_record_driver_call(m, "web", "set_capacity", 7);
+	t = render(m);
+
+	assert_non_null(strstr(t, "# HELP autoscaled_group_desired_instances "));
+	assert_non_null(strstr(t, "# TYPE autoscaled_group_desired_instances gauge\n"));
+	assert_non_null(strstr(t, "autoscaled_group_current_instances{group=\"web\"} 4\n"));
+	assert_non_null(strstr(t, "autoscaled_group_desired_instances{group=\"web\"} 6\n"));
+	assert_non_null(strstr(t, "autoscaled_signal_value{group=\"web\",signal=\"cpu\"} 90\n"));
+	assert_non_null(strstr(t, "autoscaled_signal_recommendation{group=\"web\",signal=\"cpu\"} 6\n"));
+	/* An invalid signal is absent, never zero. */
+	assert_null(strstr(t, "signal=\"queue\""));
+	assert_non_null(strstr(t, "# TYPE autoscaled_actions_total counter\n"));
+	assert_non_null(strstr(t, "autoscaled_actions_total{group=\"web\",direction=\"out\"} 2\n"));
+	assert_non_null(strstr(t, "autoscaled_actions_total{group=\"web\",direction=\"in\"} 1\n"));
+	assert_non_null(strstr(t, "autoscaled_errors_total{group=\"web\",kind=\"observe\"} 2\n"));
+	assert_non_null(strstr(t, "# TYPE autoscaled_driver_call_duration_seconds histogram\n"));
+	/* Buckets are cumulative: 0.2 s falls in le=0.25 and above, 7 s in
+	 * le=10 and above. */
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{group=\"web\",operation=\"set_capacity\","
+				  "le=\"0.1\"} 0\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{group=\"web\",operation=\"set_capacity\","
+				  "le=\"0.25\"} 1\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{group=\"web\",operation=\"set_capacity\","
+				  "le=\"10\"} 2\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{group=\"web\",operation=\"set_capacity\","
+				  "le=\"+Inf\"} 2\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_count{group=\"web\",operation=\"set_capacity\"} 2\n"));
+	assert_non_null(strstr(t, "autoscaled_evaluation_duration_seconds_count{group=\"web\"} 1\n"));
+	assert_non_null(strstr(t, "autoscaled_group_pinned{group=\"web\"} 1\n"));
+	assert_non_null(strstr(t, "autoscaled_group_paused{group=\"web\"} 0\n"));
+	assert_non_null(strstr(t, "autoscaled_inflight_actions{group=\"web\"} 0\n"));
+	free(t);
+	metrics_free(m);
+}
+
+static void test_escaping_and_prune(void **st)
+{
+	struct metrics *m;
+	struct decision d = {.current = 1, .desired = 1};
+	struct metrics_group_status s = {.evaluation_seconds = -1};
+	struct config only_web = {.groups = groups, .n_groups = 1};
+	char *t;
+
+	(void)st;
+	assert_int_equal(metrics_new(NULL, NULL, &m), 0);
+	record_web(m);
+	metrics_record_decision(m, &groups[1], &d, &s);
+	t = render(m);
+	assert_non_null(strstr(t, "autoscaled_group_desired_instances{group=\"we\\\"ird\\\\na\\nme\"} 1\n"));
+	free(t);
+
+	/* The renamed group is gone after a reload; web keeps its counters. */
+	metrics_record_action(m, "web", DIR_IN);
+	metrics_prune(m, &conf);
+	metrics_prune(m, &only_web);
+	t = render(m);
+	assert_null(strstr(t, "ird"));
+	assert_non_null(strstr(t, "autoscaled_actions_total{group=\"web\",direction=\"in\"} 1\n"));
+	free(t);
+	metrics_free(m);
+}
+
+struct fetch {
+	const char *url;
+	const char *method;
+	long status;
+	char *body;
+	size_t len;
+	volatile int done;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *userdata)
+{
+	struct fetch *f = userdata;
+	char *b = realloc(f->body, f->len + size * n + 1);
+
+	if (!b)
+		return 0;
+	memcpy(b + f->len, p, size * n);
+	f->len += size * n;
+	b[f->len] = '\0';
+	f->body = b;
+	return size * n;
+}
+
+static void *fetch_thread(void *arg)
+{
+	struct fetch *f = arg;
+	CURL *c = curl_easy_init();
+
+	curl_easy_setopt(c, CURLOPT_URL, f->url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, f->method);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &f->status);
+	curl_easy_cleanup(c);
+	f->done = 1;
+	return NULL;
+}
+
+/* Runs the loop until the client thread has its answer. */
+static void fetch(sd_event *e, struct fetch *f)
+{
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, fetch_thread, f), 0);
+	for (int i = 0; i < 500 && !f->done; i++)
+		sd_event_run(e, 10000);
+	pthread_join(t, NULL);
+}
+
+static void test_endpoint(void **st)
+{
+	struct metrics *m;
+	sd_event *e;
+	char addr[64], url[128];
+	int port = 20000 + (int)(getpid() % 20000);
+	struct fetch f = {.method = "GET"}, nf = {.method = "GET"}, pf = {.method = "POST"};
+
+	(void)st;
+	assert_int_equal(sd_event_new(&e), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	assert_int_equal(metrics_new(e, addr, &m), 0);
+	record_web(m);
+
+	snprintf(url, sizeof(url), "http://%s/metrics", addr);
+	f.url = url;
+	fetch(e, &f);
+	assert_int_equal(f.status, 200);
+	assert_non_null(strstr(f.body, "autoscaled_group_desired_instances{group=\"web\"} 6\n"));
+
+	pf.url = url;
+	fetch(e, &pf);
+	assert_int_equal(pf.status, 405);
+
+	snprintf(url, sizeof(url), "http://%s/other", addr);
+	nf.url = url;
+	fetch(e, &nf);
+	assert_int_equal(nf.status, 404);
+	assert_non_null(strstr(nf.body, "\"error\""));
+
+	/* A second registry cannot take the same port, and says so. */
+	struct metrics *m2 = NULL;
+
+	assert_true(metrics_new(e, addr, &m2) < 0);
+	assert_true(metrics_new(e, "nonsense", &m2) == -EINVAL);
+	free(f.body);
+	free(pf.body);
+	free(nf.body);
+	metrics_free(m);
+	sd_event_unref(e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exposition),
+		cmocka_unit_test(test_escaping_and_prune),
+		cmocka_unit_test(test_endpoint),
+	};
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,449 @@
+/* Unit tests for the persisted state: round trips, the safe start on every
+ * kind of damage a file can suffer, and the pure operations (expiry,
+ * reconciliation of an action in flight, pause and pin). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "state.h"
+
+#define NOW INT64_C(1764680000000) /* 2025-12-02, a realistic epoch in ms */
+#define WINDOW_MS (300 * MS_PER_SEC)
+
+static char dir[64];
+static struct signal_conf sig = {.name = "cpu", .window_ms = 60 * MS_PER_SEC};
+static struct group_conf gc = {
+	.name = "web",
+	.signals = &sig,
+	.n_signals = 1,
+	.behavior = {.scale_in = {.stabilization_ms = WINDOW_MS}},
+};
+
+static int setup(void **st)
+{
+	(void)st;
+	snprintf(dir, sizeof(dir), "/tmp/test-state.XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **st)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[PATH_MAX];
+
+	(void)st;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	return rmdir(dir);
+}
+
+/* A state as a running daemon would have it: histories, an action in
+ * flight, a pin, a pause and a dry-run override. */
+static void sample_state(struct group_state *s)
+{
+	state_init(s);
+	for (int i = 0; i < 10; i++) {
+		s->engine.down_recs[i] = (struct engine_rec){.t_ms = NOW - 290000 + i * 15000, .count = 10 - i};
+		s->engine.up_recs[i] = (struct engine_rec){.t_ms = NOW - 290000 + i * 15000, .count = 2 + i};
+	}
+	s->engine.n_down_recs = s->engine.n_up_recs = 10;
+	s->engine.events[0] = (struct engine_event){.t_ms = NOW - 60000, .delta = 3};
+	s->engine.events[1] = (struct engine_event){.t_ms = NOW - 30000, .delta = -2};
+	s->engine.n_events = 2;
+	s->engine.last_action_ms = NOW - 30000;
+	s->engine.last_action_dir = DIR_IN;
+	s->in_flight = (struct state_action){.direction = DIR_OUT, .from = 4, .to = 7, .started_ms = NOW - 5000,
+					     .deadline_ms = NOW - 5000 + STATE_IN_FLIGHT_DEADLINE_MS};
+	strcpy(s->in_flight.request_id, "op-1234");
+	s->pin = (struct state_pin){.active = true, .count = 5, .until_ms = NOW + 7200000, .forced = true};
+	s->pause = (struct state_pause){.active = true, .until_ms = 0};
+	s->dry_run = STATE_DRY_RUN_ON;
+}
+
+static void assert_same(const struct group_state *a, const struct group_state *b)
+{
+	assert_int_equal(a->engine.version, b->engine.version);
+	assert_int_equal(a->engine.n_up_recs, b->engine.n_up_recs);
+	assert_int_equal(a->engine.n_down_recs, b->engine.n_down_recs);
+	assert_int_equal(a->engine.n_events, b->engine.n_events);
+	assert_memory_equal(a->engine.up_recs, b->engine.up_recs, a->engine.n_up_recs * sizeof(struct engine_rec));
+	assert_memory_equal(a->engine.down_recs, b->engine.down_recs,
+			    a->engine.n_down_recs * sizeof(struct engine_rec));
+	assert_memory_equal(a->engine.events, b->engine.events, a->engine.n_events * sizeof(struct engine_event));
+	assert_int_equal(a->engine.last_action_ms, b->engine.last_action_ms);
+	assert_int_equal(a->engine.last_action_dir, b->engine.last_action_dir);
+	assert_int_equal(a->engine.no_scale_in_before_ms, b->engine.no_scale_in_before_ms);
+	assert_int_equal(a->in_flight.direction, b->in_flight.direction);
+	assert_int_equal(a->in_flight.from, b->in_flight.from);
+	assert_int_equal(a->in_flight.to, b->in_flight.to);
+	assert_int_equal(a->in_flight.started_ms, b->in_flight.started_ms);
+	assert_int_equal(a->in_flight.deadline_ms, b->in_flight.deadline_ms);
+	assert_string_equal(a->in_flight.request_id, b->in_flight.request_id);
+	assert_int_equal(a->pin.active, b->pin.active);
+	assert_int_equal(a->pin.count, b->pin.count);
+	assert_int_equal(a->pin.until_ms, b->pin.until_ms);
+	assert_int_equal(a->pin.forced, b->pin.forced);
+	assert_int_equal(a->pause.active, b->pause.active);
+	assert_int_equal(a->pause.until_ms, b->pause.until_ms);
+	assert_int_equal(a->dry_run, b->dry_run);
+}
+
+static void write_text(const char *text, size_t len)
+{
+	char p[PATH_MAX];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/web.state", dir);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+}
+
+static char *saved_text(void)
+{
+	struct group_state s;
+	cJSON *j;
+	char *t;
+
+	sample_state(&s);
+	j = state_to_json(&s, "web", NOW);
+	assert_non_null(j);
+	t = cJSON_Print(j);
+	cJSON_Delete(j);
+	assert_non_null(t);
+	return t;
+}
+
+/* The safe start: a clean history and no scale-in for a full window. */
+static void assert_safe(const struct group_state *s)
+{
+	assert_int_equal(s->engine.n_down_recs, 0);
+	assert_int_equal(s->engine.n_up_recs, 0);
+	assert_int_equal(s->engine.no_scale_in_before_ms, NOW + WINDOW_MS);
+	assert_int_equal(s->in_flight.direction, DIR_NONE);
+	assert_false(s->pin.active);
+	assert_false(s->pause.active);
+}
+
+static void test_round_trip(void **st)
+{
+	struct group_state a, b;
+	char p[PATH_MAX];
+	struct stat sb;
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	(void)st;
+	sample_state(&a);
+	assert_int_equal(state_save(dir, "web", &a, NOW), 0);
+	assert_int_equal(state_load(dir, &gc, NOW + 1000, &b), STATE_RESTORED);
+	assert_same(&a, &b);
+
+	/* Saving again replaces the file and leaves no temporary behind. */
+	a.pin.count = 6;
+	assert_int_equal(state_save(dir, "web", &a, NOW + 1000), 0);
+	assert_int_equal(state_load(dir, &gc, NOW + 2000, &b), STATE_RESTORED);
+	assert_int_equal(b.pin.count, 6);
+	d = opendir(dir);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' || strncmp(e->d_name, ".web", 4) == 0)
+			n++;
+	closedir(d);
+	assert_int_equal(n, 1);
+	snprintf(p, sizeof(p), "%s/web.state", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0640);
+}
+
+static void test_clean_state_round_trip(void **st)
+{
+	struct group_state a, b;
+
+	(void)st;
+	state_init(&a);
+	assert_int_equal(state_save(dir, "web", &a, NOW), 0);
+	assert_int_equal(state_load(dir, &gc, NOW, &b), STATE_RESTORED);
+	assert_same(&a, &b);
+	assert_int_equal(b.in_flight.direction, DIR_NONE);
+	assert_int_equal(b.dry_run, STATE_DRY_RUN_CONFIG);
+}
+
+static void test_missing_is_fresh(void **st)
+{
+	struct group_state s;
+
+	(void)st;
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_FRESH);
+	assert_int_equal(s.engine.n_down_recs, 0);
+	assert_int_equal(s.engine.no_scale_in_before_ms, 0);
+}
+
+static void test_bad_names(void **st)
+{
+	struct group_state s;
+	char p[64];
+
+	(void)st;
+	state_init(&s);
+	assert_int_equal(state_path(dir, "../etc/x", p, sizeof(p)), -EINVAL);
+	assert_int_equal(state_path(dir, ".hidden", p, sizeof(p)), -EINVAL);
+	assert_int_equal(state_path(dir, "", p, sizeof(p)), -EINVAL);
+	assert_int_equal(state_path(dir, "web", p, 8), -ENAMETOOLONG);
+	assert_int_equal(state_save(dir, "a/b", &s, NOW), -EINVAL);
+	assert_int_equal(state_save("/nonexistent-dir-for-test", "web", &s, NOW), -ENOENT);
+}
+
+/* Replaces the first occurrence of `from` in the saved text by `to`, writes
+ * the result and expects a safe start. */
+static void corrupt_and_expect_safe(const char *from, const char *to)
+{
+	char *t = saved_text();
+	char *at = strstr(t, from);
+	char buf[16384];
+	struct group_state s;
+
+	assert_non_null(at);
+	snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
+	free(t);
+	write_text(buf, strlen(buf));
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_safe(&s);
+}
+
+static void test_corruptions(void **st)
+{
+	char big[STATE_MAX_FILE_SIZE + 16];
+	struct group_state s;
+
+	(void)st;
+	/* Not JSON at all, and an empty file. */
+	write_text("garbage\x01\x02", 9);
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_safe(&s);
+	write_text("", 0);
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_safe(&s);
+	write_text("[1,2,3]", 7);
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+
+	/* Another format version, another engine state version. */
+	corrupt_and_expect_safe("\"format\":\t1", "\"format\":\t2");
+	corrupt_and_expect_safe("\"version\":\t1", "\"version\":\t99");
+	/* Another group's file copied over. */
+	corrupt_and_expect_safe("\"group\":\t\"web\"", "\"group\":\t\"db\"");
+	/* Values out of range: a negative count, a fractional time, a time
+	 * far in the future, a direction that does not exist. */
+	corrupt_and_expect_safe("\"count\":\t5", "\"count\":\t-5");
+	corrupt_and_expect_safe("\"from\":\t4", "\"from\":\t4.5");
+	corrupt_and_expect_safe("\"last_action_ms\":\t", "\"last_action_ms\":\t9");
+	corrupt_and_expect_safe("\"last_action_dir\":\t\"in\"", "\"last_action_dir\":\t\"sideways\"");
+	corrupt_and_expect_safe("\"dry_run\":\ttrue", "\"dry_run\":\t\"yes\"");
+	/* An action in flight that goes the wrong way. */
+	corrupt_and_expect_safe("\"to\":\t7", "\"to\":\t2");
+	/* A missing history, a history that is not in time order, a pair
+	 * that is not a pair. */
+	corrupt_and_expect_safe("\"down_recs\"", "\"down_recz\"");
+	corrupt_and_expect_safe("[1764679710000, 10]", "[1764679999000, 10]");
+	corrupt_and_expect_safe("[1764679710000, 10]", "[1764679710000]");
+
+	/* A file larger than any state file. */
+	memset(big, ' ', sizeof(big));
+	write_text(big, sizeof(big));
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_safe(&s);
+}
+
+static void test_too_many_entries(void **st)
+{
+	char buf[16384];
+	size_t n = 0;
+	struct group_state s;
+
+	(void)st;
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+			      "{\"format\":1,\"group\":\"web\",\"engine\":{\"version\":1,\"up_recs\":[],\"events\":[],"
+			      "\"last_action_ms\":0,\"last_action_dir\":\"none\",\"no_scale_in_before_ms\":0,"
+			      "\"down_recs\":[");
+	for (int i = 0; i <= ENGINE_MAX_HISTORY; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s[%d,3]", i ? "," : "", i);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "]}}");
+	write_text(buf, n);
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_safe(&s);
+}
+
+/* Every truncation of a good file is detected; random byte damage never
+ * crashes and never yields values outside their ranges. */
+static void test_truncations_and_flips(void **st)
+{
+	char *t = saved_text();
+	size_t len = strlen(t);
+	struct group_state s;
+	char *buf = malloc(len + 1);
+
+	(void)st;
+	for (size_t cut = 0; cut < len; cut++) {
+		write_text(t, cut);
+		assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+		assert_int_equal(s.engine.no_scale_in_before_ms, NOW + WINDOW_MS);
+	}
+	write_text(t, len);
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_RESTORED);
+
+	srand(42);
+	for (int round = 0; round < 2000; round++) {
+		enum state_origin o;
+
+		memcpy(buf, t, len + 1);
+		for (int k = 0; k < 1 + round % 4; k++)
+			buf[(size_t)rand() % len] = (char)(rand() % 256);
+		write_text(buf, len);
+		o = state_load(dir, &gc, NOW, &s);
+		assert_true(o == STATE_RESTORED || o == STATE_SAFE);
+		assert_in_range(s.engine.n_down_recs, 0, ENGINE_MAX_HISTORY);
+		assert_in_range(s.engine.n_up_recs, 0, ENGINE_MAX_HISTORY);
+		assert_in_range(s.engine.n_events, 0, ENGINE_MAX_HISTORY);
+		assert_in_range(s.pin.count, 0, STATE_MAX_COUNT);
+		for (size_t i = 1; i < s.engine.n_down_recs; i++)
+			assert_true(s.engine.down_recs[i].t_ms >= s.engine.down_recs[i - 1].t_ms);
+		if (o == STATE_SAFE)
+			assert_safe(&s);
+	}
+	free(buf);
+	free(t);
+}
+
+static void test_expire(void **st)
+{
+	struct group_state s;
+
+	(void)st;
+	state_init(&s);
+	s.pin = (struct state_pin){.active = true, .count = 3, .until_ms = NOW + 1000};
+	s.pause = (struct state_pause){.active = true, .until_ms = 0};
+	assert_false(state_expire(&s, NOW + 999));
+	assert_true(s.pin.active);
+	assert_true(state_expire(&s, NOW + 1000));
+	assert_false(s.pin.active);
+	/* An indefinite pause stays until resumed. */
+	assert_true(s.pause.active);
+	assert_false(state_expire(&s, NOW + 365LL * 86400000));
+	s.pause.until_ms = NOW + 5;
+	assert_true(state_expire(&s, NOW + 5));
+	assert_false(s.pause.active);
+}
+
+static void test_reconcile(void **st)
+{
+	struct group_state s;
+
+	(void)st;
+	state_init(&s);
+	assert_int_equal(state_reconcile(&s, 3, true, NOW), RECONCILE_NONE);
+
+	/* A scale-out from 4 to 7 is pending while the backend converges,
+	 * however long it takes within the deadline, and done once 7 are seen
+	 * and the group is stable. */
+	s.in_flight = (struct state_action){.direction = DIR_OUT, .from = 4, .to = 7, .started_ms = NOW,
+					    .deadline_ms = NOW + 60000};
+	assert_int_equal(state_reconcile(&s, 5, false, NOW + 1000), RECONCILE_PENDING);
+	assert_int_equal(state_reconcile(&s, 7, false, NOW + 2000), RECONCILE_PENDING);
+	assert_int_equal(state_reconcile(&s, 7, true, NOW + 3000), RECONCILE_DONE);
+	assert_int_equal(s.in_flight.direction, DIR_NONE);
+
+	/* Stable short of the target: the operation died with the old
+	 * process; waiting longer would only block the group. */
+	s.in_flight = (struct state_action){.direction = DIR_OUT, .from = 4, .to = 7, .started_ms = NOW,
+					    .deadline_ms = NOW + 60000};
+	assert_int_equal(state_reconcile(&s, 5, true, NOW + 1000), RECONCILE_STOPPED);
+	assert_int_equal(s.in_flight.direction, DIR_NONE);
+
+	/* A scale-in from 6 to 3 that the backend never finishes gives up at
+	 * the deadline. */
+	s.in_flight = (struct state_action){.direction = DIR_IN, .from = 6, .to = 3, .started_ms = NOW,
+					    .deadline_ms = NOW + 60000};
+	assert_int_equal(state_reconcile(&s, 5, false, NOW + 59999), RECONCILE_PENDING);
+	assert_int_equal(state_reconcile(&s, 5, false, NOW + 60000), RECONCILE_EXPIRED);
+	assert_int_equal(s.in_flight.direction, DIR_NONE);
+	s.in_flight = (struct state_action){.direction = DIR_IN, .from = 6, .to = 3, .started_ms = NOW,
+					    .deadline_ms = NOW + 60000};
+	assert_int_equal(state_reconcile(&s, 3, true, NOW + 1), RECONCILE_DONE);
+}
+
+static void test_overrides(void **st)
+{
+	struct group_state s;
+	struct decision d = {.current = 4, .min = 2, .max = 8, .desired = 6, .action = DIR_OUT};
+
+	(void)st;
+	state_init(&s);
+	assert_null(state_apply_overrides(&s, &d));
+	assert_int_equal(d.desired, 6);
+
+	s.pause.active = true;
+	assert_string_equal(state_apply_overrides(&s, &d), "paused");
+	assert_int_equal(d.desired, 4);
+	assert_int_equal(d.action, DIR_NONE);
+
+	/* A pin overrides the engine, within the profile's bounds... */
+	s.pause.active = false;
+	s.pin = (struct state_pin){.active = true, .count = 12};
+	d.desired = 6;
+	assert_string_equal(state_apply_overrides(&s, &d), "pinned");
+	assert_int_equal(d.desired, 8);
+	assert_int_equal(d.action, DIR_OUT);
+	/* ... or beyond them when forced. */
+	s.pin.forced = true;
+	assert_string_equal(state_apply_overrides(&s, &d), "pinned");
+	assert_int_equal(d.desired, 12);
+	s.pin = (struct state_pin){.active = true, .count = 3};
+	assert_string_equal(state_apply_overrides(&s, &d), "pinned");
+	assert_int_equal(d.desired, 3);
+	assert_int_equal(d.action, DIR_IN);
+
+	assert_true(state_dry_run(&s, true));
+	assert_false(state_dry_run(&s, false));
+	s.dry_run = STATE_DRY_RUN_OFF;
+	assert_false(state_dry_run(&s, true));
+	s.dry_run = STATE_DRY_RUN_ON;
+	assert_true(state_dry_run(&s, false));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clean_state_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_is_fresh, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corruptions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_many_entries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncations_and_flips, setup, teardown),
+		cmocka_unit_test(test_expire),
+		cmocka_unit_test(test_reconcile),
+		cmocka_unit_test(test_overrides),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
