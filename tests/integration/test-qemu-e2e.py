@@ -132,6 +132,10 @@ def virsh_ok(*args, timeout=30):
 
 def requirements():
     """Skips with the reason when something the test needs is not there."""
+    # make distcheck repeats the suite from the tarball; CI has already run
+    # this test once on the same machine and asks it not to boot guests twice.
+    if os.environ.get("AUTOSCALED_E2E") == "skip":
+        skip_all("AUTOSCALED_E2E=skip (the real-hypervisor test ran in the main check)")
     if os.geteuid() != 0:
         skip_all("needs root to run libvirtd and QEMU guests")
     if not shutil.which("dpkg-query"):
