@@ -249,7 +249,7 @@ static int terminal_status(struct autoscaled_driver_instance *h, const char *wha
 	LOG(h, ERROR, WHO ": %s of '%s' %s: %s: %s", what, h->name, strcasecmp(status, "Failed") == 0 ? "failed" : "was canceled",
 	    json_str(err, "code")[0] ? json_str(err, "code") : "no code",
 	    json_str(err, "message")[0] ? json_str(err, "message") : "no message");
-	h->http.errors++;
+	rest_count_error(&h->http);
 	return strcasecmp(status, "Failed") == 0 ? -EIO : -ECANCELED;
 }
 
@@ -275,7 +275,7 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, const 
 		if (rest_now_ms() + wait > deadline) {
 			LOG(h, ERROR, WHO ": %s of '%s' not finished after %lld s", what, h->name,
 			    (long long)(h->op_timeout_ms / 1000));
-			h->http.errors++;
+			rest_count_error(&h->http);
 			return -ETIMEDOUT;
 		}
 		rest_sleep_ms(wait);

@@ -239,7 +239,7 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, struct
 		if (rest_now_ms() > deadline) {
 			LOG(h, ERROR, WHO ": %s of '%s': operation '%s' not done after %lld s", what, h->name, name,
 			    (long long)(h->op_timeout_ms / 1000));
-			h->http.errors++;
+			rest_count_error(&h->http);
 			rc = -ETIMEDOUT;
 			break;
 		}
@@ -265,7 +265,7 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, struct
 			snprintf(msg, sizeof(msg), "%s: %s", code, json_str(e, "message"));
 			LOG(h, ERROR, WHO ": %s of '%s' failed: operation '%s': %s", what, h->name, name, msg);
 			rc = strstr(code, "QUOTA") || strstr(code, "EXHAUSTED") ? -ENOSPC : -EIO;
-			h->http.errors++;
+			rest_count_error(&h->http);
 		}
 	}
 	rest_reply_clear(&r);

@@ -28,7 +28,8 @@ static void test_log(const struct autoscaled_host *host, enum autoscaled_log_lev
 	va_end(ap);
 }
 
-static const struct autoscaled_host host = { AUTOSCALED_DRIVER_ABI_VERSION, sizeof(host), "t", NULL, test_log };
+static const struct autoscaled_host host = { .abi_version = AUTOSCALED_DRIVER_ABI_VERSION, .struct_size = sizeof(host),
+					     .group = "t", .log = test_log };
 
 static void durations(void **state)
 {
