@@ -354,26 +354,14 @@ static int delete_members(struct autoscaled_driver_instance *h, const size_t *id
 static int az_remove(struct autoscaled_driver_instance *h, int count, const char *const *ids, size_t n_ids,
 		     autoscaled_instance_fn fn, void *ctx)
 {
-	size_t *idx, n = 0;
+	size_t *idx, n;
 	int rc = refresh(h);
 
 	if (rc < 0)
 		return rc;
-	idx = calloc(h->members.n + 1, sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
-	if (n_ids > 0) {
-		for (size_t i = 0; i < n_ids; i++) {
-			const struct cloud_member *m = cloud_members_find(&h->members, ids[i]);
-
-			if (!m || m->state == AUTOSCALED_INSTANCE_STOPPING)
-				LOG(h, WARNING, WHO ": '%s' is not a live VM of '%s'; skipped", ids[i], h->name);
-			else
-				idx[n++] = (size_t)(m - h->members.v);
-		}
-	} else {
-		n = cloud_pick_victims(&h->members, count, h->victims, idx);
-	}
+	rc = cloud_choose_victims(h->host, WHO, "VM", h->name, &h->members, count, ids, n_ids, h->victims, &idx, &n);
+	if (rc < 0)
+		return rc;
 	rc = n > 0 ? delete_members(h, idx, n, fn, ctx) : 0;
 	free(idx);
 	return rc;
