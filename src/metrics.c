@@ -18,7 +18,7 @@
 #define METRICS_MAX_KINDS 16       /* error kinds per group */
 #define METRICS_MAX_OPERATIONS 8   /* driver operations per group */
 #define METRICS_MAX_BUDGETS 16     /* throttling budgets a driver reports per group */
-#define METRICS_MAX_LABEL 128      /* a driver's label, beyond which it is cut */
+#define METRICS_MAX_LABEL 128      /* a longer label is not recorded */
 #define METRICS_MAX_BODY 1024
 
 static const double eval_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
@@ -199,18 +199,34 @@ void metrics_record_action(struct metrics *m, const char *group, enum scale_dire
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* The slot named `name` in a group's bounded array of named entries
+ * (named_counter, named_histogram, named_gauge: `char *name` first, `stride`
+ * bytes apart, *n in use), appended when missing; NULL when the array is
+ * full, the name longer than METRICS_MAX_LABEL, or on ENOMEM. A new slot
+ * is zeroed but for its name. */
+static void *slot(void *array, size_t stride, size_t *n, size_t max, const char *name)
+{
+	char *base = array;
+
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(*(char **)(base + i * stride), name) == 0)
+			return base + i * stride;
+	if (*n == max || strnlen(name, METRICS_MAX_LABEL + 1) > METRICS_MAX_LABEL)
+		return NULL;
+	memset(base + *n * stride, 0, stride);
+	if (!(*(char **)(base + *n * stride) = strdup(name)))
+		return NULL;
+	return base + (*n)++ * stride;
+}
+
+#define SLOT(arr, n, max, name) slot((arr), sizeof((arr)[0]), (n), (max), (name))
+
 static void record_error(struct group_metrics *g, const char *kind)
 {
-	for (size_t i = 0; i < g->n_errors; i++)
-		if (strcmp(g->errors[i].name, kind) == 0) {
-			g->errors[i].n++;
-			return;
-		}
-	if (g->n_errors == METRICS_MAX_KINDS)
-		return;
-	g->errors[g->n_errors].name = strdup(kind);
-	if (g->errors[g->n_errors].name)
-		g->errors[g->n_errors++].n = 1;
+	struct named_counter *c = SLOT(g->errors, &g->n_errors, METRICS_MAX_KINDS, kind);
+
+	if (c)
+		c->n++;
 }
 
 void metrics_record_error(struct metrics *m, const char *group, const char *kind)
@@ -228,17 +244,10 @@ void metrics_record_error(struct metrics *m, const char *group, const char *kind
 
 static void record_driver_call(struct group_metrics *g, const char *operation, double seconds)
 {
-	size_t i;
+	struct named_histogram *h = SLOT(g->driver, &g->n_driver, METRICS_MAX_OPERATIONS, operation);
 
-	for (i = 0; i < g->n_driver; i++)
-		if (strcmp(g->driver[i].name, operation) == 0)
-			break;
-	if (i == g->n_driver) {
-		if (g->n_driver == METRICS_MAX_OPERATIONS || !(g->driver[i].name = strdup(operation)))
-			return;
-		g->n_driver++;
-	}
-	observe(&g->driver[i].h, driver_buckets, N_DRIVER_BUCKETS, seconds);
+	if (h)
+		observe(&h->h, driver_buckets, N_DRIVER_BUCKETS, seconds);
 }
 
 void metrics_record_driver_call(struct metrics *m, const char *group, const char *operation, double seconds)
@@ -277,17 +286,10 @@ static bool set_driver(struct group_metrics *g, const char *driver)
 
 static void record_budget(struct group_metrics *g, const char *label, double value)
 {
-	size_t i;
+	struct named_gauge *b = SLOT(g->budgets, &g->n_budgets, METRICS_MAX_BUDGETS, label);
 
-	for (i = 0; i < g->n_budgets; i++)
-		if (strcmp(g->budgets[i].name, label) == 0)
-			break;
-	if (i == g->n_budgets) {
-		if (g->n_budgets == METRICS_MAX_BUDGETS || !(g->budgets[i].name = strndup(label, METRICS_MAX_LABEL)))
-			return;
-		g->n_budgets++;
-	}
-	g->budgets[i].value = value;
+	if (b)
+		b->value = value;
 }
 
 /* A counter increment as a driver sent it: whole, non-negative, finite. */
