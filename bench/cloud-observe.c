@@ -115,8 +115,8 @@ int main(int argc, char **argv)
 		struct group *g = &groups[i];
 
 		snprintf(g->name, sizeof(g->name), "g%d", i);
-		g->host = (struct autoscaled_host){ AUTOSCALED_DRIVER_ABI_VERSION, sizeof(g->host), g->name, NULL,
-						    quiet_log };
+		g->host = (struct autoscaled_host){ .abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
+						    .struct_size = sizeof(g->host), .group = g->name, .log = quiet_log };
 		for (int k = 0; k < n_opts; k++) {
 			char *eq = strchr(argv[3 + k], '='), *pct;
 

@@ -249,7 +249,7 @@ static int terminal_status(struct autoscaled_driver_instance *h, const char *wha
 	LOG(h, ERROR, WHO ": %s of '%s' %s: %s: %s", what, h->name, strcasecmp(status, "Failed") == 0 ? "failed" : "was canceled",
 	    json_str(err, "code")[0] ? json_str(err, "code") : "no code",
 	    json_str(err, "message")[0] ? json_str(err, "message") : "no message");
-	h->http.errors++;
+	rest_count_error(&h->http);
 	return strcasecmp(status, "Failed") == 0 ? -EIO : -ECANCELED;
 }
 
@@ -275,7 +275,7 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, const 
 		if (rest_now_ms() + wait > deadline) {
 			LOG(h, ERROR, WHO ": %s of '%s' not finished after %lld s", what, h->name,
 			    (long long)(h->op_timeout_ms / 1000));
-			h->http.errors++;
+			rest_count_error(&h->http);
 			return -ETIMEDOUT;
 		}
 		rest_sleep_ms(wait);
@@ -354,26 +354,14 @@ static int delete_members(struct autoscaled_driver_instance *h, const size_t *id
 static int az_remove(struct autoscaled_driver_instance *h, int count, const char *const *ids, size_t n_ids,
 		     autoscaled_instance_fn fn, void *ctx)
 {
-	size_t *idx, n = 0;
+	size_t *idx, n;
 	int rc = refresh(h);
 
 	if (rc < 0)
 		return rc;
-	idx = calloc(h->members.n + 1, sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
-	if (n_ids > 0) {
-		for (size_t i = 0; i < n_ids; i++) {
-			const struct cloud_member *m = cloud_members_find(&h->members, ids[i]);
-
-			if (!m || m->state == AUTOSCALED_INSTANCE_STOPPING)
-				LOG(h, WARNING, WHO ": '%s' is not a live VM of '%s'; skipped", ids[i], h->name);
-			else
-				idx[n++] = (size_t)(m - h->members.v);
-		}
-	} else {
-		n = cloud_pick_victims(&h->members, count, h->victims, idx);
-	}
+	rc = cloud_choose_victims(h->host, WHO, "VM", h->name, &h->members, count, ids, n_ids, h->victims, &idx, &n);
+	if (rc < 0)
+		return rc;
 	rc = n > 0 ? delete_members(h, idx, n, fn, ctx) : 0;
 	free(idx);
 	return rc;

@@ -239,7 +239,7 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, struct
 		if (rest_now_ms() > deadline) {
 			LOG(h, ERROR, WHO ": %s of '%s': operation '%s' not done after %lld s", what, h->name, name,
 			    (long long)(h->op_timeout_ms / 1000));
-			h->http.errors++;
+			rest_count_error(&h->http);
 			rc = -ETIMEDOUT;
 			break;
 		}
@@ -265,7 +265,7 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, struct
 			snprintf(msg, sizeof(msg), "%s: %s", code, json_str(e, "message"));
 			LOG(h, ERROR, WHO ": %s of '%s' failed: operation '%s': %s", what, h->name, name, msg);
 			rc = strstr(code, "QUOTA") || strstr(code, "EXHAUSTED") ? -ENOSPC : -EIO;
-			h->http.errors++;
+			rest_count_error(&h->http);
 		}
 	}
 	rest_reply_clear(&r);
@@ -344,26 +344,15 @@ static int delete_members(struct autoscaled_driver_instance *h, const size_t *id
 static int remove_members(struct autoscaled_driver_instance *h, int count, const char *const *ids, size_t n_ids,
 			  autoscaled_instance_fn fn, void *ctx)
 {
-	size_t *idx, n = 0;
+	size_t *idx, n;
 	int rc = may_act(h, "deleteInstances");
 
 	if (rc < 0)
 		return rc;
-	idx = calloc(h->members.n + 1, sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
-	if (n_ids > 0) {
-		for (size_t i = 0; i < n_ids; i++) {
-			const struct cloud_member *m = cloud_members_find(&h->members, ids[i]);
-
-			if (!m || m->state == AUTOSCALED_INSTANCE_STOPPING)
-				LOG(h, WARNING, WHO ": '%s' is not a live instance of '%s'; skipped", ids[i], h->name);
-			else
-				idx[n++] = (size_t)(m - h->members.v);
-		}
-	} else {
-		n = cloud_pick_victims(&h->members, count, h->victims, idx);
-	}
+	rc = cloud_choose_victims(h->host, WHO, "instance", h->name, &h->members, count, ids, n_ids, h->victims, &idx,
+				  &n);
+	if (rc < 0)
+		return rc;
 	rc = n > 0 ? delete_members(h, idx, n, fn, ctx) : 0;
 	free(idx);
 	return rc;

@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <syslog.h>
 
+#include "group.h"
 #include "log.h"
+#include "metrics.h"
 
 #ifndef DRIVERDIR
 #error "DRIVERDIR must be defined by the build (see Makefile.am)"
@@ -376,6 +378,20 @@ static void host_log(const struct autoscaled_host *host, enum autoscaled_log_lev
 		  "%s", msg);
 }
 
+/* userdata is the group runtime the host serves (group.c): its context
+ * holds the registry and its configuration names the driver. Runs on the
+ * driver call's worker thread; the registry locks itself. */
+static void host_metric(const struct autoscaled_host *host, enum autoscaled_metric metric, const char *label,
+			double value)
+{
+	const struct group_rt *g = host->userdata;
+
+	if (!g)
+		return;
+	metrics_record_driver_metric(group_rt_ctx(g)->metrics, host->group, group_rt_conf(g)->driver, metric, label,
+				     value);
+}
+
 void driver_host_init(struct autoscaled_host *host, const char *group, void *userdata)
 {
 	*host = (struct autoscaled_host){
@@ -384,5 +400,6 @@ void driver_host_init(struct autoscaled_host *host, const char *group, void *use
 		.group = group,
 		.userdata = userdata,
 		.log = host_log,
+		.metric = host_metric,
 	};
 }

@@ -73,7 +73,11 @@ void driver_options_free(struct driver_options *o);
 
 /* Fills `host` with this daemon's callbacks for a driver instance serving
  * `group` (borrowed; must outlive the driver instance). The log callback
- * writes through log_group() with the group as GROUP=. */
+ * writes through log_group() with the group as GROUP=. userdata is the
+ * struct group_rt the instance serves, or NULL (tools and tests): the
+ * metric callback records into that runtime's metrics registry
+ * (group_rt_ctx()->metrics) under its configured driver's name, and does
+ * nothing when userdata is NULL. */
 void driver_host_init(struct autoscaled_host *host, const char *group, void *userdata);
 
 #endif

@@ -5,6 +5,7 @@
  * HELP and TYPE before the samples, and label values escaped. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,8 @@
  * hold. */
 #define METRICS_MAX_KINDS 16       /* error kinds per group */
 #define METRICS_MAX_OPERATIONS 8   /* driver operations per group */
+#define METRICS_MAX_BUDGETS 16     /* throttling budgets a driver reports per group */
+#define METRICS_MAX_LABEL 128      /* a longer label is not recorded */
 #define METRICS_MAX_BODY 1024
 
 static const double eval_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
@@ -39,6 +42,11 @@ struct named_histogram {
 	struct histogram h;
 };
 
+struct named_gauge {
+	char *name;
+	double value;
+};
+
 struct signal_metric {
 	char *name;
 	bool valid;
@@ -59,9 +67,18 @@ struct group_metrics {
 	struct histogram eval;
 	struct named_histogram driver[METRICS_MAX_OPERATIONS];
 	size_t n_driver;
+	/* What the driver published through host->metric; driver_name is NULL
+	 * until it published anything. */
+	char *driver_name;
+	struct named_gauge budgets[METRICS_MAX_BUDGETS];
+	size_t n_budgets;
+	unsigned long long driver_retries, driver_api_errors;
 };
 
 struct metrics {
+	/* Drivers publish from their worker threads while the loop records and
+	 * serves: every entry point takes the lock. */
+	pthread_mutex_t lock;
 	struct httpd *httpd;
 	struct group_metrics **groups;
 	size_t n_groups;
@@ -88,6 +105,9 @@ static void group_free(struct group_metrics *g)
 		free(g->errors[i].name);
 	for (size_t i = 0; i < g->n_driver; i++)
 		free(g->driver[i].name);
+	for (size_t i = 0; i < g->n_budgets; i++)
+		free(g->budgets[i].name);
+	free(g->driver_name);
 	free(g->name);
 	free(g);
 }
@@ -113,13 +133,26 @@ static struct group_metrics *group_get(struct metrics *m, const char *name)
 	return g;
 }
 
+static void record_decision(struct group_metrics *g, const struct group_conf *gc, const struct decision *d,
+			    const struct metrics_group_status *st);
+
 void metrics_record_decision(struct metrics *m, const struct group_conf *gc, const struct decision *d,
 			     const struct metrics_group_status *st)
 {
 	struct group_metrics *g;
 
-	if (!m || !(g = group_get(m, gc->name)))
+	if (!m)
 		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, gc->name);
+	if (g)
+		record_decision(g, gc, d, st);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void record_decision(struct group_metrics *g, const struct group_conf *gc, const struct decision *d,
+			    const struct metrics_group_status *st)
+{
 	g->have_decision = true;
 	g->current = d->current;
 	g->desired = d->desired;
@@ -155,48 +188,141 @@ void metrics_record_action(struct metrics *m, const char *group, enum scale_dire
 {
 	struct group_metrics *g;
 
-	if (!m || !(g = group_get(m, group)))
+	if (!m)
 		return;
-	if (dir == DIR_OUT)
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	if (g && dir == DIR_OUT)
 		g->actions_out++;
-	else if (dir == DIR_IN)
+	else if (g && dir == DIR_IN)
 		g->actions_in++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* The slot named `name` in a group's bounded array of named entries
+ * (named_counter, named_histogram, named_gauge: `char *name` first, `stride`
+ * bytes apart, *n in use), appended when missing; NULL when the array is
+ * full, the name longer than METRICS_MAX_LABEL, or on ENOMEM. A new slot
+ * is zeroed but for its name. */
+static void *slot(void *array, size_t stride, size_t *n, size_t max, const char *name)
+{
+	char *base = array;
+
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(*(char **)(base + i * stride), name) == 0)
+			return base + i * stride;
+	if (*n == max || strnlen(name, METRICS_MAX_LABEL + 1) > METRICS_MAX_LABEL)
+		return NULL;
+	memset(base + *n * stride, 0, stride);
+	if (!(*(char **)(base + *n * stride) = strdup(name)))
+		return NULL;
+	return base + (*n)++ * stride;
+}
+
+#define SLOT(arr, n, max, name) slot((arr), sizeof((arr)[0]), (n), (max), (name))
+
+static void record_error(struct group_metrics *g, const char *kind)
+{
+	struct named_counter *c = SLOT(g->errors, &g->n_errors, METRICS_MAX_KINDS, kind);
+
+	if (c)
+		c->n++;
 }
 
 void metrics_record_error(struct metrics *m, const char *group, const char *kind)
 {
 	struct group_metrics *g;
 
-	if (!m || !(g = group_get(m, group)))
+	if (!m)
 		return;
-	for (size_t i = 0; i < g->n_errors; i++)
-		if (strcmp(g->errors[i].name, kind) == 0) {
-			g->errors[i].n++;
-			return;
-		}
-	if (g->n_errors == METRICS_MAX_KINDS)
-		return;
-	g->errors[g->n_errors].name = strdup(kind);
-	if (g->errors[g->n_errors].name)
-		g->errors[g->n_errors++].n = 1;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	if (g)
+		record_error(g, kind);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void record_driver_call(struct group_metrics *g, const char *operation, double seconds)
+{
+	struct named_histogram *h = SLOT(g->driver, &g->n_driver, METRICS_MAX_OPERATIONS, operation);
+
+	if (h)
+		observe(&h->h, driver_buckets, N_DRIVER_BUCKETS, seconds);
 }
 
 void metrics_record_driver_call(struct metrics *m, const char *group, const char *operation, double seconds)
 {
 	struct group_metrics *g;
-	size_t i;
 
-	if (!m || !(g = group_get(m, group)))
+	if (!m)
 		return;
-	for (i = 0; i < g->n_driver; i++)
-		if (strcmp(g->driver[i].name, operation) == 0)
-			break;
-	if (i == g->n_driver) {
-		if (g->n_driver == METRICS_MAX_OPERATIONS || !(g->driver[i].name = strdup(operation)))
-			return;
-		g->n_driver++;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	if (g)
+		record_driver_call(g, operation, seconds);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Makes `driver` the group's publishing driver; a group moved to another
+ * driver by a reload starts new series: the old driver's budgets are
+ * forgotten and its counters start again from zero. False on ENOMEM. */
+static bool set_driver(struct group_metrics *g, const char *driver)
+{
+	char *n;
+
+	if (g->driver_name && strcmp(g->driver_name, driver) == 0)
+		return true;
+	n = strdup(driver);
+	if (!n)
+		return false;
+	for (size_t i = 0; i < g->n_budgets; i++)
+		free(g->budgets[i].name);
+	g->n_budgets = 0;
+	g->driver_retries = g->driver_api_errors = 0;
+	free(g->driver_name);
+	g->driver_name = n;
+	return true;
+}
+
+static void record_budget(struct group_metrics *g, const char *label, double value)
+{
+	struct named_gauge *b = SLOT(g->budgets, &g->n_budgets, METRICS_MAX_BUDGETS, label);
+
+	if (b)
+		b->value = value;
+}
+
+/* A counter increment as a driver sent it: whole, non-negative, finite. */
+static unsigned long long increment(double value)
+{
+	return isfinite(value) && value >= 1 ? (unsigned long long)value : 0;
+}
+
+void metrics_record_driver_metric(struct metrics *m, const char *group, const char *driver,
+				  enum autoscaled_metric metric, const char *label, double value)
+{
+	struct group_metrics *g;
+
+	if (!m || !driver)
+		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	if (!g || !set_driver(g, driver))
+		goto out;
+	switch (metric) {
+	case AUTOSCALED_METRIC_RATELIMIT_REMAINING:
+		if (label && *label && !isnan(value))
+			record_budget(g, label, value);
+		break;
+	case AUTOSCALED_METRIC_RETRIES:
+		g->driver_retries += increment(value);
+		break;
+	case AUTOSCALED_METRIC_API_ERRORS:
+		g->driver_api_errors += increment(value);
+		break;
 	}
-	observe(&g->driver[i].h, driver_buckets, N_DRIVER_BUCKETS, seconds);
+out:
+	pthread_mutex_unlock(&m->lock);
 }
 
 void metrics_prune(struct metrics *m, const struct config *c)
@@ -205,6 +331,7 @@ void metrics_prune(struct metrics *m, const struct config *c)
 
 	if (!m)
 		return;
+	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < m->n_groups; i++) {
 		if (config_find_group(c, m->groups[i]->name))
 			m->groups[k++] = m->groups[i];
@@ -212,6 +339,7 @@ void metrics_prune(struct metrics *m, const struct config *c)
 			group_free(m->groups[i]);
 	}
 	m->n_groups = k;
+	pthread_mutex_unlock(&m->lock);
 }
 
 /* ------------------------------------------------------------- output */
@@ -321,7 +449,47 @@ static void signal_family(FILE *f, const struct metrics *m, const char *name, co
 	}
 }
 
-int metrics_write(const struct metrics *m, FILE *f)
+static void driver_labels(FILE *f, const char *name, const struct group_metrics *g)
+{
+	fprintf(f, "%s{group=\"", name);
+	put_label(f, g->name);
+	fputs("\",driver=\"", f);
+	put_label(f, g->driver_name);
+	fputc('"', f);
+}
+
+static void driver_families(FILE *f, const struct metrics *m)
+{
+	header(f, "autoscaled_driver_ratelimit_remaining", "gauge",
+	       "Requests left in a cloud provider's throttling budget, as its last reply said.");
+	for (size_t i = 0; i < m->n_groups; i++) {
+		const struct group_metrics *g = m->groups[i];
+
+		for (size_t k = 0; g->driver_name && k < g->n_budgets; k++) {
+			driver_labels(f, "autoscaled_driver_ratelimit_remaining", g);
+			fputs(",bucket=\"", f);
+			put_label(f, g->budgets[k].name);
+			fputs("\"} ", f);
+			put_value(f, g->budgets[k].value);
+			fputc('\n', f);
+		}
+	}
+	header(f, "autoscaled_driver_retries_total", "counter", "Cloud API requests the driver retried.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->driver_name) {
+			driver_labels(f, "autoscaled_driver_retries_total", m->groups[i]);
+			fprintf(f, "} %llu\n", m->groups[i]->driver_retries);
+		}
+	header(f, "autoscaled_driver_api_errors_total", "counter",
+	       "Cloud API requests and long-running operations that failed after all retries.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->driver_name) {
+			driver_labels(f, "autoscaled_driver_api_errors_total", m->groups[i]);
+			fprintf(f, "} %llu\n", m->groups[i]->driver_api_errors);
+		}
+}
+
+static void write_locked(const struct metrics *m, FILE *f)
 {
 	header(f, "autoscaled_group_current_instances", "gauge", "Instances in the group as last observed.");
 	for (size_t i = 0; i < m->n_groups; i++)
@@ -377,6 +545,18 @@ int metrics_write(const struct metrics *m, FILE *f)
 	header(f, "autoscaled_group_pinned", "gauge", "1 while the group is pinned to a count.");
 	for (size_t i = 0; i < m->n_groups; i++)
 		group_sample(f, "autoscaled_group_pinned", m->groups[i], m->groups[i]->pinned);
+	driver_families(f, m);
+}
+
+int metrics_write(const struct metrics *m, FILE *f)
+{
+	/* The lock guards the registry's consistency, not its value: taking
+	 * it does not change what a const registry holds. */
+	pthread_mutex_t *lock = (pthread_mutex_t *)&m->lock;
+
+	pthread_mutex_lock(lock);
+	write_locked(m, f);
+	pthread_mutex_unlock(lock);
 	return ferror(f) ? -EIO : 0;
 }
 
@@ -414,14 +594,17 @@ int metrics_new(sd_event *event, const char *listen, struct metrics **ret)
 
 	if (!m)
 		return -ENOMEM;
+	pthread_mutex_init(&m->lock, NULL);
 	if (listen) {
 		fd = httpd_listen_tcp(listen);
 		if (fd < 0) {
+			pthread_mutex_destroy(&m->lock);
 			free(m);
 			return fd;
 		}
 		r = httpd_new(event, fd, "metrics", METRICS_MAX_BODY, on_request, m, &m->httpd);
 		if (r < 0) {
+			pthread_mutex_destroy(&m->lock);
 			free(m);
 			return r;
 		}
@@ -439,5 +622,6 @@ void metrics_free(struct metrics *m)
 	for (size_t i = 0; i < m->n_groups; i++)
 		group_free(m->groups[i]);
 	free(m->groups);
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

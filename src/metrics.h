@@ -7,7 +7,9 @@
  *
  * The registry works without a listener (metrics_new with a NULL address),
  * so the daemon always records and only serves when agent.metrics_listen is
- * set. Everything runs on the loop's thread (see httpd.h): no locks. */
+ * set. The endpoint runs on the loop's thread (see httpd.h); the registry
+ * has a lock, because drivers publish their own metrics (host->metric)
+ * from the worker threads that run their calls. */
 #ifndef AUTOSCALED_METRICS_H
 #define AUTOSCALED_METRICS_H
 
@@ -16,6 +18,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "autoscaled/driver.h"
 #include "config.h"
 #include "engine.h"
 
@@ -50,6 +53,15 @@ void metrics_record_error(struct metrics *m, const char *group, const char *kind
 /* Records the duration of a driver call `operation` ("observe",
  * "set_capacity", "remove_instances"). */
 void metrics_record_driver_call(struct metrics *m, const char *group, const char *operation, double seconds);
+
+/* Records what driver `driver` of `group` published through host->metric:
+ * a throttling budget's remaining requests (label: the budget), or retries
+ * or API errors to add to the group's totals. Unknown metrics are ignored.
+ * Safe from any thread. Exported as autoscaled_driver_ratelimit_remaining
+ * {group,driver,bucket}, autoscaled_driver_retries_total{group,driver} and
+ * autoscaled_driver_api_errors_total{group,driver}. */
+void metrics_record_driver_metric(struct metrics *m, const char *group, const char *driver,
+				  enum autoscaled_metric metric, const char *label, double value);
 
 /* Forgets every group that `c` does not configure. */
 void metrics_prune(struct metrics *m, const struct config *c);

@@ -25,6 +25,17 @@ bool cloud_token_fresh(const struct cloud_token *tok, int64_t now_ms);
 int cloud_token_set(struct cloud_token *tok, const char *value, int64_t lifetime_ms, int64_t now_ms);
 void cloud_token_clear(struct cloud_token *tok);
 
+/* Sends a token request. `form`, the request's body holding a secret or
+ * NULL, is wiped and freed whatever happens. Returns 0 when the reply is
+ * HTTP 200, leaving it in *r for the caller to parse and then release with
+ * cloud_token_reply_clear(); else a negative errno: rest_call()'s, or after
+ * logging "WHO: token request to ENDPOINT failed: MESSAGE", -EACCES for 400,
+ * 401 and 403 and rest_status_errno() for the rest, with *r released. */
+int cloud_token_request(struct rest_client *c, const struct rest_request *req, char *form, const char *endpoint,
+			struct rest_reply *r);
+/* Wipes the reply's body (it holds a token) and clears it. */
+void cloud_token_reply_clear(struct rest_reply *r);
+
 /* Google. */
 struct gauth {
 	bool use_key;

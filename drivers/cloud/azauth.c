@@ -106,8 +106,9 @@ int azauth_token(struct azauth *a, struct rest_client *c, const char **ret)
 	enum rest_policy saved = c->policy;
 	struct rest_request req = { 0 };
 	struct rest_reply r;
-	char *form = NULL, msg[256], e_secret[3 * SECRET_MAX + 1];
-	int64_t now = rest_now_ms(), life = 0;
+	char *form = NULL, e_secret[3 * SECRET_MAX + 1];
+	int64_t now = rest_now_ms(), life = 0, on;
+	const cJSON *at;
 	int rc;
 
 	if (cloud_token_fresh(&a->tok, now)) {
@@ -134,33 +135,19 @@ int azauth_token(struct azauth *a, struct rest_client *c, const char **ret)
 		req.body = form;
 		req.content_type = "application/x-www-form-urlencoded";
 	}
-	rc = rest_call(c, &req, &r);
+	rc = cloud_token_request(c, &req, form, a->imds ? "the managed identity endpoint" : "the login host", &r);
 	c->policy = saved;
-	if (form) {
-		explicit_bzero(form, strlen(form));
-		free(form);
-	}
 	if (rc < 0)
 		return rc;
-	if (r.status != 200) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: token request to %s failed: %s", c->who,
-			  a->imds ? "the managed identity endpoint" : "the login host",
-			  rest_error_message(&r, msg, sizeof(msg)));
-		rc = r.status == 400 || r.status == 401 || r.status == 403 ? -EACCES : rest_status_errno(r.status);
-	} else {
-		const cJSON *at = cJSON_GetObjectItemCaseSensitive(r.json, "access_token");
-		int64_t on = expires_on_ms(cJSON_GetObjectItemCaseSensitive(r.json, "expires_on"));
-
-		life = (int64_t)(num_or_string(cJSON_GetObjectItemCaseSensitive(r.json, "expires_in")) * 1000);
-		if (on > now)
-			life = on - now;
-		rc = cJSON_IsString(at) ? cloud_token_set(&a->tok, at->valuestring, life, now) : -EBADMSG;
-		if (rc < 0)
-			host->log(host, AUTOSCALED_LOG_ERROR, "%s: token reply without access_token or expiry", c->who);
-	}
-	if (r.body)
-		explicit_bzero(r.body, r.len);
-	rest_reply_clear(&r);
+	at = cJSON_GetObjectItemCaseSensitive(r.json, "access_token");
+	on = expires_on_ms(cJSON_GetObjectItemCaseSensitive(r.json, "expires_on"));
+	life = (int64_t)(num_or_string(cJSON_GetObjectItemCaseSensitive(r.json, "expires_in")) * 1000);
+	if (on > now)
+		life = on - now;
+	rc = cJSON_IsString(at) ? cloud_token_set(&a->tok, at->valuestring, life, now) : -EBADMSG;
+	if (rc < 0)
+		host->log(host, AUTOSCALED_LOG_ERROR, "%s: token reply without access_token or expiry", c->who);
+	cloud_token_reply_clear(&r);
 	if (rc == 0)
 		*ret = a->tok.value;
 	return rc;

@@ -50,9 +50,22 @@ enum cloud_victims { CLOUD_VICTIMS_NEWEST, CLOUD_VICTIMS_OLDEST };
  * already stopping are never picked. Returns how many were picked. */
 size_t cloud_pick_victims(const struct cloud_members *m, int count, enum cloud_victims policy, size_t *out);
 
+/* Chooses the members remove_instances() deletes, as the ABI defines it:
+ * when n_ids > 0 exactly the live members named in ids (one unknown or
+ * already stopping is logged as "WHO: 'ID' is not a live NOUN of 'GROUP';
+ * skipped"), else `count` of them by `policy` (cloud_pick_victims). Stores
+ * a malloc'ed array of indices into m->v in *ret (free() it) and their
+ * number in *ret_n, which may be 0. Returns 0 or -ENOMEM. */
+int cloud_choose_victims(const struct autoscaled_host *host, const char *who, const char *noun, const char *group,
+			 const struct cloud_members *m, int count, const char *const *ids, size_t n_ids,
+			 enum cloud_victims policy, size_t **ret, size_t *ret_n);
+
 /* Parses an RFC 3339 / ISO 8601 UTC time ("2024-05-01T10:00:00.123Z" or
  * with an offset) into epoch ms; 0 when it cannot. */
 int64_t cloud_parse_time(const char *s);
+/* Formats epoch ms as "2024-05-01T10:00:00Z" (whole seconds, UTC), the
+ * form both monitoring APIs take in a time range. */
+void cloud_format_time(int64_t ms, char *out, size_t size);
 
 /* The value of option `key`, or NULL. */
 const char *cloud_opt(const struct autoscaled_option *o, size_t n, const char *key);

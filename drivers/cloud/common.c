@@ -115,6 +115,32 @@ size_t cloud_pick_victims(const struct cloud_members *m, int count, enum cloud_v
 	return count < 0 ? 0 : (size_t)count < n ? (size_t)count : n;
 }
 
+int cloud_choose_victims(const struct autoscaled_host *host, const char *who, const char *noun, const char *group,
+			 const struct cloud_members *m, int count, const char *const *ids, size_t n_ids,
+			 enum cloud_victims policy, size_t **ret, size_t *ret_n)
+{
+	size_t *idx = calloc(m->n + 1, sizeof(*idx)), n = 0;
+
+	if (!idx)
+		return -ENOMEM;
+	if (n_ids > 0) {
+		for (size_t i = 0; i < n_ids; i++) {
+			const struct cloud_member *v = cloud_members_find(m, ids[i]);
+
+			if (!v || v->state == AUTOSCALED_INSTANCE_STOPPING)
+				host->log(host, AUTOSCALED_LOG_WARNING, "%s: '%s' is not a live %s of '%s'; skipped", who,
+					  ids[i], noun, group);
+			else
+				idx[n++] = (size_t)(v - m->v);
+		}
+	} else {
+		n = cloud_pick_victims(m, count, policy, idx);
+	}
+	*ret = idx;
+	*ret_n = n;
+	return 0;
+}
+
 const char *cloud_opt(const struct autoscaled_option *o, size_t n, const char *key)
 {
 	for (size_t i = 0; i < n; i++)
@@ -198,6 +224,15 @@ int cloud_opt_check_keys(const struct autoscaled_host *host, const char *who, co
 		}
 	}
 	return rc;
+}
+
+void cloud_format_time(int64_t ms, char *out, size_t size)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 int64_t cloud_parse_time(const char *s)

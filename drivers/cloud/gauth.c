@@ -40,6 +40,33 @@ void cloud_token_clear(struct cloud_token *tok)
 	tok->obtained_ms = tok->expires_ms = 0;
 }
 
+int cloud_token_request(struct rest_client *c, const struct rest_request *req, char *form, const char *endpoint,
+			struct rest_reply *r)
+{
+	const struct autoscaled_host *host = c->host;
+	char msg[256];
+	int rc = rest_call(c, req, r);
+
+	if (form) {
+		explicit_bzero(form, strlen(form));
+		free(form);
+	}
+	if (rc < 0 || r->status == 200)
+		return rc;
+	host->log(host, AUTOSCALED_LOG_ERROR, "%s: token request to %s failed: %s", c->who, endpoint,
+		  rest_error_message(r, msg, sizeof(msg)));
+	rc = r->status == 400 || r->status == 401 || r->status == 403 ? -EACCES : rest_status_errno(r->status);
+	cloud_token_reply_clear(r);
+	return rc;
+}
+
+void cloud_token_reply_clear(struct rest_reply *r)
+{
+	if (r->body)
+		explicit_bzero(r->body, r->len);
+	rest_reply_clear(r);
+}
+
 int cloud_base_url(const char *in, const char *default_scheme, char *out, size_t size)
 {
 	int n;
@@ -244,7 +271,7 @@ int gauth_token(struct gauth *g, struct rest_client *c, const char **ret)
 	const struct autoscaled_host *host = c->host;
 	struct rest_request req = { 0 };
 	struct rest_reply r;
-	char url[1536], msg[256];
+	char url[1536];
 	char *form = NULL;
 	int rc;
 
@@ -282,23 +309,13 @@ int gauth_token(struct gauth *g, struct rest_client *c, const char **ret)
 		req.body = form;
 		req.content_type = "application/x-www-form-urlencoded";
 	}
-	rc = rest_call(c, &req, &r);
-	if (form) {
-		explicit_bzero(form, strlen(form));
-		free(form);
-	}
+	rc = cloud_token_request(c, &req, form, g->use_key ? "the token_uri" : "the metadata server", &r);
 	if (rc < 0)
 		return rc;
-	if (r.status != 200) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: token request to %s failed: %s", c->who,
-			  g->use_key ? "the token_uri" : "the metadata server", rest_error_message(&r, msg, sizeof(msg)));
-		rc = r.status == 400 || r.status == 401 || r.status == 403 ? -EACCES : rest_status_errno(r.status);
-	} else if ((rc = take_token(&g->tok, r.json)) < 0) {
+	rc = take_token(&g->tok, r.json);
+	if (rc < 0)
 		host->log(host, AUTOSCALED_LOG_ERROR, "%s: token reply without access_token or expires_in", c->who);
-	}
-	if (r.body)
-		explicit_bzero(r.body, r.len);
-	rest_reply_clear(&r);
+	cloud_token_reply_clear(&r);
 	if (rc == 0)
 		*ret = g->tok.value;
 	return rc;

@@ -116,6 +116,64 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 	return n;
 }
 
+/* Publishes through host->metric when the host offers it: an older host's
+ * struct ends before the member, and the sources' host leaves it NULL. */
+static void publish(const struct rest_client *c, enum autoscaled_metric metric, const char *label, double value)
+{
+	const struct autoscaled_host *host = c->host;
+
+	if (host && AUTOSCALED_HOST_HAS(host, metric))
+		host->metric(host, metric, label, value);
+}
+
+/* Publishes one budget given as a bare count ("11998"); anything else is
+ * not a count and is skipped. */
+static void publish_budget(const struct rest_client *c, const char *label, const char *count, size_t n)
+{
+	char buf[32], *end;
+	double v;
+
+	if (n == 0 || n >= sizeof(buf))
+		return;
+	memcpy(buf, count, n);
+	buf[n] = '\0';
+	errno = 0;
+	v = strtod(buf, &end);
+	if (errno == 0 && *end == '\0' && v >= 0)
+		publish(c, AUTOSCALED_METRIC_RATELIMIT_REMAINING, label, v);
+}
+
+/* The budgets of the last reply: the subscription's reads and writes, and
+ * each resource policy of x-ms-ratelimit-remaining-resource
+ * ("Microsoft.Compute/GetVMScaleSet3Min;197,Microsoft.Compute/...;1297"). */
+static void publish_budgets(const struct rest_client *c)
+{
+	const char *p = c->ratelimit_resource;
+
+	publish_budget(c, "subscription-reads", c->ratelimit_reads, strlen(c->ratelimit_reads));
+	publish_budget(c, "subscription-writes", c->ratelimit_writes, strlen(c->ratelimit_writes));
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		const char *semi = memchr(p, ';', len);
+		char name[160];
+
+		if (semi && (size_t)(semi - p) < sizeof(name)) {
+			memcpy(name, p, (size_t)(semi - p));
+			name[semi - p] = '\0';
+			publish_budget(c, name, semi + 1, len - (size_t)(semi - p) - 1);
+		}
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+}
+
+void rest_count_error(struct rest_client *c)
+{
+	c->errors++;
+	publish(c, AUTOSCALED_METRIC_API_ERRORS, NULL, 1);
+}
+
 int64_t rest_now_ms(void)
 {
 	struct timespec ts;
@@ -165,6 +223,9 @@ int rest_client_init(struct rest_client *c, const struct autoscaled_host *host, 
 	c->backoff_base_ms = 1000;
 	c->backoff_max_ms = 32000;
 	c->timeout_ms = 60000;
+	/* The counters exist from the start, at zero. */
+	publish(c, AUTOSCALED_METRIC_RETRIES, NULL, 0);
+	publish(c, AUTOSCALED_METRIC_API_ERRORS, NULL, 0);
 	return 0;
 }
 
@@ -355,11 +416,14 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 		rc = perform_once(c, req, reply, &cc);
 		if (rc == -ENOMEM)
 			return rc;
-		/* The budgets are kept per client (the last values seen) for the
-		 * metrics; each reply that carries them is logged at debug. */
-		if (rc == 0 && reply->ratelimit)
+		/* The budgets are kept per client (the last values seen) and
+		 * published as metrics; each reply that carries them is logged
+		 * at debug. */
+		if (rc == 0 && reply->ratelimit) {
 			host->log(host, AUTOSCALED_LOG_DEBUG, "%s: %s %s: ratelimit remaining reads '%s' writes '%s' resource '%s'",
 				  c->who, req->method, path, c->ratelimit_reads, c->ratelimit_writes, c->ratelimit_resource);
+			publish_budgets(c);
+		}
 		again = rc != 0 ? rc != -EFBIG : retryable(c, reply);
 		if (!again)
 			return rc;
@@ -376,9 +440,10 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 			host->log(host, AUTOSCALED_LOG_WARNING, "%s: %s %s: %s, retrying in %lld ms (try %d of %d)", c->who,
 				  req->method, path, curl_easy_strerror(cc), (long long)wait, attempt, attempts);
 		c->retries++;
+		publish(c, AUTOSCALED_METRIC_RETRIES, NULL, 1);
 		rest_sleep_ms(wait);
 	}
-	c->errors++;
+	rest_count_error(c);
 	if (rc == 0)
 		host->log(host, AUTOSCALED_LOG_ERROR, "%s: %s %s: HTTP %ld (%s), giving up after %d tries", c->who,
 			  req->method, path, reply->status, rest_error_message(reply, msg, sizeof(msg)), attempts);

@@ -8,7 +8,9 @@
  * name the method, the URL path and the provider's error message.
  *
  * Logging goes through an autoscaled_host (the driver ABI's), so the daemon
- * passes a host whose log() forwards to log.h. */
+ * passes a host whose log() forwards to log.h. When the host offers
+ * metric(), the client publishes its retries, its final failures and the
+ * throttling budgets of Azure's x-ms-ratelimit-remaining-* headers. */
 #ifndef AUTOSCALED_CLOUD_REST_H
 #define AUTOSCALED_CLOUD_REST_H
 
@@ -41,7 +43,7 @@ struct rest_client {
 	/* Azure throttling budgets from the last reply that carried them. */
 	char ratelimit_reads[64];
 	char ratelimit_writes[64];
-	char ratelimit_resource[192];
+	char ratelimit_resource[512];
 	unsigned long retries;    /* retries done since open, for metrics */
 	unsigned long errors;     /* final failures since open (the drivers add failed operations) */
 };
@@ -80,6 +82,10 @@ void rest_client_fini(struct rest_client *c);
  * reply came after all tries (the failure is logged). */
 int rest_call(struct rest_client *c, const struct rest_request *req, struct rest_reply *reply);
 void rest_reply_clear(struct rest_reply *r);
+
+/* Counts an operation that failed for good (errors) and publishes it
+ * through host->metric. rest_call() counts its own final failures. */
+void rest_count_error(struct rest_client *c);
 
 /* The provider's error message of a reply body (GCE, ARM nested or flat,
  * OAuth error_description), or "HTTP <status>". Valid while r lives. */

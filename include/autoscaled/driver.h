@@ -12,7 +12,11 @@
  * Later minor revisions only append operations at the end of the struct and
  * keep abi_version, so a host reads an operation only when its offset lies
  * inside struct_size (AUTOSCALED_DRIVER_HAS_OP) and treats one beyond it as
- * NULL. A struct smaller than AUTOSCALED_DRIVER_MIN_SIZE is refused.
+ * NULL. A struct smaller than AUTOSCALED_DRIVER_MIN_SIZE is refused. The
+ * host's struct autoscaled_host grows the same way, the other way round:
+ * members are appended at its end, and a driver reads one only when
+ * host->struct_size covers it (AUTOSCALED_HOST_HAS), so a new driver runs
+ * in an older host of the same abi_version.
  *
  * Memory: every pointer that crosses the boundary is borrowed. Strings and
  * structs given to a callback are valid only during that call (copy what you
@@ -63,6 +67,22 @@ enum autoscaled_log_level {
 	AUTOSCALED_LOG_ERROR = 4,
 };
 
+/* What host->metric publishes. Values are ABI: new ones are only appended,
+ * and a host ignores a value it does not know. */
+enum autoscaled_metric {
+	/* A gauge: the requests left in a provider's throttling budget, as its
+	 * last reply said (Azure's x-ms-ratelimit-remaining-* headers). `label`
+	 * names the budget ("subscription-reads", or a resource policy such as
+	 * "Microsoft.Compute/GetVMScaleSet3Min"); each label is its own series. */
+	AUTOSCALED_METRIC_RATELIMIT_REMAINING = 0,
+	/* A counter: `value` requests were retried (label NULL). The host adds
+	 * it up; publishing 0 makes the series exist from the start. */
+	AUTOSCALED_METRIC_RETRIES = 1,
+	/* A counter: `value` provider requests or long-running operations
+	 * failed for good, after any retries (label NULL). */
+	AUTOSCALED_METRIC_API_ERRORS = 2,
+};
+
 /* One configuration option of a group's driver: `driver { key = value; }`.
  * Scalars (strings, numbers, booleans) arrive as their text in `value`
  * ("web", "3", "2.5", "true") with list == NULL and n_list == 0; a list or
@@ -88,7 +108,19 @@ struct autoscaled_host {
 	 * as a structured field; the driver starts the text with its own name. */
 	void (*log)(const struct autoscaled_host *host, enum autoscaled_log_level level, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
+	/* Appended by a minor revision of ABI 1; optional: read it only through
+	 * AUTOSCALED_HOST_HAS(host, metric), since an older host's struct ends
+	 * before it and a host may leave it NULL. Publishes one of the driver
+	 * metrics below, which the host exports with the group and the driver's
+	 * name as labels. Cheap and non-blocking; callable from the thread that
+	 * runs an operation (and from open/close). */
+	void (*metric)(const struct autoscaled_host *host, enum autoscaled_metric metric, const char *label,
+		       double value);
 };
+
+/* True when host h was built with member `m` in its struct and sets it. */
+#define AUTOSCALED_HOST_HAS(h, m) \
+	((h)->struct_size >= offsetof(struct autoscaled_host, m) + sizeof((h)->m) && (h)->m != NULL)
 
 enum autoscaled_instance_state {
 	AUTOSCALED_INSTANCE_PROVISIONING = 0, /* being created or booting, not yet running */

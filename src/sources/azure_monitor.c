@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cloud/auth.h"
 #include "cloud/cloud.h"
@@ -41,44 +40,27 @@ static void az_mon_free(void *state)
 	free(m);
 }
 
-static void iso(int64_t ms, char *out, size_t size)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static int az_fetch(void *state, struct rest_client *http, double *value, char *why, size_t whylen)
 {
 	struct az_mon *m = state;
-	struct rest_request req = { .method = "GET" };
 	struct rest_reply r;
-	char start[32], end[32], url[2048], msg[256];
+	const char *bearer;
+	char start[32], end[32], url[2048];
 	const cJSON *metric, *series, *data, *pt, *best = NULL;
 	int64_t now = rest_now_ms(), t = 0;
 	int rc;
 
-	rc = azauth_token(&m->auth, http, &req.bearer);
+	rc = azauth_token(&m->auth, http, &bearer);
 	if (rc < 0) {
 		snprintf(why, whylen, "no access token: %s", strerror(-rc));
 		return rc;
 	}
-	iso(now - m->max_age_ms - 600000, start, sizeof(start));
-	iso(now, end, sizeof(end));
+	cloud_format_time(now - m->max_age_ms - 600000, start, sizeof(start));
+	cloud_format_time(now, end, sizeof(end));
 	snprintf(url, sizeof(url), "%s&timespan=%s/%s", m->url, start, end);
-	req.url = url;
-	rc = rest_call(http, &req, &r);
-	if (rc < 0) {
-		snprintf(why, whylen, "metrics: %s", strerror(-rc));
+	rc = cloud_source_get(http, url, bearer, "metrics", &r, why, whylen);
+	if (rc < 0)
 		return rc;
-	}
-	if (r.status != 200) {
-		snprintf(why, whylen, "metrics: HTTP %ld: %s", r.status, rest_error_message(&r, msg, sizeof(msg)));
-		rc = rest_status_errno(r.status);
-		goto out;
-	}
 	metric = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r.json, "value"), 0);
 	series = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(metric, "timeseries"), 0);
 	data = cJSON_GetObjectItemCaseSensitive(series, "data");
@@ -101,7 +83,6 @@ static int az_fetch(void *state, struct rest_client *http, double *value, char *
 	} else {
 		*value = cJSON_GetObjectItemCaseSensitive(best, "average")->valuedouble;
 	}
-out:
 	rest_reply_clear(&r);
 	return rc;
 }

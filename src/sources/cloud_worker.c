@@ -158,6 +158,25 @@ static int on_timeout(sd_event_source *es, uint64_t usec, void *userdata)
 	return 0;
 }
 
+int cloud_source_get(struct rest_client *http, const char *url, const char *bearer, const char *what,
+		     struct rest_reply *r, char *why, size_t whylen)
+{
+	struct rest_request req = { .method = "GET", .url = url, .bearer = bearer };
+	char msg[256];
+	int rc = rest_call(http, &req, r);
+
+	if (rc < 0) {
+		snprintf(why, whylen, "%s: %s", what, strerror(-rc));
+		return rc;
+	}
+	if (r->status == 200)
+		return 0;
+	snprintf(why, whylen, "%s: HTTP %ld: %s", what, r->status, rest_error_message(r, msg, sizeof(msg)));
+	rc = rest_status_errno(r->status);
+	rest_reply_clear(r);
+	return rc;
+}
+
 int cloud_source_start(struct source *s, const char *who, void *state, cloud_fetch_fn fetch,
 		       cloud_state_free_fn free_state, char *err, size_t errlen)
 {

@@ -37,6 +37,13 @@ struct cloud_source {
 int cloud_source_start(struct source *s, const char *who, void *state, cloud_fetch_fn fetch,
 		       cloud_state_free_fn free_state, char *err, size_t errlen);
 int cloud_source_poll(struct source *s);
+
+/* For a fetch: GETs `url` with the bearer token into *r. Returns 0 when the
+ * reply is HTTP 200 (release *r with rest_reply_clear()), else a negative
+ * errno with the reason in why, prefixed by `what` (the API call's name),
+ * and *r released. */
+int cloud_source_get(struct rest_client *http, const char *url, const char *bearer, const char *what,
+		     struct rest_reply *r, char *why, size_t whylen);
 void cloud_source_cancel(struct source *s);
 void cloud_source_free(struct source *s);
 

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cloud/auth.h"
 #include "cloud/cloud.h"
@@ -39,47 +38,30 @@ static void gce_mon_free(void *state)
 	free(m);
 }
 
-static void rfc3339(int64_t ms, char *out, size_t size)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static int gce_fetch(void *state, struct rest_client *http, double *value, char *why, size_t whylen)
 {
 	struct gce_mon *m = state;
-	struct rest_request req = { .method = "GET" };
 	struct rest_reply r;
-	char start[32], end[32], url[4096], msg[256];
+	const char *bearer;
+	char start[32], end[32], url[4096];
 	const cJSON *series, *point, *v, *iv;
 	int64_t now = rest_now_ms(), t;
 	int rc;
 
-	rc = gauth_token(&m->auth, http, &req.bearer);
+	rc = gauth_token(&m->auth, http, &bearer);
 	if (rc < 0) {
 		snprintf(why, whylen, "no access token: %s", strerror(-rc));
 		return rc;
 	}
-	rfc3339(now - m->max_age_ms - 600000, start, sizeof(start));
-	rfc3339(now, end, sizeof(end));
+	cloud_format_time(now - m->max_age_ms - 600000, start, sizeof(start));
+	cloud_format_time(now, end, sizeof(end));
 	snprintf(url, sizeof(url),
 		 "%s&interval.startTime=%s&interval.endTime=%s&aggregation.alignmentPeriod=60s"
 		 "&aggregation.perSeriesAligner=ALIGN_MEAN&aggregation.crossSeriesReducer=REDUCE_MEAN&pageSize=10",
 		 m->url, start, end);
-	req.url = url;
-	rc = rest_call(http, &req, &r);
-	if (rc < 0) {
-		snprintf(why, whylen, "timeSeries.list: %s", strerror(-rc));
+	rc = cloud_source_get(http, url, bearer, "timeSeries.list", &r, why, whylen);
+	if (rc < 0)
 		return rc;
-	}
-	if (r.status != 200) {
-		snprintf(why, whylen, "timeSeries.list: HTTP %ld: %s", r.status, rest_error_message(&r, msg, sizeof(msg)));
-		rc = rest_status_errno(r.status);
-		goto out;
-	}
 	series = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r.json, "timeSeries"), 0);
 	/* Points come newest first. */
 	point = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(series, "points"), 0);

@@ -28,7 +28,8 @@ static void test_log(const struct autoscaled_host *host, enum autoscaled_log_lev
 	va_end(ap);
 }
 
-static const struct autoscaled_host host = { AUTOSCALED_DRIVER_ABI_VERSION, sizeof(host), "t", NULL, test_log };
+static const struct autoscaled_host host = { .abi_version = AUTOSCALED_DRIVER_ABI_VERSION, .struct_size = sizeof(host),
+					     .group = "t", .log = test_log };
 
 static void durations(void **state)
 {
@@ -112,6 +113,29 @@ static void victims(void **state)
 	for (size_t i = 0; i < n; i++)
 		assert_string_not_equal(m.v[idx[i]].id, "gone");
 	assert_int_equal(cloud_pick_victims(&m, -1, CLOUD_VICTIMS_NEWEST, idx), 0);
+
+	/* Named victims: exactly those that live, in the order given; the
+	 * others are logged and skipped, and the count is ignored. */
+	{
+		const char *ids[] = { "mid", "nosuch", "gone", "old" };
+		size_t *v;
+
+		last_log[0] = '\0';
+		assert_int_equal(cloud_choose_victims(&host, "drv", "VM", "web", &m, 1, ids, 4, CLOUD_VICTIMS_NEWEST, &v,
+						      &n), 0);
+		assert_int_equal(n, 2);
+		assert_string_equal(m.v[v[0]].id, "mid");
+		assert_string_equal(m.v[v[1]].id, "old");
+		assert_string_equal(last_log, "drv: 'gone' is not a live VM of 'web'; skipped");
+		free(v);
+		/* No names: the policy picks `count`. */
+		assert_int_equal(cloud_choose_victims(&host, "drv", "VM", "web", &m, 2, NULL, 0, CLOUD_VICTIMS_OLDEST, &v,
+						      &n), 0);
+		assert_int_equal(n, 2);
+		assert_string_equal(m.v[v[0]].id, "boot");
+		assert_string_equal(m.v[v[1]].id, "old");
+		free(v);
+	}
 	cloud_members_clear(&m);
 }
 

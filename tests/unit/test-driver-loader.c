@@ -209,13 +209,19 @@ static void test_options(void **state)
 static void test_host(void **state)
 {
 	struct autoscaled_host h;
-	int token;
 
-	driver_host_init(&h, "web", &token);
+	driver_host_init(&h, "web", NULL);
 	assert_int_equal(h.abi_version, AUTOSCALED_DRIVER_ABI_VERSION);
 	assert_int_equal(h.struct_size, sizeof(h));
 	assert_string_equal(h.group, "web");
-	assert_ptr_equal(h.userdata, &token);
+	assert_null(h.userdata);
+	assert_true(AUTOSCALED_HOST_HAS(&h, metric));
+	/* Without a group runtime a published metric goes nowhere, harmlessly. */
+	h.metric(&h, AUTOSCALED_METRIC_RETRIES, NULL, 1);
+	/* A host built before the member existed ends before it. */
+	h.struct_size = offsetof(struct autoscaled_host, metric);
+	assert_false(AUTOSCALED_HOST_HAS(&h, metric));
+	h.struct_size = sizeof(h);
 	assert_non_null(h.log);
 	h.log(&h, AUTOSCALED_LOG_INFO, "test: host log reaches %s", "stderr");
 }

@@ -123,6 +123,83 @@ static void test_escaping_and_prune(void **st)
 	metrics_free(m);
 }
 
+struct publisher {
+	struct metrics *m;
+	int n;
+};
+
+/* A driver's worker thread publishing retries, one at a time. */
+static void *publish_retries(void *arg)
+{
+	struct publisher *p = arg;
+
+	for (int i = 0; i < p->n; i++)
+		metrics_record_driver_metric(p->m, "web", "azure-vmss", AUTOSCALED_METRIC_RETRIES, NULL, 1);
+	return NULL;
+}
+
+static void test_driver_metrics(void **st)
+{
+	struct metrics *m;
+	struct decision d = {.current = 1, .desired = 1};
+	struct metrics_group_status s = {.evaluation_seconds = -1};
+	struct publisher p;
+	pthread_t th[4];
+	char *t;
+
+	(void)st;
+	assert_int_equal(metrics_new(NULL, NULL, &m), 0);
+	p = (struct publisher){.m = m, .n = 2000};
+	/* Four worker threads publish while the loop records and scrapes: no
+	 * increment is lost. */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, publish_retries, &p), 0);
+	for (int i = 0; i < 50; i++) {
+		record_web(m);
+		free(render(m));
+	}
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_RATELIMIT_REMAINING, "subscription-reads",
+				     11998);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_RATELIMIT_REMAINING,
+				     "Microsoft.Compute/GetVMScaleSet3Min", 197);
+	/* The newest value of a budget replaces the older one. */
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_RATELIMIT_REMAINING, "subscription-reads",
+				     11997);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_API_ERRORS, NULL, 0);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_API_ERRORS, NULL, 1);
+	/* Nonsense from a driver changes nothing: an unknown metric, a negative
+	 * or NaN increment, a budget without a name. */
+	metrics_record_driver_metric(m, "web", "azure-vmss", (enum autoscaled_metric)99, "x", 5);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_API_ERRORS, NULL, -3);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_RETRIES, NULL, 0.0 / 0.0);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_RATELIMIT_REMAINING, NULL, 1);
+	/* A group whose driver publishes nothing (libvirt) has no series. */
+	metrics_record_decision(m, &groups[1], &d, &s);
+	t = render(m);
+	assert_non_null(strstr(t, "# TYPE autoscaled_driver_ratelimit_remaining gauge\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_ratelimit_remaining{group=\"web\",driver=\"azure-vmss\","
+				  "bucket=\"subscription-reads\"} 11997\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_ratelimit_remaining{group=\"web\",driver=\"azure-vmss\","
+				  "bucket=\"Microsoft.Compute/GetVMScaleSet3Min\"} 197\n"));
+	assert_null(strstr(t, "bucket=\"x\""));
+	assert_non_null(strstr(t, "# TYPE autoscaled_driver_retries_total counter\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_retries_total{group=\"web\",driver=\"azure-vmss\"} 8000\n"));
+	assert_non_null(strstr(t, "# TYPE autoscaled_driver_api_errors_total counter\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_api_errors_total{group=\"web\",driver=\"azure-vmss\"} 1\n"));
+	assert_null(strstr(t, "autoscaled_driver_retries_total{group=\"we\\\""));
+	free(t);
+
+	/* A reload onto another driver starts its series afresh. */
+	metrics_record_driver_metric(m, "web", "gce-mig", AUTOSCALED_METRIC_RETRIES, NULL, 2);
+	t = render(m);
+	assert_null(strstr(t, "bucket="));
+	assert_non_null(strstr(t, "autoscaled_driver_retries_total{group=\"web\",driver=\"gce-mig\"} 2\n"));
+	free(t);
+	metrics_free(m);
+}
+
 struct fetch {
 	const char *url;
 	const char *method;
@@ -221,6 +298,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exposition),
 		cmocka_unit_test(test_escaping_and_prune),
+		cmocka_unit_test(test_driver_metrics),
 		cmocka_unit_test(test_endpoint),
 	};
 

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""The daemon's metrics endpoint shows what the azure-vmss driver learns from
+Azure: the throttling budgets of the x-ms-ratelimit-remaining-* headers the
+emulator sends (per subscription and per resource policy), the retries a
+429 caused and the API errors, labelled with the group and the driver.
+One daemon serves all the tests, in order. Prints TAP."""
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+top_srcdir = os.environ.get("top_srcdir", ".")
+sys.path.insert(0, os.path.join(top_srcdir, "tests", "cloud"))
+from cloudtest import Tap, check, tempdir  # noqa: E402
+from azure import AzureEmulator  # noqa: E402
+
+DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
+VMSS = r"/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft\.Compute/virtualMachineScaleSets/web$"
+CONF = """groups = ( {
+    name = "vmss";
+    driver = "azure-vmss";
+    driver_options = { subscription = "sub1"; resource_group = "rg1"; name = "web"; arm_base = "%(url)s";
+                       credentials = "managed_identity"; imds_base = "%(url)s"; retry_base = "50ms";
+                       retry_max = "2s"; poll_interval = "100ms"; };
+    interval = "1s";
+    min = 2; max = 4; default = 2;
+    signals = ( { name = "queue"; source = "exec"; type = "average"; target = 5.0;
+                  aggregation = "last"; window = "2s"; poll_interval = "1s"; staleness = "4s";
+                  source_options = { command = [ "/bin/cat", "%(load)s" ]; }; } );
+  } );
+"""
+tap = Tap()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    """One daemon on one Azure scale set, with its metrics endpoint; the
+    first GET of the scale set is throttled once, with budgets of its own,
+    and retried after a second."""
+
+    def __init__(self):
+        self.tmp = tempdir()
+        d = self.tmp.name
+        self.az = AzureEmulator()
+        self.az.step_s = 0.5
+        url = self.az.start()
+        self.az.add_set("sub1", "rg1", "web", 2, "Uniform")
+        self.start_reads = self.az.reads
+        self.az.add_fault("GET", VMSS, 429, times=1, headers={
+            "Retry-After": "1", "x-ms-ratelimit-remaining-subscription-reads": "0",
+            "x-ms-ratelimit-remaining-resource": "Microsoft.Compute/GetVMScaleSet3Min;0"},
+            body={"error": {"code": "TooManyRequests", "message": "The request is being throttled."}})
+        self.load = os.path.join(d, "load")
+        self.set_load(0)
+        port = free_port()
+        self.metrics_url = "http://127.0.0.1:%d/metrics" % port
+        conf = os.path.join(d, "autoscaled.conf")
+        with open(conf, "w") as f:
+            f.write('agent = { state_directory = "%s/state"; metrics_listen = "127.0.0.1:%d"; };\n' % (d, port))
+            f.write(CONF % {"url": url, "load": self.load})
+        self.log_path = os.path.join(d, "daemon.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([DAEMON, "-f", "-c", conf], stdout=self.log, stderr=subprocess.STDOUT)
+
+    def set_load(self, n):
+        with open(self.load, "w") as f:
+            f.write("%d\n" % n)
+
+    def scrape(self):
+        try:
+            with urllib.request.urlopen(self.metrics_url, timeout=5) as r:
+                return r.read().decode()
+        except OSError:
+            return ""
+
+    def wait_sample(self, name, bucket, want, timeout):
+        """Scrapes until the sample is `want` (any value when None); returns
+        the last value seen and the text."""
+        deadline = time.time() + timeout
+        while True:
+            text = self.scrape()
+            v = sample(text, name, bucket)
+            if (v is not None and (want is None or v == want)) or time.time() > deadline:
+                return v, text
+            time.sleep(0.2)
+
+    def log_tail(self):
+        with open(self.log_path) as f:
+            return "\n".join(f.read().splitlines()[-30:])
+
+    def stop(self):
+        if self.log.closed:
+            return self.proc.returncode
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.az.stop()
+        self.log.close()
+        return self.proc.returncode
+
+
+def sample(text, name, bucket=None):
+    """The value of group vmss's series of `name` (and `bucket`), or None."""
+    want = 'group="vmss",driver="azure-vmss"' + (',bucket="%s"' % bucket if bucket else "")
+    m = re.search(r"^%s\{%s\} (\S+)$" % (re.escape(name), re.escape(want)), text, re.M)
+    return float(m.group(1)) if m else None
+
+
+D = None
+BUDGET = "autoscaled_driver_ratelimit_remaining"
+
+
+@tap.test
+def budgets(_):
+    """the resource and read budgets the emulator sent reach /metrics as gauges"""
+    # Past the throttled reply: a later one carried the emulator's budgets.
+    v, text = D.wait_sample(BUDGET, "Microsoft.Compute/GetVMScaleSet3Min", 197, 20)
+    check(v == 197, "the 3-minute resource budget is 197", v, text[-1500:], D.log_tail())
+    check("# TYPE %s gauge" % BUDGET in text, "declared a gauge")
+    check(sample(text, BUDGET, "Microsoft.Compute/GetVMScaleSet30Min") == 1297, "the 30-minute budget is 1297")
+    reads = sample(text, BUDGET, "subscription-reads")
+    check(reads is not None and D.az.reads <= reads < D.start_reads, "the read budget is one the emulator sent",
+          reads, D.start_reads, D.az.reads)
+
+
+@tap.test
+def retries(_):
+    """the one 429 counts one retry and no API error"""
+    text = D.scrape()
+    check(sample(text, "autoscaled_driver_retries_total") == 1, "one retry",
+          sample(text, "autoscaled_driver_retries_total"))
+    check("# TYPE autoscaled_driver_retries_total counter" in text, "declared a counter")
+    check(sample(text, "autoscaled_driver_api_errors_total") == 0, "no API error")
+
+
+@tap.test
+def writes(_):
+    """a scale-out's PATCH brings the write budget"""
+    D.set_load(15)
+    v, text = D.wait_sample(BUDGET, "subscription-writes", None, 20)
+    check(v == 1199, "the write budget is 1199", v, text[-1500:], D.log_tail())
+
+
+@tap.test
+def stops(_):
+    """the daemon stops cleanly"""
+    rc = D.stop()
+    check(rc == 0, "exit status 0", rc, D.log_tail())
+
+
+if __name__ == "__main__":
+    D = Daemon()
+    try:
+        status = tap.run()
+    finally:
+        D.stop()
+    sys.exit(status)
