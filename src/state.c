@@ -72,21 +72,29 @@ static const char *dir_word(enum scale_direction d)
 	return d == DIR_OUT ? "out" : d == DIR_IN ? "in" : "none";
 }
 
+/* Appends the pair [T_MS, X] to A; false when out of memory. */
+static bool pair_append(cJSON *a, int64_t t_ms, int x)
+{
+	cJSON *p = cJSON_CreateArray();
+
+	if (!p || !cJSON_AddItemToArray(a, p)) {
+		cJSON_Delete(p);
+		return false;
+	}
+	cJSON_AddItemToArray(p, cJSON_CreateNumber((double)t_ms));
+	cJSON_AddItemToArray(p, cJSON_CreateNumber(x));
+	return true;
+}
+
 static cJSON *pairs_rec(const struct engine_rec *v, size_t n)
 {
 	cJSON *a = cJSON_CreateArray();
 
-	for (size_t i = 0; a && i < n; i++) {
-		cJSON *p = cJSON_CreateArray();
-
-		if (!p || !cJSON_AddItemToArray(a, p)) {
-			cJSON_Delete(p);
+	for (size_t i = 0; a && i < n; i++)
+		if (!pair_append(a, v[i].t_ms, v[i].count)) {
 			cJSON_Delete(a);
 			return NULL;
 		}
-		cJSON_AddItemToArray(p, cJSON_CreateNumber((double)v[i].t_ms));
-		cJSON_AddItemToArray(p, cJSON_CreateNumber(v[i].count));
-	}
 	return a;
 }
 
@@ -94,17 +102,11 @@ static cJSON *pairs_event(const struct engine_event *v, size_t n)
 {
 	cJSON *a = cJSON_CreateArray();
 
-	for (size_t i = 0; a && i < n; i++) {
-		cJSON *p = cJSON_CreateArray();
-
-		if (!p || !cJSON_AddItemToArray(a, p)) {
-			cJSON_Delete(p);
+	for (size_t i = 0; a && i < n; i++)
+		if (!pair_append(a, v[i].t_ms, v[i].delta)) {
 			cJSON_Delete(a);
 			return NULL;
 		}
-		cJSON_AddItemToArray(p, cJSON_CreateNumber((double)v[i].t_ms));
-		cJSON_AddItemToArray(p, cJSON_CreateNumber(v[i].delta));
-	}
 	return a;
 }
 

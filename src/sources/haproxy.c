@@ -248,35 +248,24 @@ static void haproxy_http_done(void *userdata, const struct http_response *res)
 	struct haproxy *p = source_priv(s);
 
 	p->call = NULL;
-	if (res->status < 0)
-		source_complete(s, res->status, 0, "%s", res->error);
-	else if (res->code < 200 || res->code > 299)
-		source_complete(s, -EREMOTEIO, 0, "HTTP status %ld from '%s'", res->code, p->url);
-	else
+	if (source_http_reply_ok(s, res, p->url))
 		finish_csv(s, res->body, res->body_len);
 }
 
 static int haproxy_poll(struct source *s)
 {
 	struct haproxy *p = source_priv(s);
-	struct http_request req = {
-		.url = p->url,
-		.timeout_ms = source_timeout_ms(s),
-		.max_body = SOURCE_MAX_REPLY,
-	};
 
 	if (p->socket_path)
 		return poll_socket(s);
-	source_http_opts_apply(&p->http, &req);
-	return http_start(source_http(s), &req, haproxy_http_done, s, &p->call);
+	return source_http_get(s, &p->http, p->url, NULL, haproxy_http_done, &p->call);
 }
 
 static void haproxy_cancel(struct source *s)
 {
 	struct haproxy *p = source_priv(s);
 
-	http_cancel(p->call);
-	p->call = NULL;
+	source_http_cancel(&p->call);
 	conn_close(p);
 }
 

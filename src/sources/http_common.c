@@ -105,6 +105,40 @@ void source_http_opts_apply(const struct source_http_opts *o, struct http_reques
 	req->headers = (const char *const *)o->headers;
 }
 
+int source_http_get(struct source *s, const struct source_http_opts *o, const char *url,
+		    const char *const *default_headers, http_done_fn done, struct http_call **call)
+{
+	struct http_request req = {
+		.url = url,
+		.timeout_ms = source_timeout_ms(s),
+		.max_body = SOURCE_MAX_REPLY,
+	};
+
+	source_http_opts_apply(o, &req);
+	if (!req.headers)
+		req.headers = default_headers;
+	return http_start(source_http(s), &req, done, s, call);
+}
+
+void source_http_cancel(struct http_call **call)
+{
+	http_cancel(*call);
+	*call = NULL;
+}
+
+bool source_http_reply_ok(struct source *s, const struct http_response *res, const char *url)
+{
+	if (res->status < 0) {
+		source_complete(s, res->status, 0, "%s", res->error);
+		return false;
+	}
+	if (res->code < 200 || res->code > 299) {
+		source_complete(s, -EREMOTEIO, 0, "HTTP status %ld from '%s'", res->code, url);
+		return false;
+	}
+	return true;
+}
+
 char *source_url_escape(const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";

@@ -53,14 +53,8 @@ static void http_json_done(void *userdata, const struct http_response *res)
 	int r;
 
 	p->call = NULL;
-	if (res->status < 0) {
-		source_complete(s, res->status, 0, "%s", res->error);
+	if (!source_http_reply_ok(s, res, p->url))
 		return;
-	}
-	if (res->code < 200 || res->code > 299) {
-		source_complete(s, -EREMOTEIO, 0, "HTTP status %ld from '%s'", res->code, p->url);
-		return;
-	}
 	r = json_parse_bounded(res->body, res->body_len, SOURCE_MAX_JSON_DEPTH, &root, why, sizeof(why));
 	if (r < 0) {
 		source_complete(s, r, 0, "%s", why);
@@ -79,22 +73,15 @@ static void http_json_done(void *userdata, const struct http_response *res)
 static int http_json_poll(struct source *s)
 {
 	struct http_json *p = source_priv(s);
-	struct http_request req = {
-		.url = p->url,
-		.timeout_ms = source_timeout_ms(s),
-		.max_body = SOURCE_MAX_REPLY,
-	};
 
-	source_http_opts_apply(&p->http, &req);
-	return http_start(source_http(s), &req, http_json_done, s, &p->call);
+	return source_http_get(s, &p->http, p->url, NULL, http_json_done, &p->call);
 }
 
 static void http_json_cancel(struct source *s)
 {
 	struct http_json *p = source_priv(s);
 
-	http_cancel(p->call);
-	p->call = NULL;
+	source_http_cancel(&p->call);
 }
 
 static void http_json_free(struct source *s)

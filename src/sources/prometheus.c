@@ -95,24 +95,15 @@ static int prometheus_poll(struct source *s)
 {
 	struct prometheus *p = source_priv(s);
 	static const char *const accept[] = { "Accept: application/json", NULL };
-	struct http_request req = {
-		.url = p->query_url,
-		.timeout_ms = source_timeout_ms(s),
-		.max_body = SOURCE_MAX_REPLY,
-	};
 
-	source_http_opts_apply(&p->http, &req);
-	if (!req.headers)
-		req.headers = accept;
-	return http_start(source_http(s), &req, prometheus_done, s, &p->call);
+	return source_http_get(s, &p->http, p->query_url, accept, prometheus_done, &p->call);
 }
 
 static void prometheus_cancel(struct source *s)
 {
 	struct prometheus *p = source_priv(s);
 
-	http_cancel(p->call);
-	p->call = NULL;
+	source_http_cancel(&p->call);
 }
 
 static void prometheus_free(struct source *s)

@@ -8,6 +8,8 @@ import sys
 import tempfile
 import time
 import traceback
+import urllib.error
+import urllib.request
 
 top_srcdir = os.environ.get("top_srcdir") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 top_builddir = os.environ.get("top_builddir") or os.getcwd()
@@ -70,6 +72,16 @@ class Tap:
 def check(cond, what, *details):
     if not cond:
         raise AssertionError(what + "".join("\n" + str(d) for d in details))
+
+
+def check_refused(url, status):
+    """A plain GET of URL (no credentials, no special header) is answered
+    with the HTTP error STATUS."""
+    try:
+        urllib.request.urlopen(url, timeout=5)
+        check(False, "accepted")
+    except urllib.error.HTTPError as e:
+        check(e.code == status, str(status), e.code)
 
 
 def private_file(directory, name, content, mode=0o600):

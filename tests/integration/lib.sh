@@ -84,6 +84,50 @@ free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# start_haproxy: a real HAProxy in front of two HTTP backends serving
+# $TMP/www: frontend "web" on port $W balancing over backend "app" (servers
+# b1, b2), the stats page on http://127.0.0.1:$S/stats and the stats socket
+# $SOCK. Returns once both backends are UP (else the first requests get
+# 503); bails out after 10 s.
+start_haproxy() {
+	mkdir -p "$TMP/www"
+	echo hello >"$TMP/www/index.html"
+	fixture B1 http "$TMP/www"
+	fixture B2 http "$TMP/www"
+	W=$(free_port)
+	S=$(free_port)
+	SOCK="$TMP/haproxy.sock"
+	cat >"$TMP/haproxy.cfg" <<CFG
+global
+	stats socket $SOCK mode 600 level admin
+	stats timeout 5s
+defaults
+	mode http
+	timeout connect 2s
+	timeout client 5s
+	timeout server 5s
+frontend web
+	bind 127.0.0.1:$W
+	default_backend app
+backend app
+	balance roundrobin
+	option httpchk GET /
+	server b1 127.0.0.1:$B1 check inter 300ms
+	server b2 127.0.0.1:$B2 check inter 300ms
+listen stats
+	bind 127.0.0.1:$S
+	stats enable
+	stats uri /stats
+CFG
+	bg haproxy -f "$TMP/haproxy.cfg" -db >"$TMP/haproxy.log" 2>&1
+	i=0
+	until [ "$(curl -s "http://127.0.0.1:$S/stats;csv" | grep -c '^app,b[12],.*,UP,')" = 2 ]; do
+		i=$((i + 1))
+		[ $i -gt 100 ] && { echo "Bail out! haproxy backends not UP"; cat "$TMP/haproxy.log"; exit 1; }
+		sleep 0.1
+	done
+}
+
 # probe ARGS...: runs the harness; its lines go to $TMP/out, and are echoed
 # as TAP comments for the log.
 probe() {

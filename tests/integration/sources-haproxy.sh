@@ -6,45 +6,9 @@
 . "${top_srcdir:?}/tests/integration/lib.sh"
 need haproxy python3 curl
 
-mkdir -p "$TMP/www"
-echo hello >"$TMP/www/index.html"
+start_haproxy
 printf 'not a stats table\n' >"$TMP/www/garbage;csv"
-fixture B1 http "$TMP/www"
-fixture B2 http "$TMP/www"
 fixture G http "$TMP/www"
-W=$(free_port)
-S=$(free_port)
-SOCK="$TMP/haproxy.sock"
-cat >"$TMP/haproxy.cfg" <<CFG
-global
-	stats socket $SOCK mode 600 level admin
-	stats timeout 5s
-defaults
-	mode http
-	timeout connect 2s
-	timeout client 5s
-	timeout server 5s
-frontend web
-	bind 127.0.0.1:$W
-	default_backend app
-backend app
-	balance roundrobin
-	option httpchk GET /
-	server b1 127.0.0.1:$B1 check inter 300ms
-	server b2 127.0.0.1:$B2 check inter 300ms
-listen stats
-	bind 127.0.0.1:$S
-	stats enable
-	stats uri /stats
-CFG
-bg haproxy -f "$TMP/haproxy.cfg" -db >"$TMP/haproxy.log" 2>&1
-# Wait for both backends to be UP, or the first requests get 503.
-i=0
-until [ "$(curl -s "http://127.0.0.1:$S/stats;csv" | grep -c '^app,b[12],.*,UP,')" = 2 ]; do
-	i=$((i + 1))
-	[ $i -gt 100 ] && { echo "Bail out! haproxy backends not UP"; cat "$TMP/haproxy.log"; exit 1; }
-	sleep 0.1
-done
 STATS="http://127.0.0.1:$S/stats"
 h() { echo "source = \"haproxy\"; url = \"$STATS\"; proxy = \"$1\"; column = \"$2\"; $3"; }
 k() { echo "source = \"haproxy\"; socket = \"$SOCK\"; proxy = \"$1\"; column = \"$2\"; $3"; }

@@ -106,38 +106,7 @@ wait "$DAEMON" && ok "the daemon stops cleanly" || not_ok "the daemon stops clea
 [ "$tap_fail" -eq 0 ] || sed 's/^/# /' "$TMP/queue.out" | tail -30
 
 # ------------------------------------------------------ HAProxy throughput
-mkdir -p "$TMP/www"
-echo hello >"$TMP/www/index.html"
-fixture B1 http "$TMP/www"
-fixture B2 http "$TMP/www"
-W=$(free_port)
-S=$(free_port)
-cat >"$TMP/haproxy.cfg" <<CFG
-defaults
-	mode http
-	timeout connect 2s
-	timeout client 5s
-	timeout server 5s
-frontend web
-	bind 127.0.0.1:$W
-	default_backend app
-backend app
-	balance roundrobin
-	option httpchk GET /
-	server b1 127.0.0.1:$B1 check inter 300ms
-	server b2 127.0.0.1:$B2 check inter 300ms
-listen stats
-	bind 127.0.0.1:$S
-	stats enable
-	stats uri /stats
-CFG
-bg haproxy -f "$TMP/haproxy.cfg" -db >"$TMP/haproxy.log" 2>&1
-i=0
-until [ "$(curl -s "http://127.0.0.1:$S/stats;csv" | grep -c '^app,b[12],.*,UP,')" = 2 ]; do
-	i=$((i + 1))
-	[ $i -gt 100 ] && { echo "Bail out! haproxy backends not UP"; exit 1; }
-	sleep 0.1
-done
+start_haproxy
 conf lb "{ name = \"lb\"; source = \"haproxy\"; source_options = { url = \"http://127.0.0.1:$S/stats\"; proxy = \"web\"; column = \"req_rate\"; };
 	type = \"average\"; target = 5.0; window = \"3s\"; aggregation = \"avg\"; poll_interval = \"1s\"; }"
 start_daemon lb

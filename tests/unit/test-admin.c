@@ -3,7 +3,6 @@
  * the decision ring. The operations behind the endpoints are a small model
  * of one group here; the daemon's own are tested by the integration tests. */
 #include <errno.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +18,7 @@
 #include <curl/curl.h>
 
 #include "admin.h"
+#include "../helpers/loop-http.h"
 
 #define NOW INT64_C(1764680000000)
 
@@ -168,65 +168,19 @@ static char sock[128];
 static sd_event *event;
 static struct admin *admin;
 
-struct call {
-	const char *method, *path, *body;
-	long status;
-	char *out;
-	size_t len;
-	volatile int done;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *userdata)
-{
-	struct call *c = userdata;
-	char *b = realloc(c->out, c->len + size * n + 1);
-
-	if (!b)
-		return 0;
-	memcpy(b + c->len, p, size * n);
-	c->len += size * n;
-	b[c->len] = '\0';
-	c->out = b;
-	return size * n;
-}
-
-static void *call_thread(void *arg)
-{
-	struct call *c = arg;
-	CURL *h = curl_easy_init();
-	char url[256];
-
-	snprintf(url, sizeof(url), "http://localhost%s", c->path);
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, sock);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
-	if (c->body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 5L);
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->status);
-	curl_easy_cleanup(h);
-	c->done = 1;
-	return NULL;
-}
-
 /* Makes one request while the loop serves it; returns the status and
  * leaves the body in *out (caller frees). */
 static long req(const char *method, const char *path, const char *body, char **out)
 {
-	struct call c = {.method = method, .path = path, .body = body};
-	pthread_t t;
+	char url[256];
+	struct loop_http c = {.url = url, .unix_socket = sock, .method = method, .body = body};
 
-	assert_int_equal(pthread_create(&t, NULL, call_thread, &c), 0);
-	for (int i = 0; i < 500 && !c.done; i++)
-		sd_event_run(event, 10000);
-	pthread_join(t, NULL);
+	snprintf(url, sizeof(url), "http://localhost%s", path);
+	assert_int_equal(loop_http(event, &c), 0);
 	if (out)
-		*out = c.out ? c.out : strdup("");
+		*out = c.reply ? c.reply : strdup("");
 	else
-		free(c.out);
+		free(c.reply);
 	return c.status;
 }
 

@@ -516,6 +516,14 @@ static const char full_config[] =
 	"  };\n"
 	"} );\n";
 
+/* One rate-limit policy: its type, its value and its period. */
+static void assert_policy(const struct rate_policy *p, enum policy_type type, double value, int64_t period_ms)
+{
+	assert_int_equal(p->type, type);
+	assert_true(p->value == value);
+	assert_int_equal(p->period_ms, period_ms);
+}
+
 static void test_valid_read_back(void **state)
 {
 	struct config *c = load_ok(full_config);
@@ -660,12 +668,8 @@ static void test_valid_read_back(void **state)
 	assert_int_equal(b->scale_in.stabilization_ms, 600000);
 	assert_int_equal(b->scale_in.select, SELECT_MIN);
 	assert_int_equal(b->scale_in.n_policies, 2);
-	assert_int_equal(b->scale_in.policies[0].type, POLICY_INSTANCES);
-	assert_true(b->scale_in.policies[0].value == 2);
-	assert_int_equal(b->scale_in.policies[0].period_ms, 60000);
-	assert_int_equal(b->scale_in.policies[1].type, POLICY_PERCENT);
-	assert_true(b->scale_in.policies[1].value == 10);
-	assert_int_equal(b->scale_in.policies[1].period_ms, 30000);
+	assert_policy(&b->scale_in.policies[0], POLICY_INSTANCES, 2, 60000);
+	assert_policy(&b->scale_in.policies[1], POLICY_PERCENT, 10, 30000);
 	assert_int_equal(b->scale_out.stabilization_ms, 30000);
 	assert_int_equal(b->scale_out.select, SELECT_DISABLED);
 	assert_int_equal(b->scale_out.n_policies, 0);
@@ -725,18 +729,12 @@ static void test_defaults(void **state)
 	assert_int_equal(b->scale_out.stabilization_ms, 0);
 	assert_int_equal(b->scale_out.select, SELECT_MAX);
 	assert_int_equal(b->scale_out.n_policies, 2);
-	assert_int_equal(b->scale_out.policies[0].type, POLICY_INSTANCES);
-	assert_true(b->scale_out.policies[0].value == 4);
-	assert_int_equal(b->scale_out.policies[0].period_ms, 15000);
-	assert_int_equal(b->scale_out.policies[1].type, POLICY_PERCENT);
-	assert_true(b->scale_out.policies[1].value == 100);
-	assert_int_equal(b->scale_out.policies[1].period_ms, 15000);
+	assert_policy(&b->scale_out.policies[0], POLICY_INSTANCES, 4, 15000);
+	assert_policy(&b->scale_out.policies[1], POLICY_PERCENT, 100, 15000);
 	assert_int_equal(b->scale_in.stabilization_ms, 300000);
 	assert_int_equal(b->scale_in.select, SELECT_MAX);
 	assert_int_equal(b->scale_in.n_policies, 1);
-	assert_int_equal(b->scale_in.policies[0].type, POLICY_PERCENT);
-	assert_true(b->scale_in.policies[0].value == 100);
-	assert_int_equal(b->scale_in.policies[0].period_ms, 15000);
+	assert_policy(&b->scale_in.policies[0], POLICY_PERCENT, 100, 15000);
 	assert_int_equal(b->initialization_ms, 60000);
 	assert_int_equal(b->on_missing, ON_MISSING_HOLD);
 	config_free(c);

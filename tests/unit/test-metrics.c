@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 
 #include "metrics.h"
+#include "../helpers/loop-http.h"
 
 static struct signal_conf sigs[2] = {{.name = "cpu"}, {.name = "queue"}};
 static struct group_conf groups[2] = {
@@ -200,64 +201,13 @@ static void test_driver_metrics(void **st)
 	metrics_free(m);
 }
 
-struct fetch {
-	const char *url;
-	const char *method;
-	long status;
-	char *body;
-	size_t len;
-	volatile int done;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *userdata)
-{
-	struct fetch *f = userdata;
-	char *b = realloc(f->body, f->len + size * n + 1);
-
-	if (!b)
-		return 0;
-	memcpy(b + f->len, p, size * n);
-	f->len += size * n;
-	b[f->len] = '\0';
-	f->body = b;
-	return size * n;
-}
-
-static void *fetch_thread(void *arg)
-{
-	struct fetch *f = arg;
-	CURL *c = curl_easy_init();
-
-	curl_easy_setopt(c, CURLOPT_URL, f->url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, f->method);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &f->status);
-	curl_easy_cleanup(c);
-	f->done = 1;
-	return NULL;
-}
-
-/* Runs the loop until the client thread has its answer. */
-static void fetch(sd_event *e, struct fetch *f)
-{
-	pthread_t t;
-
-	assert_int_equal(pthread_create(&t, NULL, fetch_thread, f), 0);
-	for (int i = 0; i < 500 && !f->done; i++)
-		sd_event_run(e, 10000);
-	pthread_join(t, NULL);
-}
-
 static void test_endpoint(void **st)
 {
 	struct metrics *m;
 	sd_event *e;
 	char addr[64], url[128];
 	int port = 20000 + (int)(getpid() % 20000);
-	struct fetch f = {.method = "GET"}, nf = {.method = "GET"}, pf = {.method = "POST"};
+	struct loop_http f = {.method = "GET"}, nf = {.method = "GET"}, pf = {.method = "POST"};
 
 	(void)st;
 	assert_int_equal(sd_event_new(&e), 0);
@@ -267,28 +217,28 @@ static void test_endpoint(void **st)
 
 	snprintf(url, sizeof(url), "http://%s/metrics", addr);
 	f.url = url;
-	fetch(e, &f);
+	assert_int_equal(loop_http(e, &f), 0);
 	assert_int_equal(f.status, 200);
-	assert_non_null(strstr(f.body, "autoscaled_group_desired_instances{group=\"web\"} 6\n"));
+	assert_non_null(strstr(f.reply, "autoscaled_group_desired_instances{group=\"web\"} 6\n"));
 
 	pf.url = url;
-	fetch(e, &pf);
+	assert_int_equal(loop_http(e, &pf), 0);
 	assert_int_equal(pf.status, 405);
 
 	snprintf(url, sizeof(url), "http://%s/other", addr);
 	nf.url = url;
-	fetch(e, &nf);
+	assert_int_equal(loop_http(e, &nf), 0);
 	assert_int_equal(nf.status, 404);
-	assert_non_null(strstr(nf.body, "\"error\""));
+	assert_non_null(strstr(nf.reply, "\"error\""));
 
 	/* A second registry cannot take the same port, and says so. */
 	struct metrics *m2 = NULL;
 
 	assert_true(metrics_new(e, addr, &m2) < 0);
 	assert_true(metrics_new(e, "nonsense", &m2) == -EINVAL);
-	free(f.body);
-	free(pf.body);
-	free(nf.body);
+	free(f.reply);
+	free(pf.reply);
+	free(nf.reply);
 	metrics_free(m);
 	sd_event_unref(e);
 }

@@ -1,0 +1,25 @@
+/* A test's HTTP client for a server that runs on the test's own sd-event
+ * loop: the request is made from a thread while the loop serves it. */
+#ifndef AUTOSCALED_TESTS_LOOP_HTTP_H
+#define AUTOSCALED_TESTS_LOOP_HTTP_H
+
+#include <stddef.h>
+
+#include <systemd/sd-event.h>
+
+struct loop_http {
+	const char *url;         /* "http://127.0.0.1:PORT/path", or "http://localhost/path" with unix_socket */
+	const char *unix_socket; /* NULL for TCP */
+	const char *method;
+	const char *body;        /* request body, or NULL */
+	long status;             /* 0 when no answer came */
+	char *reply;             /* the reply body, NUL-terminated or NULL; the caller frees it */
+	size_t len;
+	volatile int done;
+};
+
+/* Makes the request C describes, running EVENT until it is answered or
+ * 5 s have passed. Returns 0, or -errno when no thread could be started. */
+int loop_http(sd_event *event, struct loop_http *c);
+
+#endif
