@@ -3,6 +3,7 @@
  * through the pre-scale-in hook first, and completing the jobs. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -149,6 +150,20 @@ bool group_start_drain(struct group_rt *g, int count, const char *record)
 		group_save(g);
 	}
 	return true;
+}
+
+void group_note_result(struct group_rt *g, const struct job *j, int64_t t)
+{
+	static const char *const ops[] = {"observe", "scale_out", "scale_in"};
+	struct group_error *e = &g->last_error;
+
+	if (j->r >= 0) {
+		if (e->time_ms && strcmp(e->operation, ops[j->kind]) == 0)
+			*e = (struct group_error){0};
+		return;
+	}
+	*e = (struct group_error){.time_ms = t, .operation = ops[j->kind], .err = j->r};
+	snprintf(e->message, sizeof(e->message), "%s", j->driver_msg);
 }
 
 void group_scale_done(struct group_rt *g, struct job *j, int64_t t)

@@ -52,8 +52,16 @@ struct job {
 	size_t n_cpu, cap_cpu;
 	int cpu_r;
 	int n_done;              /* scale: instances created or removed */
+	char driver_msg[512];    /* the newest warning or error the driver logged, "" if none */
 };
 
+/* The newest failed driver operation, until one of the same kind succeeds. */
+struct group_error {
+	int64_t time_ms;         /* 0: none */
+	const char *operation;   /* "observe", "scale_out" or "scale_in" */
+	int err;                 /* the negative errno the driver returned */
+	char message[512];       /* the driver's own words, "" if it logged none */
+};
 
 struct signal_rt {
 	const struct signal_conf *sc;
@@ -88,8 +96,9 @@ struct group_rt {
 	struct drain *drain;      /* pre-scale-in hooks running */
 	struct decision last;
 	bool have_last;
-	char last_sentence[512];
+	char last_sentence[1024];
 	struct job *job;          /* the driver call in flight, if any */
+	struct group_error last_error;
 	/* The newest observation, owned copies. */
 	struct instance_obs *instances;
 	size_t n_instances;
@@ -131,6 +140,9 @@ enum scale_direction group_reconcile_in_flight(struct group_rt *g, int64_t t);
  * when the job cannot start. */
 void group_start_scale_job(struct group_rt *g, enum job_kind kind, int count, int from, char **ids, size_t n_ids);
 bool group_start_drain(struct group_rt *g, int count, const char *record);
+/* Records a finished job's outcome in g->last_error: a failure replaces
+ * it, a success of the same operation clears it. */
+void group_note_result(struct group_rt *g, const struct job *j, int64_t t);
 /* Ends a scale job: records the action in the engine state and logs it. */
 void group_scale_done(struct group_rt *g, struct job *j, int64_t t);
 

@@ -202,7 +202,7 @@ void group_save(struct group_rt *g)
  * NULL on ENOMEM). */
 static char *log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
 {
-	char sentence[512];
+	char sentence[1024];
 	char *json = NULL;
 	cJSON *o;
 	bool changed;
@@ -220,18 +220,32 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 			snprintf(sentence + n, sizeof(sentence) - n, "; pinned at %d by an operator%s", g->st.pin.count,
 				 g->st.pin.forced ? " (forced)" : "");
 	}
+	/* A failed cloud operation stays in every record until the operation
+	 * succeeds again, so that whoever reads one record learns why the
+	 * count did not move. */
+	if (g->last_error.time_ms) {
+		const struct group_error *e = &g->last_error;
+		size_t n = strlen(sentence);
+
+		snprintf(sentence + n, sizeof(sentence) - n, "; last %s failed: %s",
+			 strcmp(e->operation, "observe") == 0     ? "observation"
+			 : strcmp(e->operation, "scale_out") == 0 ? "scale-out"
+								  : "scale-in",
+			 e->message[0] ? e->message : strerror(-e->err));
+	}
 	changed = !g->have_last || d->desired != g->last.desired || d->hold != g->last.hold ||
 		  strcmp(sentence, g->last_sentence) != 0;
 	prio = d->action != DIR_NONE || changed || g->ctx->verbose ? LOG_INFO : LOG_DEBUG;
 	o = decision_to_json(d, g->gc);
 	if (o) {
 		cJSON_AddBoolToObject(o, "dry_run", dry_run);
-		if (g->override) {
+		if (g->override)
 			cJSON_AddStringToObject(o, "override", g->override);
-			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
-		} else {
+		else
 			cJSON_AddNullToObject(o, "override");
-		}
+		if (g->override || g->last_error.time_ms)
+			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
+		cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
 		json = cJSON_PrintUnformatted(o);
 		cJSON_Delete(o);
 	}
@@ -361,6 +375,7 @@ void group_job_done(struct job *j)
 	static const char *const op[] = {"observe", "set_capacity", "remove_instances"};
 
 	metrics_record_driver_call(g->ctx->metrics, g->gc->name, op[j->kind], (double)(t - j->started_ms) / 1000.0);
+	group_note_result(g, j, t);
 	switch (j->kind) {
 	case JOB_OBSERVE:
 		if (j->r < 0) {
@@ -557,6 +572,8 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	g->partial = old->partial;
 	g->observed = old->observed;
 	g->first_reported = old->first_reported;
+	/* A reload does not make a failed operation succeed. */
+	g->last_error = old->last_error;
 }
 
 void group_rt_start(struct group_rt *g)
@@ -655,6 +672,25 @@ enum state_origin group_rt_origin(const struct group_rt *g)
 const struct group_ctx *group_rt_ctx(const struct group_rt *g)
 {
 	return g->ctx;
+}
+
+cJSON *group_rt_last_error_json(const struct group_rt *g)
+{
+	const struct group_error *e = &g->last_error;
+	cJSON *o;
+
+	if (!e->time_ms)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	if (!admin_add_time(o, "time", e->time_ms) || !cJSON_AddStringToObject(o, "operation", e->operation) ||
+	    !cJSON_AddStringToObject(o, "error", strerror(-e->err)) ||
+	    !(e->message[0] ? cJSON_AddStringToObject(o, "message", e->message) : cJSON_AddNullToObject(o, "message"))) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
 }
 
 void group_rt_save(struct group_rt *g)

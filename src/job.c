@@ -100,9 +100,14 @@ static void *job_thread(void *arg)
 	struct job *j = arg;
 	ssize_t n;
 
+	/* What the driver says about a failure reaches the decision record
+	 * through the job, which this thread owns until it is posted back. */
+	driver_capture_begin(j->driver_msg, sizeof(j->driver_msg));
 	switch (j->kind) {
 	case JOB_OBSERVE:
 		j->r = j->drv->observe(j->handle, job_collect_instance, j, &j->obs);
+		/* A read_cpu failure is a signal's error, not the observation's. */
+		driver_capture_end();
 		if (j->r >= 0 && j->want_cpu)
 			j->cpu_r = j->drv->read_cpu(j->handle, job_collect_cpu, j);
 		break;
@@ -114,6 +119,7 @@ static void *job_thread(void *arg)
 						job_count_instance, j);
 		break;
 	}
+	driver_capture_end();
 	do
 		n = write(j->write_fd, &j, sizeof(j));
 	while (n < 0 && errno == EINTR);
