@@ -36,6 +36,7 @@ struct job {
 	const struct autoscaled_driver *drv;
 	struct autoscaled_driver_instance *handle;
 	bool close_when_done;    /* orphaned: close the handle afterwards */
+	struct autoscaled_host *host; /* with close_when_done: freed after the close */
 	bool want_cpu;
 	int count;               /* scale: the target (out) or how many to remove (in) */
 	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
@@ -81,7 +82,10 @@ struct group_rt {
 	const struct group_conf *gc;
 	const struct autoscaled_driver *drv;
 	struct autoscaled_driver_instance *handle;
-	struct autoscaled_host host;
+	/* Allocated with the handle and moved with it (group_rt_adopt): the
+	 * driver keeps the pointer until it closes the handle, which may be
+	 * after this runtime and its configuration are gone. */
+	struct autoscaled_host *host;
 	struct driver_options drv_opts;
 	struct signal_rt *signals;
 	size_t n_signals;

@@ -468,7 +468,6 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	r = driver_options_from_config(&gc->driver_options, &g->drv_opts);
 	if (r < 0)
 		goto fail;
-	driver_host_init(&g->host, gc->name, g);
 
 	g->signals = calloc(gc->n_signals ? gc->n_signals : 1, sizeof(*g->signals));
 	if (!g->signals) {
@@ -511,7 +510,18 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	/* The driver instance is opened last, and only when the old runtime's
 	 * instance cannot be taken over. */
 	if (!(old && old->handle && same_driver(old->gc, gc))) {
-		r = g->drv->open(&g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
+		/* The host carries its own copy of the group's name: a reload
+		 * frees the configuration the handle was opened with. */
+		g->host = calloc(1, sizeof(*g->host) + strlen(gc->name) + 1);
+		if (!g->host) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		strcpy((char *)(g->host + 1), gc->name);
+		/* No userdata: the runtime that opened the handle may be gone
+		 * when the driver logs. */
+		driver_host_init(g->host, (const char *)(g->host + 1), NULL);
+		r = g->drv->open(g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
 		if (r < 0) {
 			log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' failed to open: %s", gc->driver,
 				  strerror(-r));
@@ -530,6 +540,9 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	if (!g->handle && old->handle) {
 		g->handle = old->handle;
 		old->handle = NULL;
+		free(g->host);
+		g->host = old->host;
+		old->host = NULL;
 		/* A call in flight on that handle now reports to the new runtime. */
 		if (old->job) {
 			old->job->g = g;
@@ -617,10 +630,13 @@ void group_rt_free(struct group_rt *g)
 		/* The worker still uses the handle: it closes it when done. */
 		g->job->g = NULL;
 		g->job->close_when_done = g->handle != NULL;
+		g->job->host = g->host;
 		g->handle = NULL;
+		g->host = NULL;
 	}
 	if (g->handle)
 		g->drv->close(g->handle);
+	free(g->host);
 	driver_options_free(&g->drv_opts);
 	for (size_t i = 0; i < g->n_instances; i++)
 		free((char *)g->instances[i].id);

@@ -159,8 +159,10 @@ static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userd
 	(void)userdata;
 	while ((n = read(fd, &j, sizeof(j))) == (ssize_t)sizeof(j)) {
 		if (!j->g) {
-			if (j->close_when_done)
+			if (j->close_when_done) {
 				j->drv->close(j->handle);
+				free(j->host);
+			}
 			job_free(j);
 			continue;
 		}

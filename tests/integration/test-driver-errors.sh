@@ -1,8 +1,8 @@
 #!/bin/bash
 # A driver operation that fails: the driver's own words reach every decision
 # record (a "last_error" object and the sentence), the admin API's group view
-# and autoscalectl show, besides the log; the next success of the same
-# operation clears it. The filepool test driver fails on demand through its
+# and autoscalectl show, besides the log; a reload keeps it and the next
+# success of the same operation clears it. The filepool test driver fails on demand through its
 # fault file.
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/integration/ops-lib.sh"
@@ -37,6 +37,16 @@ check "the log has the sentence too" wait_for 5 grep -q "last scale-out failed: 
 check "the pool stayed at 1" pool_is 1
 out=$(ctl show web)
 check "autoscalectl show has a last error line" test -n "$(echo "$out" | grep -E "^last error: +scale_out at 20.*quota 'CPUS' exceeded")"
+
+# A reload takes the driver's handle over; the driver keeps logging through
+# the host it was opened with, which must outlive the old configuration.
+refusals() { grep -c "error: web: filepool: set_capacity refused" "$T/daemon.log"; }
+before=$(refusals)
+ctl reload >/dev/null
+check "a reload keeps the error" show_json 'assert d["last_error"]["operation"]=="scale_out"'
+more_refusals() { [ "$(refusals)" -gt "$before" ]; }
+check "after the reload the driver's errors still name the group" wait_for 5 more_refusals
+check "the daemon survived the reload" kill -0 "$DAEMON_PID"
 
 rm -f "$T/fail"
 check "once the cloud accepts, the pool goes to 3" wait_for 15 pool_is 3
