@@ -1,12 +1,15 @@
 /* Scale actions of the group runtime; see group-private.h: settling an
  * action from before a restart, starting scale jobs, draining victims
- * through the pre-scale-in hook first, and completing the jobs. */
+ * through the pre-scale-in hook first, completing the jobs, and keeping the
+ * last failed driver operation for the decision records. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+
+#include <cjson/cJSON.h>
 
 #include "group-private.h"
 #include "log.h"
@@ -164,6 +167,25 @@ void group_note_result(struct group_rt *g, const struct job *j, int64_t t)
 	}
 	*e = (struct group_error){.time_ms = t, .operation = ops[j->kind], .err = j->r};
 	snprintf(e->message, sizeof(e->message), "%s", j->driver_msg);
+}
+
+cJSON *group_rt_last_error_json(const struct group_rt *g)
+{
+	const struct group_error *e = &g->last_error;
+	cJSON *o;
+
+	if (!e->time_ms)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	if (!admin_add_time(o, "time", e->time_ms) || !cJSON_AddStringToObject(o, "operation", e->operation) ||
+	    !cJSON_AddStringToObject(o, "error", strerror(-e->err)) ||
+	    !(e->message[0] ? cJSON_AddStringToObject(o, "message", e->message) : cJSON_AddNullToObject(o, "message"))) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
 }
 
 void group_scale_done(struct group_rt *g, struct job *j, int64_t t)

@@ -690,25 +690,6 @@ const struct group_ctx *group_rt_ctx(const struct group_rt *g)
 	return g->ctx;
 }
 
-cJSON *group_rt_last_error_json(const struct group_rt *g)
-{
-	const struct group_error *e = &g->last_error;
-	cJSON *o;
-
-	if (!e->time_ms)
-		return cJSON_CreateNull();
-	o = cJSON_CreateObject();
-	if (!o)
-		return NULL;
-	if (!admin_add_time(o, "time", e->time_ms) || !cJSON_AddStringToObject(o, "operation", e->operation) ||
-	    !cJSON_AddStringToObject(o, "error", strerror(-e->err)) ||
-	    !(e->message[0] ? cJSON_AddStringToObject(o, "message", e->message) : cJSON_AddNullToObject(o, "message"))) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
-}
-
 void group_rt_save(struct group_rt *g)
 {
 	group_save(g);
