@@ -250,6 +250,10 @@ static void print_show(const cJSON *o)
 		printf("in flight:    none\n");
 	if (str(o, "no_scale_in_before", NULL))
 		printf("safe start:   no scale-in before %s\n", str(o, "no_scale_in_before", ""));
+	x = cJSON_GetObjectItem(o, "last_error");
+	if (cJSON_IsObject(x))
+		printf("last error:   %s at %s: %s\n", str(x, "operation", "?"), str(x, "time", "?"),
+		       str(x, "message", str(x, "error", "")));
 	x = cJSON_GetObjectItem(o, "last_decision");
 	if (cJSON_IsObject(x))
 		printf("last:         %s at %s: %s\n", str(x, "action", "?"), str(x, "time", "?"),

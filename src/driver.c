@@ -365,6 +365,26 @@ void driver_options_free(struct driver_options *o)
 	o->n = 0;
 }
 
+/* The calling thread's capture of driver warnings (driver_capture_begin).
+ * Thread-local because driver calls of different groups run concurrently,
+ * each on its own worker thread. */
+static __thread char *capture_buf;
+static __thread size_t capture_len;
+
+void driver_capture_begin(char *buf, size_t len)
+{
+	capture_buf = len ? buf : NULL;
+	capture_len = len;
+	if (capture_buf)
+		capture_buf[0] = '\0';
+}
+
+void driver_capture_end(void)
+{
+	capture_buf = NULL;
+	capture_len = 0;
+}
+
 static void host_log(const struct autoscaled_host *host, enum autoscaled_log_level level, const char *fmt, ...)
 {
 	static const int prio[] = { LOG_DEBUG, LOG_INFO, LOG_NOTICE, LOG_WARNING, LOG_ERR };
@@ -374,6 +394,8 @@ static void host_log(const struct autoscaled_host *host, enum autoscaled_log_lev
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (capture_buf && level >= AUTOSCALED_LOG_WARNING)
+		snprintf(capture_buf, capture_len, "%s", msg);
 	log_group((unsigned)level < sizeof(prio) / sizeof(prio[0]) ? prio[level] : LOG_ERR, host->group, NULL, NULL,
 		  "%s", msg);
 }

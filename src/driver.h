@@ -80,4 +80,11 @@ void driver_options_free(struct driver_options *o);
  * nothing when userdata is NULL. */
 void driver_host_init(struct autoscaled_host *host, const char *group, void *userdata);
 
+/* Until driver_capture_end(), the newest warning or error a driver logs
+ * through a host of driver_host_init() on the calling thread is also copied
+ * into `buf` (truncated to `len`; emptied here), so that the caller of a
+ * failed operation can report the driver's own words. */
+void driver_capture_begin(char *buf, size_t len);
+void driver_capture_end(void);
+
 #endif

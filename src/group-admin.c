@@ -121,6 +121,7 @@ cJSON *group_admin_show(const struct group_rt *g)
 	}
 	cJSON_AddStringToObject(o, "state", origins[group_rt_origin(g)]);
 	admin_add_time(o, "no_scale_in_before", st->engine.no_scale_in_before_ms);
+	cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
 	rec = last_record(g);
 	if (rec)
 		cJSON_AddItemToObject(o, "last_decision", rec);

@@ -7,290 +7,24 @@
  * only ever write into their windows, so a slow source never delays an
  * evaluation: the engine just finds its window stale.
  *
- * Driver calls go through jobs: a job runs one operation on its own thread
- * and posts itself back to the loop through a pipe shared by all groups.
- * A group has at most one job at a time, which is the driver ABI's "one call
- * at a time per handle". */
+ * Driver calls run as jobs on worker threads (job.c); scale actions are
+ * started and completed in group-action.c. */
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
-#include "admin.h"
-#include "driver.h"
-#include "engine.h"
-#include "group.h"
+#include "group-private.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
 #include "source.h"
-#include "state.h"
-
 /* Signals read from the group's own driver rather than an endpoint. */
 #define DRIVER_CPU_SOURCE "libvirt_cpu"
-
-enum job_kind {
-	JOB_OBSERVE,
-	JOB_SCALE_OUT,
-	JOB_SCALE_IN,
-};
-
-struct cpu_sample {
-	char *id;
-	double percent;
-};
-
-struct job {
-	enum job_kind kind;
-	struct group_rt *g;      /* NULL once the group is gone: drop the result */
-	const struct autoscaled_driver *drv;
-	struct autoscaled_driver_instance *handle;
-	bool close_when_done;    /* orphaned: close the handle afterwards */
-	bool want_cpu;
-	int count;               /* scale: the target (out) or how many to remove (in) */
-	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
-	size_t n_ids;
-	int from;                /* scale: the count when the action was decided */
-	int64_t started_ms;
-	int write_fd;
-	/* Results, written by the worker thread. */
-	int r;
-	struct autoscaled_observation obs;
-	struct instance_obs *instances;
-	size_t n_instances, cap_instances;
-	struct cpu_sample *cpu;
-	size_t n_cpu, cap_cpu;
-	int cpu_r;
-	int n_done;              /* scale: instances created or removed */
-};
-
-struct signal_rt {
-	const struct signal_conf *sc;
-	struct group_rt *g;
-	struct window win;
-	struct source *src;       /* NULL for driver-backed signals */
-	bool driver_cpu;
-	sd_event_source *timer;
-	bool polling;
-	char error[256];          /* the newest poll's error, "" when it succeeded */
-	int n_sampled;
-	bool reported;            /* a poll has completed, with a sample or an error */
-};
-
-struct group_rt {
-	const struct group_ctx *ctx;
-	const struct group_conf *gc;
-	const struct autoscaled_driver *drv;
-	struct autoscaled_driver_instance *handle;
-	struct autoscaled_host host;
-	struct driver_options drv_opts;
-	struct signal_rt *signals;
-	size_t n_signals;
-	bool want_cpu;
-	sd_event_source *timer;
-	struct group_state st;    /* persisted: engine state, in-flight action, pin, pause, dry run */
-	struct group_state saved; /* what the state file holds */
-	enum state_origin origin;
-	bool save_failed;
-	struct admin_ring ring;   /* recent decision records for the admin API */
-	const char *override;     /* "paused", "pinned" or NULL, of the last decision */
-	struct drain *drain;      /* pre-scale-in hooks running */
-	struct decision last;
-	bool have_last;
-	char last_sentence[512];
-	struct job *job;          /* the driver call in flight, if any */
-	/* The newest observation, owned copies. */
-	struct instance_obs *instances;
-	size_t n_instances;
-	int current;
-	bool stable;
-	bool partial;
-	bool observed;            /* at least one observation succeeded */
-	bool first_reported;      /* the agent was told of the first observation */
-	bool stopped;
-	int64_t started_ms;       /* when group_rt_start() last ran */
-};
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ------------------------------------------------------------------ jobs */
-
-/* The pipe that carries finished jobs back to the loop, one per process. */
-static int job_pipe[2] = {-1, -1};
-static sd_event_source *job_source;
-
-static void job_free(struct job *j)
-{
-	if (!j)
-		return;
-	for (size_t i = 0; i < j->n_instances; i++)
-		free((char *)j->instances[i].id);
-	free(j->instances);
-	for (size_t i = 0; i < j->n_cpu; i++)
-		free(j->cpu[i].id);
-	free(j->cpu);
-	for (size_t i = 0; i < j->n_ids; i++)
-		free(j->ids[i]);
-	free(j->ids);
-	free(j);
-}
-
-static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
-{
-	struct job *j = ctx;
-	struct instance_obs *o;
-
-	if (j->n_instances == j->cap_instances) {
-		size_t cap = j->cap_instances ? j->cap_instances * 2 : 16;
-		void *p = realloc(j->instances, cap * sizeof(*j->instances));
-
-		if (!p)
-			return -ENOMEM;
-		j->instances = p;
-		j->cap_instances = cap;
-	}
-	o = &j->instances[j->n_instances];
-	*o = (struct instance_obs){
-		.id = strdup(in->id ? in->id : ""),
-		.state = in->state == AUTOSCALED_INSTANCE_RUNNING ? INSTANCE_RUNNING
-			 : in->state == AUTOSCALED_INSTANCE_STOPPING ? INSTANCE_STOPPING
-								       : INSTANCE_PROVISIONING,
-		.created_ms = in->created_ms,
-		.running_since_ms = in->running_since_ms,
-		.ready = in->ready,
-	};
-	if (!o->id)
-		return -ENOMEM;
-	j->n_instances++;
-	return 0;
-}
-
-static int job_count_instance(void *ctx, const struct autoscaled_instance *in)
-{
-	struct job *j = ctx;
-
-	(void)in;
-	j->n_done++;
-	return 0;
-}
-
-static int job_collect_cpu(void *ctx, const char *id, double percent)
-{
-	struct job *j = ctx;
-
-	if (j->n_cpu == j->cap_cpu) {
-		size_t cap = j->cap_cpu ? j->cap_cpu * 2 : 16;
-		void *p = realloc(j->cpu, cap * sizeof(*j->cpu));
-
-		if (!p)
-			return -ENOMEM;
-		j->cpu = p;
-		j->cap_cpu = cap;
-	}
-	j->cpu[j->n_cpu].id = strdup(id);
-	if (!j->cpu[j->n_cpu].id)
-		return -ENOMEM;
-	j->cpu[j->n_cpu++].percent = percent;
-	return 0;
-}
-
-static void *job_thread(void *arg)
-{
-	struct job *j = arg;
-	ssize_t n;
-
-	switch (j->kind) {
-	case JOB_OBSERVE:
-		j->r = j->drv->observe(j->handle, job_collect_instance, j, &j->obs);
-		if (j->r >= 0 && j->want_cpu)
-			j->cpu_r = j->drv->read_cpu(j->handle, job_collect_cpu, j);
-		break;
-	case JOB_SCALE_OUT:
-		j->r = j->drv->set_capacity(j->handle, j->count, job_count_instance, j);
-		break;
-	case JOB_SCALE_IN:
-		j->r = j->drv->remove_instances(j->handle, j->count, (const char *const *)j->ids, j->n_ids,
-						job_count_instance, j);
-		break;
-	}
-	do
-		n = write(j->write_fd, &j, sizeof(j));
-	while (n < 0 && errno == EINTR);
-	return NULL;
-}
-
-static int job_start(struct group_rt *g, struct job *j)
-{
-	pthread_attr_t attr;
-	pthread_t t;
-	int r;
-
-	j->g = g;
-	j->drv = g->drv;
-	j->handle = g->handle;
-	j->write_fd = job_pipe[1];
-	j->started_ms = now_ms();
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	r = -pthread_create(&t, &attr, job_thread, j);
-	pthread_attr_destroy(&attr);
-	if (r < 0) {
-		log_group(LOG_ERR, g->gc->name, NULL, NULL, "cannot start a driver call: %s", strerror(-r));
-		return r;
-	}
-	g->job = j;
-	return 0;
-}
-
-static void group_job_done(struct job *j);
-
-static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct job *j;
-	ssize_t n;
-
-	(void)s;
-	(void)revents;
-	(void)userdata;
-	while ((n = read(fd, &j, sizeof(j))) == (ssize_t)sizeof(j)) {
-		if (!j->g) {
-			if (j->close_when_done)
-				j->drv->close(j->handle);
-			job_free(j);
-			continue;
-		}
-		j->g->job = NULL;
-		group_job_done(j);
-		job_free(j);
-	}
-	return 0;
-}
-
-static int job_pipe_init(sd_event *event)
-{
-	if (job_pipe[0] >= 0)
-		return 0;
-	if (pipe2(job_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -errno;
-	/* The writers are worker threads; let them block rather than lose a
-	 * job when the pipe is full. */
-	fcntl(job_pipe[1], F_SETFL, fcntl(job_pipe[1], F_GETFL) & ~O_NONBLOCK);
-	return sd_event_add_io(event, &job_source, job_pipe[0], EPOLLIN, on_job_pipe, NULL);
-}
 
 /* --------------------------------------------------------------- driver */
 
@@ -442,7 +176,7 @@ static void take_observation(struct group_rt *g, struct job *j)
 /* Writes the state file when the state changed. A failure is logged once
  * (and counted) until a write succeeds again: the daemon keeps running on
  * its in-memory state. */
-static void group_save(struct group_rt *g)
+void group_save(struct group_rt *g)
 {
 	const char *dir = g->ctx->agent_conf->state_directory;
 	int r;
@@ -468,7 +202,7 @@ static void group_save(struct group_rt *g)
  * NULL on ENOMEM). */
 static char *log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
 {
-	char sentence[512];
+	char sentence[1024];
 	char *json = NULL;
 	cJSON *o;
 	bool changed;
@@ -486,18 +220,32 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 			snprintf(sentence + n, sizeof(sentence) - n, "; pinned at %d by an operator%s", g->st.pin.count,
 				 g->st.pin.forced ? " (forced)" : "");
 	}
+	/* A failed cloud operation stays in every record until the operation
+	 * succeeds again, so that whoever reads one record learns why the
+	 * count did not move. */
+	if (g->last_error.time_ms) {
+		const struct group_error *e = &g->last_error;
+		size_t n = strlen(sentence);
+
+		snprintf(sentence + n, sizeof(sentence) - n, "; last %s failed: %s",
+			 strcmp(e->operation, "observe") == 0     ? "observation"
+			 : strcmp(e->operation, "scale_out") == 0 ? "scale-out"
+								  : "scale-in",
+			 e->message[0] ? e->message : strerror(-e->err));
+	}
 	changed = !g->have_last || d->desired != g->last.desired || d->hold != g->last.hold ||
 		  strcmp(sentence, g->last_sentence) != 0;
 	prio = d->action != DIR_NONE || changed || g->ctx->verbose ? LOG_INFO : LOG_DEBUG;
 	o = decision_to_json(d, g->gc);
 	if (o) {
 		cJSON_AddBoolToObject(o, "dry_run", dry_run);
-		if (g->override) {
+		if (g->override)
 			cJSON_AddStringToObject(o, "override", g->override);
-			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
-		} else {
+		else
 			cJSON_AddNullToObject(o, "override");
-		}
+		if (g->override || g->last_error.time_ms)
+			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
+		cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
 		json = cJSON_PrintUnformatted(o);
 		cJSON_Delete(o);
 	}
@@ -507,144 +255,6 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	return json;
 }
 
-/* An action recorded in the state but carried out by no call of this
- * process: one from before a restart (or a reload that cancelled a drain).
- * It is matched against the observation; until it is settled no new action
- * is issued. Returns its direction while it is pending. */
-static enum scale_direction reconcile_in_flight(struct group_rt *g, int64_t t)
-{
-	struct state_action a = g->st.in_flight;
-
-	if (a.direction == DIR_NONE || g->job || g->drain)
-		return a.direction;
-	switch (state_reconcile(&g->st, g->current, g->stable, t)) {
-	case RECONCILE_NONE:
-		return DIR_NONE;
-	case RECONCILE_PENDING:
-		return a.direction;
-	case RECONCILE_DONE:
-		engine_record_action(&g->st.engine, a.started_ms, a.from, a.to);
-		log_group(LOG_NOTICE, g->gc->name, NULL, NULL,
-			  "the scale-%s from %d to %d in flight before the restart is complete", a.direction == DIR_OUT ? "out" : "in",
-			  a.from, a.to);
-		break;
-	case RECONCILE_STOPPED:
-		if (g->current != a.from)
-			engine_record_action(&g->st.engine, a.started_ms, a.from, g->current);
-		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
-			  "the scale-%s from %d to %d in flight before the restart stopped at %d",
-			  a.direction == DIR_OUT ? "out" : "in", a.from, a.to, g->current);
-		break;
-	case RECONCILE_EXPIRED:
-		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
-			  "the scale-%s from %d to %d in flight before the restart did not finish in %" PRId64
-			  " s; deciding again from what is observed (%d)",
-			  a.direction == DIR_OUT ? "out" : "in", a.from, a.to, STATE_IN_FLIGHT_DEADLINE_MS / MS_PER_SEC,
-			  g->current);
-		break;
-	}
-	group_save(g);
-	return DIR_NONE;
-}
-
-static void start_scale_job(struct group_rt *g, enum job_kind kind, int count, int from, char **ids, size_t n_ids)
-{
-	struct job *j = calloc(1, sizeof(*j));
-
-	if (!j) {
-		g->st.in_flight.direction = DIR_NONE;
-		return;
-	}
-	j->kind = kind;
-	j->count = count;
-	j->from = from;
-	j->ids = ids;
-	j->n_ids = n_ids;
-	if (job_start(g, j) < 0) {
-		job_free(j);
-		g->st.in_flight.direction = DIR_NONE;
-		group_save(g);
-	}
-}
-
-static void on_drained(void *userdata, const char *const *ids, size_t n)
-{
-	struct group_rt *g = userdata;
-	char **copy;
-
-	g->drain = NULL;
-	if (n == 0) {
-		log_group(LOG_WARNING, g->gc->name, NULL, NULL, "scale-in held: no instance could be drained");
-		g->st.in_flight.direction = DIR_NONE;
-		group_save(g);
-		return;
-	}
-	copy = calloc(n, sizeof(*copy));
-	for (size_t i = 0; copy && i < n; i++)
-		if (!(copy[i] = strdup(ids[i]))) {
-			for (size_t k = 0; k < i; k++)
-				free(copy[k]);
-			free(copy);
-			copy = NULL;
-		}
-	if (!copy) {
-		g->st.in_flight.direction = DIR_NONE;
-		group_save(g);
-		return;
-	}
-	g->st.in_flight.to = g->st.in_flight.from - (int)n;
-	group_save(g);
-	start_scale_job(g, JOB_SCALE_IN, (int)n, g->st.in_flight.from, copy, n);
-}
-
-static int victim_order(const void *a, const void *b)
-{
-	const struct instance_obs *x = a, *y = b;
-
-	/* Instances not yet serving go first, then the newest. */
-	if ((x->state == INSTANCE_RUNNING) != (y->state == INSTANCE_RUNNING))
-		return x->state == INSTANCE_RUNNING ? 1 : -1;
-	if (x->created_ms != y->created_ms)
-		return x->created_ms < y->created_ms ? 1 : -1;
-	/* The same order on every try, whatever qsort does with ties. */
-	return strcmp(y->id, x->id);
-}
-
-/* Scale-in with a pre-scale-in hook: drain victims first (notify.h), then
- * remove exactly those. Returns false when no drain is needed. */
-static bool start_drain(struct group_rt *g, int count, const char *record)
-{
-	struct instance_obs *v;
-	const char **ids;
-	size_t n = 0;
-	int r;
-
-	if (!g->gc->notify.pre_scale_in || !g->ctx->notifier)
-		return false;
-	v = calloc(g->n_instances ? g->n_instances : 1, sizeof(*v));
-	ids = calloc(g->n_instances ? g->n_instances : 1, sizeof(*ids));
-	for (size_t i = 0; v && ids && i < g->n_instances; i++)
-		if (g->instances[i].state != INSTANCE_STOPPING)
-			v[n++] = g->instances[i];
-	if (v && ids) {
-		qsort(v, n, sizeof(*v), victim_order);
-		for (size_t i = 0; i < n; i++)
-			ids[i] = v[i].id;
-		r = drain_start(g->ctx->notifier, &g->gc->notify, g->gc->name, ids, n, (size_t)count, record, on_drained,
-				g, &g->drain);
-	} else {
-		r = -ENOMEM;
-	}
-	free(v);
-	free(ids);
-	if (r < 0) {
-		log_group(LOG_ERR, g->gc->name, NULL, NULL, "scale-in held: cannot start the pre-scale-in hook: %s",
-			  strerror(-r));
-		g->st.in_flight.direction = DIR_NONE;
-		group_save(g);
-	}
-	return true;
-}
 
 static void group_evaluate(struct group_rt *g)
 {
@@ -668,7 +278,7 @@ static void group_evaluate(struct group_rt *g)
 	if (state_expire(&g->st, t))
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired", !g->st.pin.active && g->saved.pin.active
 											 ? "the pin" : "the pause");
-	obs.in_flight = reconcile_in_flight(g, t);
+	obs.in_flight = group_reconcile_in_flight(g, t);
 	if (g->job && g->job->kind == JOB_SCALE_OUT)
 		obs.in_flight = DIR_OUT;
 	else if ((g->job && g->job->kind == JOB_SCALE_IN) || g->drain)
@@ -736,12 +346,12 @@ static void group_evaluate(struct group_rt *g)
 	metrics_record_action(g->ctx->metrics, g->gc->name, d.action);
 	if (json && g->ctx->notifier)
 		notify_action(g->ctx->notifier, &g->gc->notify, g->gc->name, json);
-	if (d.action == DIR_IN && start_drain(g, d.current - d.desired, json ? json : "{}")) {
+	if (d.action == DIR_IN && group_start_drain(g, d.current - d.desired, json ? json : "{}")) {
 		admin_ring_push(&g->ring, json);
 		return;
 	}
 	admin_ring_push(&g->ring, json);
-	start_scale_job(g, d.action == DIR_OUT ? JOB_SCALE_OUT : JOB_SCALE_IN,
+	group_start_scale_job(g, d.action == DIR_OUT ? JOB_SCALE_OUT : JOB_SCALE_IN,
 			d.action == DIR_OUT ? d.desired : d.current - d.desired, d.current, NULL, 0);
 }
 
@@ -758,13 +368,14 @@ static bool signals_reported(const struct group_rt *g)
 	return true;
 }
 
-static void group_job_done(struct job *j)
+void group_job_done(struct job *j)
 {
 	struct group_rt *g = j->g;
 	int64_t t = now_ms();
 	static const char *const op[] = {"observe", "set_capacity", "remove_instances"};
 
 	metrics_record_driver_call(g->ctx->metrics, g->gc->name, op[j->kind], (double)(t - j->started_ms) / 1000.0);
+	group_note_result(g, j, t);
 	switch (j->kind) {
 	case JOB_OBSERVE:
 		if (j->r < 0) {
@@ -785,30 +396,9 @@ static void group_job_done(struct job *j)
 			group_evaluate(g);
 		break;
 	case JOB_SCALE_OUT:
-	case JOB_SCALE_IN: {
-		int to = j->kind == JOB_SCALE_OUT ? j->count : j->from - j->count;
-
-		g->st.in_flight.direction = DIR_NONE;
-		if (j->r < 0) {
-			log_group(LOG_ERR, g->gc->name, NULL, NULL, "%s from %d to %d failed: %s",
-				  j->kind == JOB_SCALE_OUT ? "scale-out" : "scale-in", j->from, to, strerror(-j->r));
-			metrics_record_error(g->ctx->metrics, g->gc->name, op[j->kind]);
-			/* Whatever part of it happened shows in the next observation;
-			 * recording it keeps rate limits honest. */
-			if (j->n_done > 0)
-				engine_record_action(&g->st.engine, j->started_ms, j->from,
-						     j->from + (j->kind == JOB_SCALE_OUT ? j->n_done : -j->n_done));
-			group_save(g);
-			break;
-		}
-		engine_record_action(&g->st.engine, j->started_ms, j->from, to);
-		group_save(g);
-		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s from %d to %d done in %.1f s",
-			  j->kind == JOB_SCALE_OUT ? "scaled out" : "scaled in", j->from, to,
-			  (double)(t - j->started_ms) / 1000.0);
-		g->current = to;
+	case JOB_SCALE_IN:
+		group_scale_done(g, j, t);
 		break;
-	}
 	}
 }
 
@@ -878,7 +468,6 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	r = driver_options_from_config(&gc->driver_options, &g->drv_opts);
 	if (r < 0)
 		goto fail;
-	driver_host_init(&g->host, gc->name, g);
 
 	g->signals = calloc(gc->n_signals ? gc->n_signals : 1, sizeof(*g->signals));
 	if (!g->signals) {
@@ -921,7 +510,18 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	/* The driver instance is opened last, and only when the old runtime's
 	 * instance cannot be taken over. */
 	if (!(old && old->handle && same_driver(old->gc, gc))) {
-		r = g->drv->open(&g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
+		/* The host carries its own copy of the group's name: a reload
+		 * frees the configuration the handle was opened with. */
+		g->host = calloc(1, sizeof(*g->host) + strlen(gc->name) + 1);
+		if (!g->host) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		strcpy((char *)(g->host + 1), gc->name);
+		/* No userdata: the runtime that opened the handle may be gone
+		 * when the driver logs. */
+		driver_host_init(g->host, (const char *)(g->host + 1), NULL);
+		r = g->drv->open(g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
 		if (r < 0) {
 			log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' failed to open: %s", gc->driver,
 				  strerror(-r));
@@ -940,6 +540,9 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	if (!g->handle && old->handle) {
 		g->handle = old->handle;
 		old->handle = NULL;
+		free(g->host);
+		g->host = old->host;
+		old->host = NULL;
 		/* A call in flight on that handle now reports to the new runtime. */
 		if (old->job) {
 			old->job->g = g;
@@ -982,6 +585,8 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	g->partial = old->partial;
 	g->observed = old->observed;
 	g->first_reported = old->first_reported;
+	/* A reload does not make a failed operation succeed. */
+	g->last_error = old->last_error;
 }
 
 void group_rt_start(struct group_rt *g)
@@ -1025,10 +630,13 @@ void group_rt_free(struct group_rt *g)
 		/* The worker still uses the handle: it closes it when done. */
 		g->job->g = NULL;
 		g->job->close_when_done = g->handle != NULL;
+		g->job->host = g->host;
 		g->handle = NULL;
+		g->host = NULL;
 	}
 	if (g->handle)
 		g->drv->close(g->handle);
+	free(g->host);
 	driver_options_free(&g->drv_opts);
 	for (size_t i = 0; i < g->n_instances; i++)
 		free((char *)g->instances[i].id);
@@ -1086,3 +694,4 @@ void group_rt_save(struct group_rt *g)
 {
 	group_save(g);
 }
+

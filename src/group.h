@@ -72,6 +72,10 @@ const struct admin_ring *group_rt_ring(const struct group_rt *g);
 int group_rt_current(const struct group_rt *g, bool *observed);
 /* Where the state came from at start-up (enum state_origin). */
 enum state_origin group_rt_origin(const struct group_rt *g);
+/* The newest failed driver operation as JSON {time, operation, error,
+ * message}, or a JSON null when none failed since the same operation last
+ * succeeded; owned by the caller (NULL on ENOMEM). */
+struct cJSON *group_rt_last_error_json(const struct group_rt *g);
 
 /* The admin API's view and commands of one group (group-admin.c). JSON is
  * owned by the caller (NULL on ENOMEM). Commands return 0, -ERANGE or

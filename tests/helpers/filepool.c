@@ -8,6 +8,10 @@
  *   calls   = path of the call log: "set_capacity FROM TO", "remove N ids..."
  *   step_ms = time each instance takes to be created or removed (default 0),
  *             so that a test can kill the daemon in the middle of an action
+ *   fail    = path of a fault file (optional): while it exists and its line
+ *             is "OPERATION REASON..." (observe, set_capacity or remove),
+ *             that operation logs REASON as an error and fails with ENOSPC,
+ *             the way a cloud refuses an operation
  *
  * Instances are created and removed one at a time, each written to the
  * pool file at once (as libvirt defines one domain after the other), so a
@@ -29,6 +33,7 @@ struct autoscaled_driver_instance {
 	char pool[512];
 	char calls[512];
 	long step_ms;
+	char fail[512];
 };
 
 struct pool {
@@ -140,6 +145,8 @@ static int fp_open(const struct autoscaled_host *host, const struct autoscaled_o
 			snprintf(h->calls, sizeof(h->calls), "%s", v);
 		else if (strcmp(options[i].key, "step_ms") == 0)
 			h->step_ms = strtol(v, NULL, 10);
+		else if (strcmp(options[i].key, "fail") == 0)
+			snprintf(h->fail, sizeof(h->fail), "%s", v);
 		else {
 			host->log(host, AUTOSCALED_LOG_ERROR, "filepool: unknown option '%s'", options[i].key);
 			free(h);
@@ -160,13 +167,34 @@ static void fp_close(struct autoscaled_driver_instance *h)
 	free(h);
 }
 
+/* The fault the fault file injects into `op`: 0, or -ENOSPC after logging
+ * the file's reason. */
+static int injected_fault(const struct autoscaled_driver_instance *h, const char *op)
+{
+	char line[512], *reason;
+	size_t n = strlen(op);
+	FILE *f;
+
+	if (!h->fail[0] || !(f = fopen(h->fail, "r")))
+		return 0;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	if (strncmp(line, op, n) != 0 || line[n] != ' ')
+		return 0;
+	reason = line + n + 1;
+	reason[strcspn(reason, "\n")] = '\0';
+	h->host->log(h->host, AUTOSCALED_LOG_ERROR, "filepool: %s refused: %s", op, reason);
+	return -ENOSPC;
+}
+
 static int fp_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, void *ctx,
 		      struct autoscaled_observation *ret)
 {
 	struct pool p;
-	int r = pool_read(h, &p);
+	int r = injected_fault(h, "observe");
 
-	if (r < 0)
+	if (r < 0 || (r = pool_read(h, &p)) < 0)
 		return r;
 	for (int i = 0; i < p.n; i++)
 		report(&p, i, fn, ctx);
@@ -187,9 +215,9 @@ static int fp_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 {
 	struct pool p;
 	char line[64];
-	int r = pool_read(h, &p);
+	int r = injected_fault(h, "set_capacity");
 
-	if (r < 0)
+	if (r < 0 || (r = pool_read(h, &p)) < 0)
 		return r;
 	if (count > MAX_INSTANCES)
 		return -ENOSPC;
@@ -220,9 +248,9 @@ static int fp_remove(struct autoscaled_driver_instance *h, int count, const char
 	struct pool p;
 	char line[1024];
 	size_t len;
-	int r = pool_read(h, &p);
+	int r = injected_fault(h, "remove");
 
-	if (r < 0)
+	if (r < 0 || (r = pool_read(h, &p)) < 0)
 		return r;
 	len = (size_t)snprintf(line, sizeof(line), "remove %d", n_ids ? (int)n_ids : count);
 	for (size_t i = 0; i < n_ids && len < sizeof(line); i++)
@@ -253,7 +281,7 @@ static const struct autoscaled_driver filepool = {
 	.struct_size = sizeof(struct autoscaled_driver),
 	.name = "filepool",
 	.description = "test driver: a pool kept in a text file",
-	.config_help = "pool = string  the pool file\ncalls = string  the call log\nstep_ms = int  time per instance (0)",
+	.config_help = "pool = string  the pool file\ncalls = string  the call log\nstep_ms = int  time per instance (0)\nfail = string  a fault file",
 	.open = fp_open,
 	.close = fp_close,
 	.observe = fp_observe,

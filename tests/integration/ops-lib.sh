@@ -65,7 +65,7 @@ agent = {
 };
 groups = ( {
   name = "web"; driver = "filepool"; min = 1; max = 8;
-  driver_options = { pool = "$T/pool"; calls = "$T/calls"; step_ms = ${STEP_MS:-0}; };
+  driver_options = { pool = "$T/pool"; calls = "$T/calls"; step_ms = ${STEP_MS:-0}; ${POOL_OPTIONS:-} };
   signals = ( { name = "queue"; source = "exec"; type = "average"; target = 10.0;
                 source_options = { command = [ "/bin/cat", "$T/load" ]; };
                 poll_interval = "1s"; window = "3s"; aggregation = "last"; staleness = "5s"; } );

@@ -5,7 +5,9 @@ Uniform and a Flexible Azure scale set (managed identity and client secret),
 out as a queue grows and back in after it drains and the scale-in window
 passes. Asserts on the requests the emulators recorded: one resize per
 group, removals only in the scale-in direction, no duplicate action, and no
-token or secret in the daemon's log. Prints TAP."""
+token or secret in the daemon's log. A resize whose operation ends in error
+puts the error in the decision records until a resize succeeds. Prints
+TAP."""
 import json
 import os
 import subprocess
@@ -19,6 +21,7 @@ from gce import GceEmulator  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
 
 DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
+CTL = os.path.join(os.environ.get("top_builddir", "."), "autoscalectl")
 EMAIL = "autoscaler@test-project.iam.gserviceaccount.com"
 SECRET = "s3cr3t-value-never-logged"
 results = []
@@ -42,6 +45,15 @@ def group_block(name, driver, options, load_file):
                   source_options = { command = [ "/bin/cat", "%s" ]; }; } );
     behavior = { scale_in = { stabilization = "4s"; }; initialization_period = "0s"; };
   }""" % (name, driver, opts, load_file)
+
+
+def show(sock, group):
+    """The admin API's view of a group, or {} when it does not answer."""
+    p = subprocess.run([CTL, "-s", sock, "--json", "show", group], capture_output=True, text=True, timeout=10)
+    try:
+        return json.loads(p.stdout) if p.returncode == 0 else {}
+    except ValueError:
+        return {}
 
 
 def wait_for(pred, timeout):
@@ -144,6 +156,27 @@ def main():
         adels = az.find("POST", r"/delete$")
         aremoved = sum(len(r["json"]["instanceIds"]) for r in adels)
         check(aremoved == 10, "the scale sets lose exactly 5 instances each (%d deleted)" % aremoved)
+        # The zone runs out of capacity: the resize operation ends in error.
+        sock = os.path.join(d, "admin.sock")
+        gce.op_error = {"code": "ZONE_RESOURCE_POOL_EXHAUSTED",
+                        "message": "The zone 'europe-west1-b' does not have enough resources available"}
+        with open(load, "w") as f:
+            f.write("10\n")
+        record = lambda: show(sock, "mig-zonal").get("last_decision") or {}  # noqa: E731
+        ok = wait_for(lambda: "ZONE_RESOURCE_POOL_EXHAUSTED" in
+                      ((record().get("last_error") or {}).get("message") or ""), 20)
+        rec = record()
+        check(ok and rec["last_error"]["operation"] == "scale_out",
+              "a resize operation ending in error puts it in the decision record", json.dumps(rec))
+        check("last scale-out failed:" in rec.get("explanation", "") and
+              "ZONE_RESOURCE_POOL_EXHAUSTED" in rec.get("explanation", ""),
+              "the record's sentence names the error", rec.get("explanation"))
+        check(zonal["target"] == 1, "the failed resize left the MIG at 1", zonal["target"])
+        gce.op_error = None
+        ok = wait_for(lambda: zonal["target"] == 2 and show(sock, "mig-zonal").get("last_error", 0) is None and
+                      "last_error" in record() and record()["last_error"] is None, 30)
+        check(ok, "once a resize succeeds, the error is gone from the view and the record",
+              json.dumps(show(sock, "mig-zonal")))
     finally:
         proc.terminate()
         try:

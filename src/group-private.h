@@ -1,0 +1,153 @@
+/* The group runtime's insides, shared by its parts and by nothing else:
+ * group.c (signals, evaluation, lifecycle, accessors), job.c (driver calls
+ * on worker threads) and group-action.c (starting, draining for and
+ * completing scale actions). See group.h for the public side. */
+#ifndef AUTOSCALED_GROUP_PRIVATE_H
+#define AUTOSCALED_GROUP_PRIVATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <systemd/sd-event.h>
+
+#include "admin.h"
+#include "driver.h"
+#include "engine.h"
+#include "group.h"
+#include "state.h"
+#include "window.h"
+
+enum job_kind {
+	JOB_OBSERVE,
+	JOB_SCALE_OUT,
+	JOB_SCALE_IN,
+};
+
+struct cpu_sample {
+	char *id;
+	double percent;
+};
+
+struct job {
+	enum job_kind kind;
+	struct group_rt *g;      /* NULL once the group is gone: drop the result */
+	const struct autoscaled_driver *drv;
+	struct autoscaled_driver_instance *handle;
+	bool close_when_done;    /* orphaned: close the handle afterwards */
+	struct autoscaled_host *host; /* with close_when_done: freed after the close */
+	bool want_cpu;
+	int count;               /* scale: the target (out) or how many to remove (in) */
+	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
+	size_t n_ids;
+	int from;                /* scale: the count when the action was decided */
+	int64_t started_ms;
+	int write_fd;
+	/* Results, written by the worker thread. */
+	int r;
+	struct autoscaled_observation obs;
+	struct instance_obs *instances;
+	size_t n_instances, cap_instances;
+	struct cpu_sample *cpu;
+	size_t n_cpu, cap_cpu;
+	int cpu_r;
+	int n_done;              /* scale: instances created or removed */
+	char driver_msg[512];    /* the newest warning or error the driver logged, "" if none */
+};
+
+/* The newest failed driver operation, until one of the same kind succeeds. */
+struct group_error {
+	int64_t time_ms;         /* 0: none */
+	const char *operation;   /* "observe", "scale_out" or "scale_in" */
+	int err;                 /* the negative errno the driver returned */
+	char message[512];       /* the driver's own words, "" if it logged none */
+};
+
+struct signal_rt {
+	const struct signal_conf *sc;
+	struct group_rt *g;
+	struct window win;
+	struct source *src;       /* NULL for driver-backed signals */
+	bool driver_cpu;
+	sd_event_source *timer;
+	bool polling;
+	char error[256];          /* the newest poll's error, "" when it succeeded */
+	int n_sampled;
+	bool reported;            /* a poll has completed, with a sample or an error */
+};
+
+struct group_rt {
+	const struct group_ctx *ctx;
+	const struct group_conf *gc;
+	const struct autoscaled_driver *drv;
+	struct autoscaled_driver_instance *handle;
+	/* Allocated with the handle and moved with it (group_rt_adopt): the
+	 * driver keeps the pointer until it closes the handle, which may be
+	 * after this runtime and its configuration are gone. */
+	struct autoscaled_host *host;
+	struct driver_options drv_opts;
+	struct signal_rt *signals;
+	size_t n_signals;
+	bool want_cpu;
+	sd_event_source *timer;
+	struct group_state st;    /* persisted: engine state, in-flight action, pin, pause, dry run */
+	struct group_state saved; /* what the state file holds */
+	enum state_origin origin;
+	bool save_failed;
+	struct admin_ring ring;   /* recent decision records for the admin API */
+	const char *override;     /* "paused", "pinned" or NULL, of the last decision */
+	struct drain *drain;      /* pre-scale-in hooks running */
+	struct decision last;
+	bool have_last;
+	char last_sentence[1024];
+	struct job *job;          /* the driver call in flight, if any */
+	struct group_error last_error;
+	/* The newest observation, owned copies. */
+	struct instance_obs *instances;
+	size_t n_instances;
+	int current;
+	bool stable;
+	bool partial;
+	bool observed;            /* at least one observation succeeded */
+	bool first_reported;      /* the agent was told of the first observation */
+	bool stopped;
+	int64_t started_ms;       /* when group_rt_start() last ran */
+};
+
+static inline int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* job.c. The pipe that carries finished jobs back to the loop is made once
+ * per process, on the first call; returns 0 or a negative errno. */
+int job_pipe_init(sd_event *event);
+/* Runs `j` on a worker thread for `g` and makes it g's job; a failure is
+ * logged and leaves `j` to the caller. */
+int job_start(struct group_rt *g, struct job *j);
+/* Frees a job and its results (NULL is fine). */
+void job_free(struct job *j);
+
+/* group.c. A finished job of a group that still exists, on the loop's
+ * thread; the caller frees the job afterwards. */
+void group_job_done(struct job *j);
+/* Writes the state file when the state changed; see group.c. */
+void group_save(struct group_rt *g);
+
+/* group-action.c, all on the loop's thread. */
+enum scale_direction group_reconcile_in_flight(struct group_rt *g, int64_t t);
+/* Takes `ids` (malloc'ed, may be NULL); the in-flight action is dropped
+ * when the job cannot start. */
+void group_start_scale_job(struct group_rt *g, enum job_kind kind, int count, int from, char **ids, size_t n_ids);
+bool group_start_drain(struct group_rt *g, int count, const char *record);
+/* Records a finished job's outcome in g->last_error: a failure replaces
+ * it, a success of the same operation clears it. */
+void group_note_result(struct group_rt *g, const struct job *j, int64_t t);
+/* Ends a scale job: records the action in the engine state and logs it. */
+void group_scale_done(struct group_rt *g, struct job *j, int64_t t);
+
+#endif

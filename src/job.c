@@ -1,0 +1,186 @@
+/* Driver calls of the group runtime; see group-private.h.
+ *
+ * Driver calls go through jobs: a job runs one operation on its own thread
+ * and posts itself back to the loop through a pipe shared by all groups.
+ * A group has at most one job at a time, which is the driver ABI's "one call
+ * at a time per handle". The worker thread owns the job until it writes it
+ * to the pipe; from then on only the loop's thread touches it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "group-private.h"
+#include "log.h"
+
+/* The pipe that carries finished jobs back to the loop, one per process. */
+static int job_pipe[2] = {-1, -1};
+static sd_event_source *job_source;
+
+void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->n_instances; i++)
+		free((char *)j->instances[i].id);
+	free(j->instances);
+	for (size_t i = 0; i < j->n_cpu; i++)
+		free(j->cpu[i].id);
+	free(j->cpu);
+	for (size_t i = 0; i < j->n_ids; i++)
+		free(j->ids[i]);
+	free(j->ids);
+	free(j);
+}
+
+static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
+{
+	struct job *j = ctx;
+	struct instance_obs *o;
+
+	if (j->n_instances == j->cap_instances) {
+		size_t cap = j->cap_instances ? j->cap_instances * 2 : 16;
+		void *p = realloc(j->instances, cap * sizeof(*j->instances));
+
+		if (!p)
+			return -ENOMEM;
+		j->instances = p;
+		j->cap_instances = cap;
+	}
+	o = &j->instances[j->n_instances];
+	*o = (struct instance_obs){
+		.id = strdup(in->id ? in->id : ""),
+		.state = in->state == AUTOSCALED_INSTANCE_RUNNING ? INSTANCE_RUNNING
+			 : in->state == AUTOSCALED_INSTANCE_STOPPING ? INSTANCE_STOPPING
+								       : INSTANCE_PROVISIONING,
+		.created_ms = in->created_ms,
+		.running_since_ms = in->running_since_ms,
+		.ready = in->ready,
+	};
+	if (!o->id)
+		return -ENOMEM;
+	j->n_instances++;
+	return 0;
+}
+
+static int job_count_instance(void *ctx, const struct autoscaled_instance *in)
+{
+	struct job *j = ctx;
+
+	(void)in;
+	j->n_done++;
+	return 0;
+}
+
+static int job_collect_cpu(void *ctx, const char *id, double percent)
+{
+	struct job *j = ctx;
+
+	if (j->n_cpu == j->cap_cpu) {
+		size_t cap = j->cap_cpu ? j->cap_cpu * 2 : 16;
+		void *p = realloc(j->cpu, cap * sizeof(*j->cpu));
+
+		if (!p)
+			return -ENOMEM;
+		j->cpu = p;
+		j->cap_cpu = cap;
+	}
+	j->cpu[j->n_cpu].id = strdup(id);
+	if (!j->cpu[j->n_cpu].id)
+		return -ENOMEM;
+	j->cpu[j->n_cpu++].percent = percent;
+	return 0;
+}
+
+static void *job_thread(void *arg)
+{
+	struct job *j = arg;
+	ssize_t n;
+
+	/* What the driver says about a failure reaches the decision record
+	 * through the job, which this thread owns until it is posted back. */
+	driver_capture_begin(j->driver_msg, sizeof(j->driver_msg));
+	switch (j->kind) {
+	case JOB_OBSERVE:
+		j->r = j->drv->observe(j->handle, job_collect_instance, j, &j->obs);
+		/* A read_cpu failure is a signal's error, not the observation's. */
+		driver_capture_end();
+		if (j->r >= 0 && j->want_cpu)
+			j->cpu_r = j->drv->read_cpu(j->handle, job_collect_cpu, j);
+		break;
+	case JOB_SCALE_OUT:
+		j->r = j->drv->set_capacity(j->handle, j->count, job_count_instance, j);
+		break;
+	case JOB_SCALE_IN:
+		j->r = j->drv->remove_instances(j->handle, j->count, (const char *const *)j->ids, j->n_ids,
+						job_count_instance, j);
+		break;
+	}
+	driver_capture_end();
+	do
+		n = write(j->write_fd, &j, sizeof(j));
+	while (n < 0 && errno == EINTR);
+	return NULL;
+}
+
+int job_start(struct group_rt *g, struct job *j)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int r;
+
+	j->g = g;
+	j->drv = g->drv;
+	j->handle = g->handle;
+	j->write_fd = job_pipe[1];
+	j->started_ms = now_ms();
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = -pthread_create(&t, &attr, job_thread, j);
+	pthread_attr_destroy(&attr);
+	if (r < 0) {
+		log_group(LOG_ERR, g->gc->name, NULL, NULL, "cannot start a driver call: %s", strerror(-r));
+		return r;
+	}
+	g->job = j;
+	return 0;
+}
+
+static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct job *j;
+	ssize_t n;
+
+	(void)s;
+	(void)revents;
+	(void)userdata;
+	while ((n = read(fd, &j, sizeof(j))) == (ssize_t)sizeof(j)) {
+		if (!j->g) {
+			if (j->close_when_done) {
+				j->drv->close(j->handle);
+				free(j->host);
+			}
+			job_free(j);
+			continue;
+		}
+		j->g->job = NULL;
+		group_job_done(j);
+		job_free(j);
+	}
+	return 0;
+}
+
+int job_pipe_init(sd_event *event)
+{
+	if (job_pipe[0] >= 0)
+		return 0;
+	if (pipe2(job_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	/* The writers are worker threads; let them block rather than lose a
+	 * job when the pipe is full. */
+	fcntl(job_pipe[1], F_SETFL, fcntl(job_pipe[1], F_GETFL) & ~O_NONBLOCK);
+	return sd_event_add_io(event, &job_source, job_pipe[0], EPOLLIN, on_job_pipe, NULL);
+}
