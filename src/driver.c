@@ -400,18 +400,55 @@ static void host_log(const struct autoscaled_host *host, enum autoscaled_log_lev
 		  "%s", msg);
 }
 
-/* userdata is the group runtime the host serves (group.c): its context
- * holds the registry and its configuration names the driver. Runs on the
- * driver call's worker thread; the registry locks itself. */
+/* A host as the daemon allocates it for one driver instance: the ABI
+ * struct, and what its callbacks need, owned here so that it lives as long
+ * as the handle does, across reloads that free the configuration. */
+struct driver_host {
+	struct autoscaled_host host;
+	struct metrics *metrics; /* the agent's registry; it outlives every handle */
+	char *driver;
+	char group[];
+};
+
+/* Runs on the driver call's worker thread; the registry locks itself. A
+ * host of driver_host_init() (tools, tests) has no registry. */
 static void host_metric(const struct autoscaled_host *host, enum autoscaled_metric metric, const char *label,
 			double value)
 {
-	const struct group_rt *g = host->userdata;
+	const struct driver_host *box = host->userdata;
 
-	if (!g)
+	if (!box || !box->metrics)
 		return;
-	metrics_record_driver_metric(group_rt_ctx(g)->metrics, host->group, group_rt_conf(g)->driver, metric, label,
-				     value);
+	metrics_record_driver_metric(box->metrics, box->group, box->driver, metric, label, value);
+}
+
+int driver_host_new(const char *group, const char *driver, struct metrics *metrics, struct autoscaled_host **ret)
+{
+	struct driver_host *box = calloc(1, sizeof(*box) + strlen(group) + 1);
+
+	if (!box)
+		return -ENOMEM;
+	box->driver = strdup(driver);
+	if (!box->driver) {
+		free(box);
+		return -ENOMEM;
+	}
+	strcpy(box->group, group);
+	box->metrics = metrics;
+	driver_host_init(&box->host, box->group, box);
+	*ret = &box->host;
+	return 0;
+}
+
+void driver_host_free(struct autoscaled_host *host)
+{
+	struct driver_host *box;
+
+	if (!host)
+		return;
+	box = (struct driver_host *)host;
+	free(box->driver);
+	free(box);
 }
 
 void driver_host_init(struct autoscaled_host *host, const char *group, void *userdata)

@@ -72,13 +72,20 @@ int driver_options_from_config(const struct options *in, struct driver_options *
 void driver_options_free(struct driver_options *o);
 
 /* Fills `host` with this daemon's callbacks for a driver instance serving
- * `group` (borrowed; must outlive the driver instance). The log callback
- * writes through log_group() with the group as GROUP=. userdata is the
- * struct group_rt the instance serves, or NULL (tools and tests): the
- * metric callback records into that runtime's metrics registry
- * (group_rt_ctx()->metrics) under its configured driver's name, and does
- * nothing when userdata is NULL. */
+ * `group` (borrowed; must outlive the driver instance), for tools and
+ * tests: its log callback writes through log_group() with the group as
+ * GROUP=, and its metric callback drops what a driver publishes. Pass
+ * userdata NULL. */
 void driver_host_init(struct autoscaled_host *host, const char *group, void *userdata);
+
+/* The daemon's host for one driver instance: it owns copies of the group
+ * and driver names, and its metric callback records into `metrics` (the
+ * agent's registry, which must outlive it; NULL drops metrics). Keep it
+ * with the handle until after close(), then driver_host_free() it
+ * (NULL is fine). Returns 0 or -ENOMEM. */
+struct metrics;
+int driver_host_new(const char *group, const char *driver, struct metrics *metrics, struct autoscaled_host **ret);
+void driver_host_free(struct autoscaled_host *host);
 
 /* Until driver_capture_end(), the newest warning or error a driver logs
  * through a host of driver_host_init() on the calling thread is also copied

@@ -510,17 +510,12 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	/* The driver instance is opened last, and only when the old runtime's
 	 * instance cannot be taken over. */
 	if (!(old && old->handle && same_driver(old->gc, gc))) {
-		/* The host carries its own copy of the group's name: a reload
-		 * frees the configuration the handle was opened with. */
-		g->host = calloc(1, sizeof(*g->host) + strlen(gc->name) + 1);
-		if (!g->host) {
-			r = -ENOMEM;
+		/* The host owns its copies of the names: a reload frees the
+		 * configuration the handle was opened with, and the runtime
+		 * that opened it may be gone when the driver logs. */
+		r = driver_host_new(gc->name, gc->driver, ctx->metrics, &g->host);
+		if (r < 0)
 			goto fail;
-		}
-		strcpy((char *)(g->host + 1), gc->name);
-		/* No userdata: the runtime that opened the handle may be gone
-		 * when the driver logs. */
-		driver_host_init(g->host, (const char *)(g->host + 1), NULL);
 		r = g->drv->open(g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
 		if (r < 0) {
 			log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' failed to open: %s", gc->driver,
@@ -540,7 +535,7 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	if (!g->handle && old->handle) {
 		g->handle = old->handle;
 		old->handle = NULL;
-		free(g->host);
+		driver_host_free(g->host);
 		g->host = old->host;
 		old->host = NULL;
 		/* A call in flight on that handle now reports to the new runtime. */
@@ -636,7 +631,7 @@ void group_rt_free(struct group_rt *g)
 	}
 	if (g->handle)
 		g->drv->close(g->handle);
-	free(g->host);
+	driver_host_free(g->host);
 	driver_options_free(&g->drv_opts);
 	for (size_t i = 0; i < g->n_instances; i++)
 		free((char *)g->instances[i].id);

@@ -161,7 +161,7 @@ static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userd
 		if (!j->g) {
 			if (j->close_when_done) {
 				j->drv->close(j->handle);
-				free(j->host);
+				driver_host_free(j->host);
 			}
 			job_free(j);
 			continue;
