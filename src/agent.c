@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -338,6 +339,47 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return 0;
 }
 
+/* Creates `path` and its missing parents with `mode`, as systemd's
+ * StateDirectory= and RuntimeDirectory= would: outside systemd (the
+ * foreground, the demo, tests) nobody else makes them. */
+static void ensure_directory(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST) {
+			log_warn("agent: cannot create '%s'", buf);
+			return;
+		}
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		log_warn("agent: cannot create '%s'", buf);
+}
+
+/* Creates the directory a socket will be bound in. */
+static void ensure_parent(const char *path, mode_t mode)
+{
+	char buf[4096];
+	char *slash;
+
+	if (!path || strlen(path) >= sizeof(buf))
+		return;
+	strcpy(buf, path);
+	slash = strrchr(buf, '/');
+	if (!slash || slash == buf)
+		return;
+	*slash = '\0';
+	ensure_directory(buf, mode);
+}
+
 /* Every signal poll in flight holds a socket and every driver call may
  * hold more; systemd's soft limit of 1024 descriptors runs out near a
  * thousand signals, so take the hard limit, which is ours to take. */
@@ -400,6 +442,8 @@ int agent_run(const struct agent_options *opts)
 		log_errx("agent: cannot register the cloud sources: %s", strerror(-r));
 		goto out;
 	}
+	ensure_directory(a.config->agent.state_directory, 0750);
+	ensure_parent(a.config->agent.admin_socket, 0755);
 	r = http_new(a.event, &a.http);
 	if (r < 0) {
 		log_errx("agent: cannot set up HTTP: %s", strerror(-r));
