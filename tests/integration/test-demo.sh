@@ -7,6 +7,9 @@
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$top_srcdir" || exit 1
+# As scripts/quickstart does: the test hypervisor's pool starts empty, so
+# does the demo's state.
+rm -rf /tmp/autoscaled-demo
 "$AUTOSCALED" -f -c etc/demo.conf > "$tmp/out" 2>&1 &
 pid=$!
 # Poll the output for up to 60 s until both directions were seen.
