@@ -291,9 +291,16 @@ static void print_explain(const cJSON *o)
 		       str(s, "direction", "?"),
 		       cJSON_IsTrue(cJSON_GetObjectItem(s, "fired")) ? "fired" : "not fired",
 		       cJSON_IsTrue(cJSON_GetObjectItem(s, "in_cooldown")) ? " (cooldown)" : "");
-	printf("steps: current %s, combined %s, clamped %s, stabilized %s, rate-limited %s, final %s\n",
-	       num(d, "current", a, sizeof(a)), num(d, "combined", b, sizeof(b)), num(d, "clamped", c, sizeof(c)),
-	       num(d, "stabilized", a, sizeof(a)), num(d, "rate_limited", b, sizeof(b)), num(d, "desired", c, sizeof(c)));
+	/* Each number needs its own buffer: they are all formatted before
+	 * printf reads any of them. */
+	{
+		char s1[32], s2[32], s3[32], s4[32], s5[32], s6[32];
+
+		printf("steps: current %s, combined %s, clamped %s, stabilized %s, rate-limited %s, final %s\n",
+		       num(d, "current", s1, sizeof(s1)), num(d, "combined", s2, sizeof(s2)),
+		       num(d, "clamped", s3, sizeof(s3)), num(d, "stabilized", s4, sizeof(s4)),
+		       num(d, "rate_limited", s5, sizeof(s5)), num(d, "desired", s6, sizeof(s6)));
+	}
 	printf("action: %s (hold: %s)%s%s%s\n", str(d, "action", "?"), str(d, "hold", "none"),
 	       str(d, "override", NULL) ? ", " : "", str(d, "override", ""),
 	       cJSON_IsTrue(cJSON_GetObjectItem(d, "dry_run")) ? ", dry run" : "");

@@ -18,6 +18,10 @@ out=$(ctl show web)
 check "show: current, desired and the last decision" test -n "$(echo "$out" | grep '^current: *2')" -a -n "$(echo "$out" | grep '^last: ')"
 out=$(ctl explain web)
 check "explain: the sentence and one line per signal" test -n "$(echo "$out" | grep -E '^  queue +value 20, target 10 -> 2 instances')"
+# The steps line must show the record's own current count (the one the
+# sentence ends with: "scale out N -> 2" or "no change from N").
+cur=$(echo "$out" | sed -n 's/.*scale out \([0-9]*\) -> 2$/\1/p; s/.*no change from \([0-9]*\)$/\1/p' | head -1)
+check "explain: every step's count is its own (current ${cur:-?})" test -n "$cur" -a -n "$(echo "$out" | grep -E "^steps: current $cur, combined 2, clamped 2, stabilized 2, rate-limited 2, final 2$")"
 sleep 2
 out=$(ctl history web)
 check "history: recent decisions, one per line, with their sentence" test "$(echo "$out" | grep -c ' -> 2 ')" -ge 2
