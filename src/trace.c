@@ -147,9 +147,12 @@ static int read_fixed(const char **p, const char *end, int digits, int *ret)
 	return 0;
 }
 
-/* Parses "YYYY-MM-DD[T ]HH:MM:SS[.f...][Z|+hh:mm|-hh:mm]" (any number of
- * fractional digits: the Azure trace has seven, which strptime refuses).
- * Without an offset the time is UTC. Advances *p past it. */
+/* Parses "YYYY-MM-DD[T ]HH:MM:SS[.f...][Z|+hh:mm|-hh:mm|+hhmm]" (any number
+ * of fractional digits: the Azure trace has seven, which strptime refuses).
+ * Without an offset the time is UTC. Advances *p past it. Only a dot starts
+ * the fraction: ISO 8601 also allows a decimal comma, but both formats that
+ * read times are comma-separated, and there "08:00:00,5" is a time and the
+ * next field. */
 static int parse_iso8601(const char **p, const char *end, int64_t *ret_ms)
 {
 	int y, mo, d, h, mi, s;
@@ -167,7 +170,7 @@ static int parse_iso8601(const char **p, const char *end, int64_t *ret_ms)
 		return -EINVAL;
 	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60)
 		return -EINVAL;
-	if (q < end && (*q == '.' || *q == ',')) {
+	if (q < end && *q == '.') {
 		q++;
 		if (q >= end || !is_digit(*q))
 			return -EINVAL;

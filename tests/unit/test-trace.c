@@ -175,6 +175,74 @@ static void test_csv_seconds_and_offsets(void **state)
 	trace_free(&t);
 }
 
+/* Every documented form of the time, each followed by ",value": the comma
+ * ends the time (it is not a decimal comma), with or without an offset. */
+static void test_csv_timestamp_forms(void **state)
+{
+	static const char rows[] = "time,value\n"
+				   "2026-11-27T08:00:00,5\n"
+				   "2026-11-27T08:00:10Z,6\n"
+				   "2026-11-27T09:00:20+01:00,7\n"
+				   "2026-11-27T06:30:30-0130,8\n"
+				   "2026-11-27 08:00:40,9\n"
+				   "2026-11-27T08:00:50.5,10\n"
+				   "2026-11-27T08:01:00.500Z , 11\n"
+				   "2026-11-27T09:01:10.250+01:00,12\r\n"
+				   "2026-11-27T08:01:20,13";
+	static const double want[] = {5, 6, 7, 8, 9, 10, 11, 12, 13};
+	static const char one[] = "2026-11-27T08:00:00,5\n";
+	struct trace t;
+
+	(void)state;
+	assert_int_equal(trace_parse(rows, sizeof(rows) - 1, TRACE_CSV, "forms", &t), 0);
+	/* From 2026-11-27T08:00:00Z, about 10 s apart: the shortest interval
+	 * is 70.25 s - 60.5 s, and each row lands in its own slot. */
+	assert_int_equal(t.start_ms, INT64_C(1795766400000));
+	assert_int_equal(t.res_ms, 9750);
+	assert_int_equal(t.n, 9);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_true(t.v[i] == want[i]);
+	trace_free(&t);
+	/* One row without an offset: the value is 5, at 08:00:00 sharp. */
+	assert_int_equal(trace_parse(one, sizeof(one) - 1, TRACE_CSV, "one", &t), 0);
+	assert_int_equal(t.start_ms, INT64_C(1795766400000));
+	assert_int_equal(t.n, 1);
+	assert_true(t.v[0] == 5);
+	trace_free(&t);
+}
+
+/* The exact times of each form, read one row at a time. */
+static void test_csv_timestamp_values(void **state)
+{
+	static const struct {
+		const char *row;
+		int64_t ms;
+		double v;
+	} cases[] = {
+		{"2026-11-27T08:00:00,5", INT64_C(1795766400000), 5},
+		{"2026-11-27T08:00:00Z,5", INT64_C(1795766400000), 5},
+		{"2026-11-27T09:00:00+01:00,5", INT64_C(1795766400000), 5},
+		{"2026-11-27T07:00:00-0100,5", INT64_C(1795766400000), 5},
+		{"2026-11-27 08:00:00,5", INT64_C(1795766400000), 5},
+		{"2026-11-27T08:00:00.5,2.5", INT64_C(1795766400500), 2.5},
+		{"2026-11-27T08:00:00.125Z,7", INT64_C(1795766400125), 7},
+		{"2026-11-27T10:00:00.1234567+02:00,0", INT64_C(1795766400123), 0},
+		{"2026-11-27T08:00:00\t,\t3", INT64_C(1795766400000), 3},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct trace t;
+
+		if (trace_parse(cases[i].row, strlen(cases[i].row), TRACE_CSV, cases[i].row, &t) != 0)
+			fail_msg("'%s' refused", cases[i].row);
+		if (t.start_ms != cases[i].ms || t.n != 1 || t.v[0] != cases[i].v)
+			fail_msg("'%s' read as %lld ms, %zu point(s), value %g", cases[i].row, (long long)t.start_ms,
+				 t.n, t.n ? t.v[0] : 0.0);
+		trace_free(&t);
+	}
+}
+
 static void test_csv_refuses(void **state)
 {
 	static const char back[] = "0,1\n30,2\n15,3\n";
@@ -208,6 +276,8 @@ int main(void)
 		cmocka_unit_test(test_bitbrains),
 		cmocka_unit_test(test_csv_iso),
 		cmocka_unit_test(test_csv_seconds_and_offsets),
+		cmocka_unit_test(test_csv_timestamp_forms),
+		cmocka_unit_test(test_csv_timestamp_values),
 		cmocka_unit_test(test_csv_refuses),
 		cmocka_unit_test(test_missing_file),
 	};
