@@ -102,11 +102,17 @@ int oracle_plan(const int *need, size_t n, const struct oracle_params *p, struct
 {
 	struct oracle_result res = {0};
 	struct layer *layers;
-	int64_t billed_ms = 0, never_bridge;
+	int64_t billed_ms = 0, never_bridge, end_ms;
 	int peak = 0, prev = 0, r = 0;
 
 	if (!need || !p || !ret || p->step_ms <= 0 || p->boot_ms < 0)
 		return -EINVAL;
+	end_ms = p->start_ms + (int64_t)n * p->step_ms;
+	if (p->end_ms != 0) {
+		if (n == 0 || p->end_ms <= end_ms - p->step_ms || p->end_ms > end_ms)
+			return -EINVAL;
+		end_ms = p->end_ms;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (need[i] < 0)
 			return -EINVAL;
@@ -116,10 +122,11 @@ int oracle_plan(const int *need, size_t n, const struct oracle_params *p, struct
 	layers = calloc((size_t)peak + 1, sizeof(*layers));
 	if (!layers)
 		return -ENOMEM;
-	/* One more pass than there are steps: at the end every layer goes idle. */
+	/* One more pass than there are steps: at the end of the series every
+	 * layer goes idle. */
 	for (size_t i = 0; i <= n && r == 0; i++) {
 		int cur = i < n ? need[i] : 0;
-		int64_t t = p->start_ms + (int64_t)i * p->step_ms;
+		int64_t t = i < n ? p->start_ms + (int64_t)i * p->step_ms : end_ms;
 
 		for (int j = prev; j < cur && r == 0; j++)
 			r = layer_push(&layers[j], t);

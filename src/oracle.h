@@ -13,7 +13,9 @@
  * shorter than the boot delay; with a coarse billing granularity or a
  * minimum, whenever the rounded bills say so (oracle.c finds the cheapest
  * grouping). Instances needed at the first step are already running at
- * its start. Lifetimes are billed like the simulated pool's.
+ * its start. Lifetimes are billed like the simulated pool's, and all end
+ * with the series: a last step that the series covers only in part is
+ * billed for that part, not for a whole step.
  */
 #ifndef AUTOSCALED_ORACLE_H
 #define AUTOSCALED_ORACLE_H
@@ -27,6 +29,10 @@ struct oracle_params {
 	int64_t boot_ms;                /* >= 0 */
 	int64_t billing_granularity_ms; /* <= 0: bill by the millisecond */
 	int64_t billing_minimum_ms;     /* <= 0: no minimum */
+	/* End of the series: the last step is cut short there when the series
+	 * is not a whole number of steps long (it must lie after the last
+	 * step's start and at most one step past it). 0: start_ms + n x step_ms. */
+	int64_t end_ms;
 };
 
 struct oracle_result {

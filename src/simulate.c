@@ -191,7 +191,9 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 		return r;
 	t0 = t->start_ms;
 	n = (size_t)((trace_end_ms(t) - t0 + p->step_ms - 1) / p->step_ms);
-	end = t0 + (int64_t)n * p->step_ms;
+	/* The last step may be cut short by the trace's end: both the pool and
+	 * the oracle are billed up to the end, not to a whole step past it. */
+	end = trace_end_ms(t);
 	steps = calloc(n, sizeof(*steps));
 	need = calloc(n, sizeof(*need));
 	dec = calloc(1, sizeof(*dec));
@@ -319,6 +321,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 		.boot_ms = p->boot_ms,
 		.billing_granularity_ms = p->billing_granularity_ms,
 		.billing_minimum_ms = p->billing_minimum_ms,
+		.end_ms = end,
 	};
 	r = oracle_plan(need, n, &op, &orc);
 	if (r < 0)

@@ -109,6 +109,44 @@ static void test_warm_start_and_idle_stretch(void **state)
 	assert_int_equal(launches, 2);
 }
 
+/* The series ends 30 s into its third one-minute step: that step is billed
+ * for those 30 s, whoever serves it. */
+static void test_partial_last_step(void **state)
+{
+	static const int rise[] = {1, 1, 3}, flat[] = {2, 2, 2};
+	struct oracle_params p = {.step_ms = 60 * S, .boot_ms = 60 * S, .end_ms = 150 * S};
+	struct oracle_result r;
+
+	(void)state;
+	/* One instance from 0 to 150 s; two more launched at 60 s, one boot
+	 * before the step they serve, gone at 150 s: 150 + 2 x 90 = 330 s
+	 * (a whole last step would make it 420 s). */
+	assert_int_equal(oracle_plan(rise, 3, &p, &r), 0);
+	assert_true(fabs(r.vm_hours * 3600 - 330) < 1e-6);
+	assert_int_equal(r.launches, 2);
+	assert_int_equal(r.peak, 3);
+	/* Nothing to launch when the need does not change: 2 x 150 s and no
+	 * boot. */
+	assert_int_equal(oracle_plan(flat, 3, &p, &r), 0);
+	assert_true(fabs(r.vm_hours * 3600 - 300) < 1e-6);
+	assert_int_equal(r.launches, 0);
+	/* A 60 s billing minimum applies to the short lifetimes as to any. */
+	p.boot_ms = 0;
+	p.billing_minimum_ms = 60 * S;
+	assert_int_equal(oracle_plan(rise, 3, &p, &r), 0);
+	assert_true(fabs(r.vm_hours * 3600 - (150 + 2 * 60)) < 1e-6);
+	/* The whole last step, said explicitly, is the default. */
+	p.billing_minimum_ms = 0;
+	p.end_ms = 180 * S;
+	assert_int_equal(oracle_plan(rise, 3, &p, &r), 0);
+	assert_true(fabs(r.vm_hours * 3600 - (180 + 2 * 60)) < 1e-6);
+	/* An end outside the last step is a caller's error. */
+	p.end_ms = 120 * S;
+	assert_int_equal(oracle_plan(rise, 3, &p, &r), -EINVAL);
+	p.end_ms = 181 * S;
+	assert_int_equal(oracle_plan(rise, 3, &p, &r), -EINVAL);
+}
+
 static void test_bad_input(void **state)
 {
 	static const int neg[] = {1, -1};
@@ -133,6 +171,7 @@ int main(void)
 		cmocka_unit_test(test_billing_minimum_and_granularity),
 		cmocka_unit_test(test_coarse_billing_bridges_only_when_cheaper),
 		cmocka_unit_test(test_warm_start_and_idle_stretch),
+		cmocka_unit_test(test_partial_last_step),
 		cmocka_unit_test(test_bad_input),
 	};
 

@@ -212,6 +212,33 @@ static void test_gap_in_trace(void **state)
 	free(st);
 }
 
+/* A trace of 150 s evaluated in one-minute steps: the third step holds
+ * only 30 s of trace, and neither the pool nor the oracle pays for the
+ * 30 s after the trace ends. */
+static void test_partial_last_step(void **state)
+{
+	static const double rise[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 3};
+	struct fixture *f = *state;
+	struct sim_metrics m;
+	struct sim_step *st;
+	size_t n;
+
+	f->t.v = (double *)rise;
+	f->p.step_ms = 60 * S;
+	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	assert_int_equal(n, 3);
+	/* The last step's demand is the mean of the 30 s it holds: 2. */
+	assert_true(fabs(st[2].demand - 2) < 1e-9);
+	assert_int_equal(st[2].required, 2);
+	assert_true(fabs(m.hours * 3600 - 150) < 1e-6);
+	/* The policy sees the rise only after the trace: one instance, 150 s. */
+	assert_true(fabs(m.vm_hours * 3600 - 150) < 1e-6);
+	/* The oracle: one instance 150 s, one more launched 30 s (the boot)
+	 * before 120 s: 60 s. */
+	assert_true(fabs(m.oracle_vm_hours * 3600 - 210) < 1e-6);
+	free(st);
+}
+
 static void test_bad_params(void **state)
 {
 	struct fixture *f = *state;
@@ -231,6 +258,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_utilization_signal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_svg_plot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gap_in_trace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_partial_last_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_params, setup, teardown),
 	};
 
