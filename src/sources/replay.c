@@ -4,9 +4,13 @@
  * first poll. Options: file (required), speed (default 1), column (header
  * name or 1-based index, default 2), scale (a multiplier, default 1). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sources/parse.h"
 #include "sources/registry.h"
@@ -22,24 +26,74 @@ struct replay {
 
 static const char *const replay_keys[] = { "file", "speed", "column", "scale", NULL };
 
+/* Reads the whole file into a buffer sized from the file itself (a file
+ * that grows while it is read gets more room, up to the bound), so that a
+ * reload of a small recording costs a small allocation. Refuses what is
+ * not a regular file: a FIFO would block the loop, and nothing else has a
+ * size to trust. */
 static int read_file(const char *path, char **ret, size_t *len)
 {
-	FILE *f = fopen(path, "re");
+	struct stat st;
+	size_t cap, n = 0;
 	char *buf;
-	size_t n;
+	int fd, r = 0;
 
-	if (!f)
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
 		return -errno;
-	buf = malloc(REPLAY_MAX_FILE + 1);
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	if ((uint64_t)st.st_size > REPLAY_MAX_FILE) {
+		close(fd);
+		return -EFBIG;
+	}
+	/* One byte more than the file holds, to see its end in one pass. */
+	cap = (size_t)st.st_size + 1;
+	buf = malloc(cap + 1);
 	if (!buf) {
-		fclose(f);
+		close(fd);
 		return -ENOMEM;
 	}
-	n = fread(buf, 1, REPLAY_MAX_FILE + 1, f);
-	fclose(f);
-	if (n > REPLAY_MAX_FILE) {
+	for (;;) {
+		ssize_t k;
+
+		if (n == cap) {
+			size_t ncap = cap * 2 > REPLAY_MAX_FILE + 1 ? REPLAY_MAX_FILE + 1 : cap * 2;
+			char *nb;
+
+			if (cap > REPLAY_MAX_FILE) {
+				r = -EFBIG;
+				break;
+			}
+			nb = realloc(buf, ncap + 1);
+			if (!nb) {
+				r = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		k = read(fd, buf + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			r = -errno;
+			break;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	if (r < 0) {
 		free(buf);
-		return -EFBIG;
+		return r;
 	}
 	buf[n] = '\0';
 	*ret = buf;
@@ -63,7 +117,9 @@ static int replay_init(struct source *s, const struct signal_conf *sc, char *err
 	r = read_file(file, &text, &len);
 	if (r < 0) {
 		r = source_opt_error(sc, source_option(sc, "file"), err, errlen, "cannot read '%s': %s", file,
-				     r == -EFBIG ? "larger than 64 MiB" : strerror(-r));
+				     r == -EFBIG    ? "larger than 64 MiB"
+				     : r == -EINVAL ? "not a regular file"
+						    : strerror(-r));
 		goto out;
 	}
 	r = series_parse(text, len, column, scale, &p->series, why, sizeof(why));
