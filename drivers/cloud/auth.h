@@ -18,10 +18,21 @@ struct cloud_token {
 	int64_t expires_ms;
 };
 
+/* The longest lifetime a token reply is believed: a larger expires_in (or
+ * expires_on) counts as this much, so no reply can overflow the expiry. */
+#define CLOUD_TOKEN_MAX_LIFETIME_MS (24 * 3600 * INT64_C(1000))
+
+/* A token reply's lifetime field (expires_in: a number, or a string that
+ * holds only a number, as some endpoints send it) in ms, at most
+ * CLOUD_TOKEN_MAX_LIFETIME_MS; -1 when it is absent, of another type, not a
+ * number, not finite or not positive. */
+int64_t cloud_token_lifetime_ms(const cJSON *v);
+
 /* True while tok can still be used: a quarter of its life (at most 5 min)
  * before expiry it counts as stale, so a refresh happens in time. */
 bool cloud_token_fresh(const struct cloud_token *tok, int64_t now_ms);
-/* Stores a token and its lifetime; wipes the old one. Returns 0 or -EINVAL. */
+/* Stores a token (printable ASCII without blanks) and its lifetime (clamped
+ * to CLOUD_TOKEN_MAX_LIFETIME_MS); wipes the old one. Returns 0 or -EINVAL. */
 int cloud_token_set(struct cloud_token *tok, const char *value, int64_t lifetime_ms, int64_t now_ms);
 void cloud_token_clear(struct cloud_token *tok);
 

@@ -1,5 +1,6 @@
 /* Azure credentials: client credentials and managed identity (auth.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,28 +76,37 @@ void azauth_fini(struct azauth *a)
 	cloud_token_clear(&a->tok);
 }
 
-/* A number, or a string holding one: IMDS sends strings. */
-static double num_or_string(const cJSON *v)
+/* expires_on is epoch seconds (a number, or a string holding one in IMDS)
+ * or a date elsewhere: the lifetime it leaves from now_ms, at most
+ * CLOUD_TOKEN_MAX_LIFETIME_MS; -1 when it is none of these or already past. */
+static int64_t expires_on_lifetime_ms(const cJSON *v, int64_t now_ms)
 {
-	return cJSON_IsNumber(v) ? v->valuedouble : cJSON_IsString(v) ? strtod(v->valuestring, NULL) : 0;
-}
-
-/* expires_on is epoch seconds as a string in IMDS, a date elsewhere. */
-static int64_t expires_on_ms(const cJSON *v)
-{
+	const double max_s = (double)(CLOUD_TOKEN_MAX_LIFETIME_MS / 1000);
+	double on_s, left_s;
 	char *end;
-	double d;
 	time_t t;
 
-	if (cJSON_IsNumber(v))
-		return (int64_t)(v->valuedouble * 1000);
-	if (!cJSON_IsString(v))
-		return 0;
-	d = strtod(v->valuestring, &end);
-	if (end != v->valuestring && *end == '\0')
-		return (int64_t)(d * 1000);
-	t = curl_getdate(v->valuestring, NULL);
-	return t > 0 ? (int64_t)t * 1000 : 0;
+	if (cJSON_IsNumber(v)) {
+		on_s = v->valuedouble;
+	} else if (cJSON_IsString(v) && v->valuestring[0]) {
+		on_s = strtod(v->valuestring, &end);
+		if (*end != '\0') {
+			t = curl_getdate(v->valuestring, NULL);
+			if (t <= 0)
+				return -1;
+			on_s = (double)t;
+		}
+	} else {
+		return -1;
+	}
+	/* Compared as doubles before any conversion, so that no value from the
+	 * wire can overflow an int64_t. */
+	if (!isfinite(on_s))
+		return -1;
+	left_s = on_s - (double)now_ms / 1000.0;
+	if (left_s <= 0)
+		return -1;
+	return left_s >= max_s ? CLOUD_TOKEN_MAX_LIFETIME_MS : (int64_t)(left_s * 1000);
 }
 
 int azauth_token(struct azauth *a, struct rest_client *c, const char **ret)
@@ -140,11 +150,14 @@ int azauth_token(struct azauth *a, struct rest_client *c, const char **ret)
 	if (rc < 0)
 		return rc;
 	at = cJSON_GetObjectItemCaseSensitive(r.json, "access_token");
-	on = expires_on_ms(cJSON_GetObjectItemCaseSensitive(r.json, "expires_on"));
-	life = (int64_t)(num_or_string(cJSON_GetObjectItemCaseSensitive(r.json, "expires_in")) * 1000);
-	if (on > now)
-		life = on - now;
-	rc = cJSON_IsString(at) ? cloud_token_set(&a->tok, at->valuestring, life, now) : -EBADMSG;
+	on = expires_on_lifetime_ms(cJSON_GetObjectItemCaseSensitive(r.json, "expires_on"), now);
+	life = cloud_token_lifetime_ms(cJSON_GetObjectItemCaseSensitive(r.json, "expires_in"));
+	if (on > 0)
+		life = on;
+	rc = cJSON_IsObject(r.json) && cJSON_IsString(at) && life > 0 &&
+			     cloud_token_set(&a->tok, at->valuestring, life, now) == 0
+		     ? 0
+		     : -EBADMSG;
 	if (rc < 0)
 		host->log(host, AUTOSCALED_LOG_ERROR, "%s: token reply without access_token or expiry", c->who);
 	cloud_token_reply_clear(&r);

@@ -1,5 +1,6 @@
 /* Google credentials: metadata server and service-account keys (auth.h). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +22,43 @@ bool cloud_token_fresh(const struct cloud_token *tok, int64_t now_ms)
 	return tok->value[0] != '\0' && now_ms < tok->expires_ms - margin;
 }
 
+int64_t cloud_token_lifetime_ms(const cJSON *v)
+{
+	double s;
+	char *end;
+
+	if (cJSON_IsNumber(v)) {
+		s = v->valuedouble;
+	} else if (cJSON_IsString(v) && v->valuestring[0]) {
+		errno = 0;
+		s = strtod(v->valuestring, &end);
+		if (*end != '\0' || (errno != 0 && errno != ERANGE))
+			return -1;
+	} else {
+		return -1;
+	}
+	/* Compared as a double before any conversion: 1e300 s must not become
+	 * an undefined or negative int64_t. */
+	if (!isfinite(s) || s <= 0)
+		return -1;
+	if (s >= (double)(CLOUD_TOKEN_MAX_LIFETIME_MS / 1000))
+		return CLOUD_TOKEN_MAX_LIFETIME_MS;
+	return (int64_t)(s * 1000);
+}
+
 int cloud_token_set(struct cloud_token *tok, const char *value, int64_t lifetime_ms, int64_t now_ms)
 {
 	size_t n = strlen(value);
 
 	if (n == 0 || n >= sizeof(tok->value) || lifetime_ms <= 0)
 		return -EINVAL;
+	/* The token goes into a header line: a reply must not be able to add
+	 * lines of its own. */
+	for (size_t i = 0; i < n; i++)
+		if (value[i] <= ' ' || value[i] > '~')
+			return -EINVAL;
+	if (lifetime_ms > CLOUD_TOKEN_MAX_LIFETIME_MS)
+		lifetime_ms = CLOUD_TOKEN_MAX_LIFETIME_MS;
 	cloud_token_clear(tok);
 	memcpy(tok->value, value, n + 1);
 	tok->obtained_ms = now_ms;
@@ -258,12 +290,11 @@ static int make_jwt(struct gauth *g, char *out, size_t size)
 static int take_token(struct cloud_token *tok, const cJSON *j)
 {
 	const cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "access_token");
-	const cJSON *ei = cJSON_GetObjectItemCaseSensitive(j, "expires_in");
-	double life = cJSON_IsNumber(ei) ? ei->valuedouble : cJSON_IsString(ei) ? strtod(ei->valuestring, NULL) : 0;
+	int64_t life = cloud_token_lifetime_ms(cJSON_GetObjectItemCaseSensitive(j, "expires_in"));
 
-	if (!cJSON_IsString(at) || life <= 0)
+	if (!cJSON_IsObject(j) || !cJSON_IsString(at) || life <= 0)
 		return -EBADMSG;
-	return cloud_token_set(tok, at->valuestring, (int64_t)(life * 1000), rest_now_ms());
+	return cloud_token_set(tok, at->valuestring, life, rest_now_ms()) < 0 ? -EBADMSG : 0;
 }
 
 int gauth_token(struct gauth *g, struct rest_client *c, const char **ret)

@@ -62,22 +62,31 @@ static void copy_value(char *dst, size_t size, const char *v, size_t n)
 	dst[n] = '\0';
 }
 
-static int64_t parse_retry_after(const char *v)
+int64_t rest_parse_retry_after(const char *v, int64_t now_ms)
 {
-	char *end;
-	long long s;
+	const int64_t max_s = REST_MAX_RETRY_AFTER_MS / 1000;
+	int64_t s = 0;
+	const char *p;
 	time_t t;
 
-	if (*v == '\0')
+	if (!v || *v == '\0')
 		return -1;
-	errno = 0;
-	s = strtoll(v, &end, 10);
-	if (errno == 0 && end != v && *end == '\0')
-		return s < 0 ? 0 : s * 1000;
+	/* delay-seconds is 1*DIGIT with no bound in RFC 9110: count digits
+	 * only up to the maximum, so no value can overflow into a negative
+	 * (no) wait. */
+	for (p = v; *p >= '0' && *p <= '9'; p++)
+		if (s < max_s)
+			s = s * 10 + (*p - '0');
+	if (*p == '\0')
+		return (s < max_s ? s : max_s) * 1000;
 	t = curl_getdate(v, NULL);
 	if (t < 0)
 		return -1;
-	return t * 1000LL > rest_now_ms() ? t * 1000LL - rest_now_ms() : 0;
+	if ((int64_t)t <= now_ms / 1000)
+		return 0;
+	if ((int64_t)t - now_ms / 1000 >= max_s)
+		return REST_MAX_RETRY_AFTER_MS;
+	return (int64_t)t * 1000 - now_ms > 0 ? (int64_t)t * 1000 - now_ms : 0;
 }
 
 static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
@@ -101,7 +110,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 		copy_value(h->r->etag, sizeof(h->r->etag), colon + 1, vlen);
 	else if (IS("retry-after")) {
 		copy_value(tmp, sizeof(tmp), colon + 1, vlen);
-		h->r->retry_after_ms = parse_retry_after(tmp);
+		h->r->retry_after_ms = rest_parse_retry_after(tmp, rest_now_ms());
 	} else if (IS("x-ms-ratelimit-remaining-subscription-reads")) {
 		copy_value(h->c->ratelimit_reads, sizeof(h->c->ratelimit_reads), colon + 1, vlen);
 		h->r->ratelimit = true;
@@ -295,6 +304,15 @@ static int64_t backoff_ms(const struct rest_client *c, int attempt)
 	return cap / 2 + (int64_t)(rnd % (uint64_t)(cap / 2 + 1));
 }
 
+int64_t rest_retry_wait_ms(const struct rest_client *c, int attempt, int64_t retry_after_ms)
+{
+	int64_t wait = retry_after_ms >= 0 ? retry_after_ms : backoff_ms(c, attempt);
+
+	if (wait > c->backoff_max_ms)
+		wait = c->backoff_max_ms;
+	return wait > 0 ? wait : 0;
+}
+
 /* The path of a URL, without scheme, host and query, for messages. */
 static void url_path(const char *url, char *out, size_t size)
 {
@@ -429,9 +447,7 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 			return rc;
 		if (attempt == attempts)
 			break;
-		wait = backoff_ms(c, attempt);
-		if (rc == 0 && reply->retry_after_ms >= 0)
-			wait = reply->retry_after_ms < c->backoff_max_ms ? reply->retry_after_ms : c->backoff_max_ms;
+		wait = rest_retry_wait_ms(c, attempt, rc == 0 ? reply->retry_after_ms : -1);
 		if (rc == 0)
 			host->log(host, AUTOSCALED_LOG_WARNING, "%s: %s %s: HTTP %ld (%s), retrying in %lld ms (try %d of %d)",
 				  c->who, req->method, path, reply->status, rest_error_message(reply, msg, sizeof(msg)),

@@ -72,6 +72,11 @@ struct rest_reply {
 	bool ratelimit;         /* carried x-ms-ratelimit-remaining-* headers */
 };
 
+/* The longest Retry-After taken as given: a longer one, or one too large
+ * for any integer, counts as this much. rest_call() and the drivers' polls
+ * wait at most the client's backoff_max_ms in any case. */
+#define REST_MAX_RETRY_AFTER_MS (24 * 3600 * INT64_C(1000))
+
 /* Sets defaults and creates the curl handle. Returns 0 or -ENOMEM. */
 int rest_client_init(struct rest_client *c, const struct autoscaled_host *host, const char *who,
 		     enum rest_policy policy);
@@ -93,6 +98,17 @@ const char *rest_error_message(const struct rest_reply *r, char *buf, size_t siz
 
 /* Maps a final HTTP error status to a negative errno. */
 int rest_status_errno(long status);
+
+/* A Retry-After header's value (delay-seconds, or an HTTP date taken
+ * against now_ms) as milliseconds from now, within 0 and
+ * REST_MAX_RETRY_AFTER_MS; -1 when it is neither. */
+int64_t rest_parse_retry_after(const char *v, int64_t now_ms);
+
+/* How long rest_call() waits before the try after `attempt` (1-based): the
+ * reply's Retry-After when it has one (retry_after_ms >= 0), else the
+ * jittered exponential backoff; never more than c->backoff_max_ms and never
+ * less than 0. */
+int64_t rest_retry_wait_ms(const struct rest_client *c, int attempt, int64_t retry_after_ms);
 
 /* Sleeps ms milliseconds (interrupted sleeps resume). */
 void rest_sleep_ms(int64_t ms);

@@ -168,8 +168,92 @@ static void tokens(void **state)
 	assert_true(cloud_token_fresh(&t, 1499));
 	assert_false(cloud_token_fresh(&t, 1500));
 	assert_int_equal(cloud_token_set(&t, "", 2000, 0), -EINVAL);
+	/* A token cannot carry a header line of its own. */
+	assert_int_equal(cloud_token_set(&t, "abc\r\nX-Evil: 1", 2000, 0), -EINVAL);
+	assert_int_equal(cloud_token_set(&t, "ab c", 2000, 0), -EINVAL);
 	cloud_token_clear(&t);
 	assert_int_equal(t.value[0], '\0');
+}
+
+/* A lifetime from the wire never overflows the expiry: a huge expires_in
+ * is clamped, and what is not a positive finite number is refused. */
+static void token_lifetimes(void **state)
+{
+	static const struct {
+		const char *json;
+		int64_t ms;
+	} cases[] = {
+		{"3599", 3599000},
+		{"\"3600\"", 3600000},
+		{"0.5", 500},
+		{"1e300", CLOUD_TOKEN_MAX_LIFETIME_MS},
+		{"\"1e300\"", CLOUD_TOKEN_MAX_LIFETIME_MS},
+		{"9223372036854775807", CLOUD_TOKEN_MAX_LIFETIME_MS},
+		{"\"1e999\"", -1},
+		{"0", -1},
+		{"-60", -1},
+		{"-1e300", -1},
+		{"\"nan\"", -1},
+		{"\"inf\"", -1},
+		{"\"60s\"", -1},
+		{"\"\"", -1},
+		{"null", -1},
+		{"true", -1},
+		{"[3600]", -1},
+		{"{\"s\":3600}", -1},
+	};
+	struct cloud_token t = { 0 };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *v = cJSON_Parse(cases[i].json);
+		int64_t got;
+
+		assert_non_null(v);
+		got = cloud_token_lifetime_ms(v);
+		cJSON_Delete(v);
+		if (got != cases[i].ms)
+			fail_msg("expires_in %s: %lld ms, want %lld", cases[i].json, (long long)got,
+				 (long long)cases[i].ms);
+	}
+	/* The longest lifetime still leaves a fresh token for a day. */
+	assert_int_equal(cloud_token_set(&t, "abc", INT64_MAX, INT64_C(1800000000000)), 0);
+	assert_int_equal(t.expires_ms, INT64_C(1800000000000) + CLOUD_TOKEN_MAX_LIFETIME_MS);
+	assert_true(cloud_token_fresh(&t, INT64_C(1800000000000) + 1000));
+	assert_int_equal(cloud_token_set(&t, "abc", CLOUD_TOKEN_MAX_LIFETIME_MS, INT64_C(1800000000000)), 0);
+	assert_true(cloud_token_fresh(&t, INT64_C(1800000000000) + CLOUD_TOKEN_MAX_LIFETIME_MS - 300001));
+	cloud_token_clear(&t);
+}
+
+/* Retry-After from the wire: seconds of any length, an HTTP date, or junk;
+ * the wait is never negative and never past the client's maximum. */
+static void retry_after(void **state)
+{
+	const int64_t now = INT64_C(1714557600000); /* 2024-05-01T10:00:00Z */
+	struct rest_client c;
+
+	assert_int_equal(rest_parse_retry_after("0", now), 0);
+	assert_int_equal(rest_parse_retry_after("7", now), 7000);
+	assert_int_equal(rest_parse_retry_after("9223372036854775807", now), REST_MAX_RETRY_AFTER_MS);
+	assert_int_equal(rest_parse_retry_after("99999999999999999999999999999999", now), REST_MAX_RETRY_AFTER_MS);
+	assert_int_equal(rest_parse_retry_after("86401", now), REST_MAX_RETRY_AFTER_MS);
+	assert_int_equal(rest_parse_retry_after("Wed, 01 May 2024 10:00:30 GMT", now), 30000);
+	assert_int_equal(rest_parse_retry_after("Wed, 01 May 2024 09:00:00 GMT", now), 0);
+	assert_int_equal(rest_parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now), REST_MAX_RETRY_AFTER_MS);
+	assert_int_equal(rest_parse_retry_after("", now), -1);
+	assert_int_equal(rest_parse_retry_after("soon", now), -1);
+	assert_int_equal(rest_parse_retry_after("-5", now), -1);
+	assert_int_equal(rest_client_init(&c, &host, "t", REST_POLICY_GCE), 0);
+	c.backoff_base_ms = 1000;
+	c.backoff_max_ms = 32000;
+	assert_int_equal(rest_retry_wait_ms(&c, 1, rest_parse_retry_after("9223372036854775807", now)), 32000);
+	assert_int_equal(rest_retry_wait_ms(&c, 1, 5000), 5000);
+	assert_int_equal(rest_retry_wait_ms(&c, 1, 0), 0);
+	for (int attempt = 1; attempt < 12; attempt++) {
+		int64_t w = rest_retry_wait_ms(&c, attempt, -1);
+
+		assert_true(w >= 500 && w <= 32000);
+	}
+	rest_client_fini(&c);
 }
 
 static void error_bodies(void **state)
@@ -240,7 +324,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(durations),    cmocka_unit_test(times),        cmocka_unit_test(uuids),
-		cmocka_unit_test(victims),      cmocka_unit_test(carry),        cmocka_unit_test(tokens),
+		cmocka_unit_test(victims),      cmocka_unit_test(carry),        cmocka_unit_test(tokens),       cmocka_unit_test(token_lifetimes), cmocka_unit_test(retry_after),
 		cmocka_unit_test(error_bodies), cmocka_unit_test(escaping),     cmocka_unit_test(private_files),
 		cmocka_unit_test(base_urls),
 	};
