@@ -74,17 +74,35 @@ static const char *json_str(const cJSON *o, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-static const cJSON *props(const cJSON *o)
+/* True when url is on the ARM endpoint of the scale set: nextLink,
+ * Location and Azure-AsyncOperation come from replies and are followed with
+ * the bearer token, which must go nowhere else. */
+static bool same_endpoint(const struct autoscaled_driver_instance *h, const char *url)
 {
-	return cJSON_GetObjectItemCaseSensitive(o, "properties");
+	const char *sub = strstr(h->vmss_url, "/subscriptions/");
+	size_t n = sub ? (size_t)(sub - h->vmss_url) : strlen(h->vmss_url);
+
+	return strncmp(url, h->vmss_url, n) == 0 && url[n] == '/';
+}
+
+/* A reply that is not what the API documents (a field of another type, a
+ * required one missing) may be a broken or spoofed one: it is an error and
+ * nothing is decided on it, so the group holds. */
+static int malformed(struct autoscaled_driver_instance *h, const char *what, const char *field)
+{
+	LOG(h, ERROR, WHO ": %s of '%s' returned a malformed reply (field '%s'); nothing done on it", what, h->name,
+	    field);
+	rest_count_error(&h->http);
+	return -EBADMSG;
 }
 
 static int fetch_vmss(struct autoscaled_driver_instance *h)
 {
 	struct rest_reply r;
 	char url[1536];
-	const cJSON *cap;
-	int rc;
+	const cJSON *sku, *cap, *p, *ps, *mode, *etag;
+	const char *bad = NULL;
+	int capacity = 0, rc;
 
 	snprintf(url, sizeof(url), "%s?api-version=%s", h->vmss_url, h->api_version);
 	rc = request(h, "GET", url, NULL, NULL, &r);
@@ -97,27 +115,77 @@ static int fetch_vmss(struct autoscaled_driver_instance *h)
 		rest_reply_clear(&r);
 		return rc;
 	}
-	cap = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.json, "sku"), "capacity");
-	h->capacity = cJSON_IsNumber(cap) ? cap->valueint : 0;
-	snprintf(h->etag, sizeof(h->etag), "%s", r.etag[0] ? r.etag : json_str(r.json, "etag"));
-	snprintf(h->state, sizeof(h->state), "%s", json_str(props(r.json), "provisioningState"));
-	h->flexible = strcasecmp(json_str(props(r.json), "orchestrationMode"), "Flexible") == 0;
+	sku = cloud_json_get(r.json, "sku", cJSON_Object, &bad);
+	cap = cloud_json_get(sku, "capacity", cJSON_Number, &bad);
+	p = cloud_json_get(r.json, "properties", cJSON_Object, &bad);
+	ps = cloud_json_get(p, "provisioningState", cJSON_String, &bad);
+	mode = cloud_json_get(p, "orchestrationMode", cJSON_String, &bad);
+	etag = cloud_json_get(r.json, "etag", cJSON_String, &bad);
+	if (!bad && (!cap || cloud_json_count(cap, CLOUD_MAX_MEMBERS, &capacity) < 0))
+		bad = "sku.capacity";
+	if (!bad && !ps)
+		bad = "properties.provisioningState";
+	if (bad) {
+		rest_reply_clear(&r);
+		return malformed(h, "get", bad);
+	}
+	h->capacity = capacity;
+	snprintf(h->etag, sizeof(h->etag), "%s", r.etag[0] ? r.etag : etag ? etag->valuestring : "");
+	snprintf(h->state, sizeof(h->state), "%s", ps->valuestring);
+	h->flexible = mode && strcasecmp(mode->valuestring, "Flexible") == 0;
 	rest_reply_clear(&r);
 	return 0;
 }
 
-static void parse_vm(struct cloud_member *m, const cJSON *vm)
+/* Reads one VM of the list. Returns 0, or -EBADMSG with the field in *bad. */
+static int parse_vm(struct cloud_member *m, const cJSON *vm, const char **bad)
 {
-	const cJSON *p = props(vm), *st, *s;
-	const char *ps = json_str(p, "provisioningState");
+	const cJSON *p, *iid, *name, *id, *ps_v, *iv, *st, *s, *created, *zones, *loc, *z;
+	const char *ps, *vid;
 	bool running = false, stopping = false, all_ok = true;
 
-	snprintf(m->id, sizeof(m->id), "%s", json_str(vm, "instanceId")[0] ? json_str(vm, "instanceId") : json_str(vm, "name"));
-	snprintf(m->ref, sizeof(m->ref), "%s", json_str(vm, "id"));
-	st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "instanceView"), "statuses");
+	if (!cJSON_IsObject(vm)) {
+		*bad = "value[]";
+		return -EBADMSG;
+	}
+	iid = cloud_json_get(vm, "instanceId", cJSON_String, bad);
+	name = cloud_json_get(vm, "name", cJSON_String, bad);
+	id = cloud_json_get(vm, "id", cJSON_String, bad);
+	p = cloud_json_get(vm, "properties", cJSON_Object, bad);
+	ps_v = cloud_json_get(p, "provisioningState", cJSON_String, bad);
+	iv = cloud_json_get(p, "instanceView", cJSON_Object, bad);
+	st = cloud_json_get(iv, "statuses", cJSON_Array, bad);
+	created = cloud_json_get(p, "timeCreated", cJSON_String, bad);
+	zones = cloud_json_get(vm, "zones", cJSON_Array, bad);
+	loc = cloud_json_get(vm, "location", cJSON_String, bad);
+	z = cJSON_GetArrayItem(zones, 0);
+	if (z && !cJSON_IsString(z) && !*bad)
+		*bad = "zones[]";
+	if (*bad)
+		return -EBADMSG;
+	/* The instanceId is what /delete takes (a Flexible VM has its name). */
+	vid = iid && iid->valuestring[0] ? iid->valuestring : name ? name->valuestring : "";
+	if (!vid[0] || strlen(vid) >= sizeof(m->id)) {
+		*bad = "instanceId";
+		return -EBADMSG;
+	}
+	if (!p || !ps_v) {
+		*bad = "properties.provisioningState";
+		return -EBADMSG;
+	}
+	ps = ps_v->valuestring;
+	snprintf(m->id, sizeof(m->id), "%s", vid);
+	snprintf(m->ref, sizeof(m->ref), "%s", id ? id->valuestring : "");
 	cJSON_ArrayForEach(s, st) {
-		const char *code = json_str(s, "code");
+		const cJSON *code_v = cloud_json_get(s, "code", cJSON_String, bad);
+		const char *code;
 
+		if (!cJSON_IsObject(s) || !code_v) {
+			if (!*bad)
+				*bad = "statuses[].code";
+			return -EBADMSG;
+		}
+		code = code_v->valuestring;
 		if (strncasecmp(code, "ProvisioningState/", 18) == 0 && strcasecmp(code + 18, "succeeded") != 0)
 			all_ok = false;
 		if (strcasecmp(code, "PowerState/running") == 0)
@@ -133,13 +201,9 @@ static void parse_vm(struct cloud_member *m, const cJSON *vm)
 		m->state = AUTOSCALED_INSTANCE_PROVISIONING;
 	/* Ready as the peers judge it: every status succeeded, and running. */
 	m->ready = m->state == AUTOSCALED_INSTANCE_RUNNING && all_ok;
-	m->created_ms = cloud_parse_time(json_str(p, "timeCreated"));
-	{
-		const cJSON *zones = cJSON_GetObjectItemCaseSensitive(vm, "zones");
-		const cJSON *z = cJSON_GetArrayItem(zones, 0);
-
-		snprintf(m->location, sizeof(m->location), "%s", cJSON_IsString(z) ? z->valuestring : json_str(vm, "location"));
-	}
+	m->created_ms = created ? cloud_parse_time(created->valuestring) : 0;
+	snprintf(m->location, sizeof(m->location), "%s", z ? z->valuestring : loc ? loc->valuestring : "");
+	return 0;
 }
 
 static int list_vms(struct autoscaled_driver_instance *h, struct cloud_members *out)
@@ -150,8 +214,8 @@ static int list_vms(struct autoscaled_driver_instance *h, struct cloud_members *
 	snprintf(url, sizeof(url), "%s/virtualMachines?api-version=%s&$expand=instanceView", h->vmss_url, h->api_version);
 	for (int page = 0; page < CLOUD_MAX_PAGES; page++) {
 		struct rest_reply r;
-		const cJSON *vm;
-		const char *next;
+		const cJSON *vm, *list, *next;
+		const char *bad = NULL;
 
 		rc = request(h, "GET", url, NULL, NULL, &r);
 		if (rc < 0)
@@ -161,23 +225,39 @@ static int list_vms(struct autoscaled_driver_instance *h, struct cloud_members *
 			rest_reply_clear(&r);
 			return rc;
 		}
-		cJSON_ArrayForEach(vm, cJSON_GetObjectItemCaseSensitive(r.json, "value")) {
-			struct cloud_member *m = cloud_members_add(out);
+		list = cloud_json_get(r.json, "value", cJSON_Array, &bad);
+		next = cloud_json_get(r.json, "nextLink", cJSON_String, &bad);
+		if (!cJSON_IsObject(r.json))
+			bad = "(the body)";
+		else if (!list && !bad)
+			bad = "value";
+		cJSON_ArrayForEach(vm, list) {
+			struct cloud_member *m;
 
+			if (bad)
+				break;
+			m = cloud_members_add(out);
 			if (!m) {
 				LOG(h, ERROR, WHO ": '%s' has more than %d virtual machines", h->name, CLOUD_MAX_MEMBERS);
 				rest_reply_clear(&r);
 				return -E2BIG;
 			}
-			parse_vm(m, vm);
+			parse_vm(m, vm, &bad);
 		}
-		next = json_str(r.json, "nextLink");
-		if (!next[0]) {
+		if (bad) {
+			rest_reply_clear(&r);
+			return malformed(h, "list of virtual machines", bad);
+		}
+		if (!next || !next->valuestring[0]) {
 			rest_reply_clear(&r);
 			return 0;
 		}
+		if (!same_endpoint(h, next->valuestring)) {
+			rest_reply_clear(&r);
+			return malformed(h, "list of virtual machines", "nextLink");
+		}
 		/* nextLink is followed exactly as given. */
-		rc = snprintf(url, sizeof(url), "%s", next) >= (int)sizeof(url) ? -E2BIG : 0;
+		rc = snprintf(url, sizeof(url), "%s", next->valuestring) >= (int)sizeof(url) ? -E2BIG : 0;
 		rest_reply_clear(&r);
 		if (rc < 0)
 			return rc;
@@ -253,22 +333,55 @@ static int terminal_status(struct autoscaled_driver_instance *h, const char *wha
 	return strcasecmp(status, "Failed") == 0 ? -EIO : -ECANCELED;
 }
 
+/* The status an operation poll reports: Azure-AsyncOperation bodies and
+ * Location results carry `status`, the resource itself
+ * properties.provisioningState. Returns "" when the body has none (a
+ * Location result may have no body), or NULL with *bad set when the body
+ * is malformed. */
+static const char *poll_status(const cJSON *body, bool resource, bool required, const char **bad)
+{
+	const cJSON *st;
+
+	if (!body && !required)
+		return "";
+	if (!cJSON_IsObject(body)) {
+		*bad = "(the body)";
+		return NULL;
+	}
+	st = resource ? cloud_json_get(cloud_json_get(body, "properties", cJSON_Object, bad), "provisioningState",
+				       cJSON_String, bad)
+		      : cloud_json_get(body, "status", cJSON_String, bad);
+	if (*bad)
+		return NULL;
+	if (!st && required) {
+		*bad = resource ? "properties.provisioningState" : "status";
+		return NULL;
+	}
+	return st ? st->valuestring : "";
+}
+
 /* Follows a long-running operation from its first reply. */
 static int follow(struct autoscaled_driver_instance *h, const char *what, const struct rest_reply *first)
 {
 	int64_t deadline = rest_now_ms() + h->op_timeout_ms;
 	char url[2048], get_url[1536];
 	bool async = first->async_operation[0] != '\0', loc = !async && first->location[0] != '\0';
+	const char *bad = NULL, *status;
 	struct rest_reply r;
 	int64_t wait = poll_wait(h, first);
 	int rc;
 
 	if (!async && !loc) {
 		/* 200/201 with a provisioningState: poll the resource itself. */
-		rc = terminal_status(h, what, json_str(props(first->json), "provisioningState"), first->json);
+		status = poll_status(first->json, true, first->status != 204, &bad);
+		if (!status)
+			return malformed(h, what, bad);
+		rc = terminal_status(h, what, status, first->json);
 		if (rc <= 0 || first->status == 204)
 			return rc == 1 ? 0 : rc;
 	}
+	if ((async || loc) && !same_endpoint(h, async ? first->async_operation : first->location))
+		return malformed(h, what, async ? "Azure-AsyncOperation" : "Location");
 	snprintf(url, sizeof(url), "%s", async ? first->async_operation : first->location);
 	snprintf(get_url, sizeof(get_url), "%s?api-version=%s", h->vmss_url, h->api_version);
 	for (;;) {
@@ -284,12 +397,15 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, const 
 			return rc;
 		if (loc) {
 			if (r.status == 202) {
+				if (r.location[0] && !same_endpoint(h, r.location)) {
+					rest_reply_clear(&r);
+					return malformed(h, what, "Location");
+				}
 				if (r.location[0])
 					snprintf(url, sizeof(url), "%s", r.location);
 			} else if (r.status >= 200 && r.status < 300) {
-				rc = 0;
-				if (r.json && json_str(r.json, "status")[0])
-					rc = terminal_status(h, what, json_str(r.json, "status"), r.json);
+				status = poll_status(r.json, false, false, &bad);
+				rc = !status ? malformed(h, what, bad) : status[0] ? terminal_status(h, what, status, r.json) : 0;
 				rest_reply_clear(&r);
 				return rc == 1 ? 0 : rc;
 			} else {
@@ -302,8 +418,8 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, const 
 			rest_reply_clear(&r);
 			return rc;
 		} else {
-			rc = terminal_status(h, what, json_str(async ? r.json : props(r.json), async ? "status" : "provisioningState"),
-					     r.json);
+			status = poll_status(r.json, !async, true, &bad);
+			rc = !status ? malformed(h, what, bad) : terminal_status(h, what, status, r.json);
 			if (rc <= 0) {
 				rest_reply_clear(&r);
 				return rc;

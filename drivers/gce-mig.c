@@ -67,13 +67,6 @@ static int http_fail(struct autoscaled_driver_instance *h, const char *what, con
 	return r->status == 404 ? -ENOENT : rest_status_errno(r->status);
 }
 
-static int json_int(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsNumber(v) ? v->valueint : cJSON_IsString(v) ? atoi(v->valuestring) : 0;
-}
-
 static const char *json_str(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -81,12 +74,25 @@ static const char *json_str(const cJSON *o, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* A reply that is not what the API documents (a field of another type, a
+ * required one missing) may be a broken or spoofed one: it is an error and
+ * nothing is decided on it, so the group holds. */
+static int malformed(struct autoscaled_driver_instance *h, const char *what, const char *field)
+{
+	LOG(h, ERROR, WHO ": %s of '%s' returned a malformed reply (field '%s'); nothing done on it", what, h->name,
+	    field);
+	rest_count_error(&h->http);
+	return -EBADMSG;
+}
+
 static int fetch_group(struct autoscaled_driver_instance *h)
 {
 	struct rest_reply r;
-	const cJSON *acts, *a;
+	const cJSON *ts, *status, *stable, *acts, *a;
+	const char *bad = NULL;
+	char actions[sizeof(h->actions)] = "";
 	size_t off = 0;
-	int rc = request(h, "GET", h->igm_url, NULL, &r);
+	int target = 0, rc = request(h, "GET", h->igm_url, NULL, &r);
 
 	if (rc < 0)
 		return rc;
@@ -97,16 +103,29 @@ static int fetch_group(struct autoscaled_driver_instance *h)
 		rest_reply_clear(&r);
 		return rc;
 	}
-	h->target_size = json_int(r.json, "targetSize");
-	h->stable = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.json, "status"),
-								    "isStable"));
-	h->actions[0] = '\0';
-	acts = cJSON_GetObjectItemCaseSensitive(r.json, "currentActions");
-	cJSON_ArrayForEach(a, acts) {
-		if (cJSON_IsNumber(a) && a->valueint > 0 && strcmp(a->string, "none") != 0 && off < sizeof(h->actions))
-			off += (size_t)snprintf(h->actions + off, sizeof(h->actions) - off, "%s%s %d", off ? ", " : "",
-						a->string, a->valueint);
+	ts = cloud_json_get(r.json, "targetSize", cJSON_Number | cJSON_String, &bad);
+	status = cloud_json_get(r.json, "status", cJSON_Object, &bad);
+	stable = cloud_json_get(status, "isStable", cJSON_True | cJSON_False, &bad);
+	/* currentActions only explains an unstable group in messages, but one
+	 * of another shape is as malformed as any field. */
+	acts = cloud_json_get(r.json, "currentActions", cJSON_Object, &bad);
+	if (!bad && (!ts || cloud_json_count(ts, CLOUD_MAX_MEMBERS, &target) < 0))
+		bad = "targetSize";
+	if (!bad && !stable)
+		bad = "status.isStable";
+	if (bad) {
+		rest_reply_clear(&r);
+		return malformed(h, "get", bad);
 	}
+	cJSON_ArrayForEach(a, acts) {
+		if (a->string && cJSON_IsNumber(a) && a->valuedouble >= 1 && a->valuedouble <= CLOUD_MAX_MEMBERS &&
+		    strcmp(a->string, "none") != 0 && off < sizeof(actions))
+			off += (size_t)snprintf(actions + off, sizeof(actions) - off, "%s%.64s %d", off ? ", " : "",
+						a->string, (int)a->valuedouble);
+	}
+	h->target_size = target;
+	h->stable = cJSON_IsTrue(stable);
+	snprintf(h->actions, sizeof(h->actions), "%s", actions);
 	if (h->stable)
 		h->unstable_since_ms = 0;
 	else if (h->unstable_since_ms == 0)
@@ -115,17 +134,39 @@ static int fetch_group(struct autoscaled_driver_instance *h)
 	return 0;
 }
 
-static void parse_member(struct cloud_member *m, const cJSON *mi)
+/* Reads one managedInstances entry. Returns 0, or -EBADMSG with the field
+ * in *bad. */
+static int parse_member(struct cloud_member *m, const cJSON *mi, const char **bad)
 {
-	const char *url = json_str(mi, "instance"), *st = json_str(mi, "instanceStatus");
-	const char *act = json_str(mi, "currentAction");
-	const char *z = strstr(url, "/zones/"), *name = strrchr(url, '/');
+	const cJSON *url_v, *st_v, *act_v;
+	const char *url, *st, *act, *z, *name;
+	size_t zlen;
 
-	snprintf(m->id, sizeof(m->id), "%s", name ? name + 1 : json_str(mi, "name"));
-	if (z) {
-		snprintf(m->ref, sizeof(m->ref), "%s", z + 1);
-		snprintf(m->location, sizeof(m->location), "%.*s", (int)strcspn(z + 7, "/"), z + 7);
+	if (!cJSON_IsObject(mi)) {
+		*bad = "managedInstances[]";
+		return -EBADMSG;
 	}
+	url_v = cloud_json_get(mi, "instance", cJSON_String, bad);
+	st_v = cloud_json_get(mi, "instanceStatus", cJSON_String, bad);
+	act_v = cloud_json_get(mi, "currentAction", cJSON_String, bad);
+	if (*bad)
+		return -EBADMSG;
+	/* The instance URL names the member and its zone; deleteInstances
+	 * needs both. */
+	url = url_v ? url_v->valuestring : "";
+	z = strstr(url, "/zones/");
+	name = strrchr(url, '/');
+	zlen = z ? strcspn(z + 7, "/") : 0;
+	if (!z || zlen == 0 || zlen >= sizeof(m->location) || !name || !name[1] || strlen(name + 1) >= sizeof(m->id) ||
+	    strlen(z + 1) >= sizeof(m->ref)) {
+		*bad = "instance";
+		return -EBADMSG;
+	}
+	st = st_v ? st_v->valuestring : "";
+	act = act_v ? act_v->valuestring : "";
+	snprintf(m->id, sizeof(m->id), "%s", name + 1);
+	snprintf(m->ref, sizeof(m->ref), "%s", z + 1);
+	snprintf(m->location, sizeof(m->location), "%.*s", (int)zlen, z + 7);
 	if (strcmp(act, "DELETING") == 0 || strcmp(act, "ABANDONING") == 0 || strcmp(st, "STOPPING") == 0 ||
 	    strcmp(st, "STOPPED") == 0 || strcmp(st, "TERMINATED") == 0 || strcmp(st, "SUSPENDING") == 0 ||
 	    strcmp(st, "SUSPENDED") == 0 || strcmp(st, "DEPROVISIONING") == 0)
@@ -135,6 +176,7 @@ static void parse_member(struct cloud_member *m, const cJSON *mi)
 	else
 		m->state = AUTOSCALED_INSTANCE_PROVISIONING;
 	m->ready = m->state == AUTOSCALED_INSTANCE_RUNNING && (strcmp(act, "NONE") == 0 || strcmp(act, "VERIFYING") == 0);
+	return 0;
 }
 
 static int list_members(struct autoscaled_driver_instance *h, struct cloud_members *out)
@@ -145,6 +187,7 @@ static int list_members(struct autoscaled_driver_instance *h, struct cloud_membe
 	for (int page = 0; page < CLOUD_MAX_PAGES; page++) {
 		struct rest_reply r;
 		const cJSON *list, *mi, *next;
+		const char *bad = NULL;
 
 		if (rest_escape(token, etok, sizeof(etok)) < 0)
 			return -EBADMSG;
@@ -159,20 +202,32 @@ static int list_members(struct autoscaled_driver_instance *h, struct cloud_membe
 			rest_reply_clear(&r);
 			return rc;
 		}
-		list = cJSON_GetObjectItemCaseSensitive(r.json, "managedInstances");
+		/* An empty group's page has no managedInstances at all. */
+		list = cloud_json_get(r.json, "managedInstances", cJSON_Array, &bad);
+		next = cloud_json_get(r.json, "nextPageToken", cJSON_String, &bad);
+		if (!cJSON_IsObject(r.json))
+			bad = "(the body)";
+		else if (next && strlen(next->valuestring) >= sizeof(token))
+			bad = "nextPageToken";
 		cJSON_ArrayForEach(mi, list) {
-			struct cloud_member *m = cloud_members_add(out);
+			struct cloud_member *m;
 
+			if (bad)
+				break;
+			m = cloud_members_add(out);
 			if (!m) {
 				LOG(h, ERROR, WHO ": '%s' has more than %d instances", h->name, CLOUD_MAX_MEMBERS);
 				rest_reply_clear(&r);
 				return -E2BIG;
 			}
-			parse_member(m, mi);
+			parse_member(m, mi, &bad);
 		}
-		next = cJSON_GetObjectItemCaseSensitive(r.json, "nextPageToken");
+		if (bad) {
+			rest_reply_clear(&r);
+			return malformed(h, "listManagedInstances", bad);
+		}
 		token[0] = '\0';
-		if (cJSON_IsString(next) && next->valuestring[0])
+		if (next)
 			snprintf(token, sizeof(token), "%s", next->valuestring);
 		rest_reply_clear(&r);
 		if (!token[0])
@@ -216,26 +271,45 @@ static int gce_observe(struct autoscaled_driver_instance *h, autoscaled_instance
 	return 0;
 }
 
+/* The status of an Operation reply, or NULL with *bad set when the reply
+ * is not an Operation. */
+static const char *op_status(const struct rest_reply *r, const char **bad)
+{
+	const cJSON *st = cloud_json_get(r->json, "status", cJSON_String, bad);
+
+	if (!cJSON_IsObject(r->json))
+		*bad = "(the body)";
+	else if (!st && !*bad)
+		*bad = "status";
+	return *bad ? NULL : st->valuestring;
+}
+
 /* Follows an Operation to DONE. Returns 0, or a negative errno after
  * logging the operation's error. */
 static int follow(struct autoscaled_driver_instance *h, const char *what, struct rest_reply *first)
 {
 	int64_t deadline = rest_now_ms() + h->op_timeout_ms, saved = h->http.timeout_ms;
-	char name[256], url[2048], msg[512];
+	char name[256], ename[768], url[2048], msg[512];
 	struct rest_reply r = *first;
+	const cJSON *name_v, *err;
+	const char *bad = NULL, *status;
 	int rc = 0;
 
 	memset(first, 0, sizeof(*first));
-	snprintf(name, sizeof(name), "%s", json_str(r.json, "name"));
-	if (!name[0]) {
-		LOG(h, ERROR, WHO ": %s of '%s' returned no operation", what, h->name);
+	name_v = cloud_json_get(r.json, "name", cJSON_String, &bad);
+	status = op_status(&r, &bad);
+	if (!bad && (!name_v || !name_v->valuestring[0] || strlen(name_v->valuestring) >= sizeof(name) ||
+		     rest_escape(name_v->valuestring, ename, sizeof(ename)) < 0))
+		bad = "name";
+	if (bad) {
 		rest_reply_clear(&r);
-		return -EBADMSG;
+		return malformed(h, what, bad);
 	}
+	snprintf(name, sizeof(name), "%s", name_v->valuestring);
 	/* `wait` holds the reply up to about two minutes. */
 	if (h->http.timeout_ms < 150000)
 		h->http.timeout_ms = 150000;
-	while (strcmp(json_str(r.json, "status"), "DONE") != 0) {
+	while (strcmp(status, "DONE") != 0) {
 		if (rest_now_ms() > deadline) {
 			LOG(h, ERROR, WHO ": %s of '%s': operation '%s' not done after %lld s", what, h->name, name,
 			    (long long)(h->op_timeout_ms / 1000));
@@ -244,7 +318,7 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, struct
 			break;
 		}
 		rest_reply_clear(&r);
-		snprintf(url, sizeof(url), "%s/%s/operations/%s/wait", h->base, h->scope_path, name);
+		snprintf(url, sizeof(url), "%s/%s/operations/%s/wait", h->base, h->scope_path, ename);
 		rc = request(h, "POST", url, NULL, &r);
 		if (rc < 0)
 			break;
@@ -252,21 +326,26 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, struct
 			rc = http_fail(h, "operations.wait", &r);
 			break;
 		}
+		status = op_status(&r, &bad);
+		if (bad) {
+			rc = malformed(h, "operations.wait", bad);
+			break;
+		}
 	}
 	h->http.timeout_ms = saved;
-	if (rc == 0) {
-		const cJSON *errs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.json, "error"),
-								     "errors");
+	/* Any error member means the operation failed, whatever its shape:
+	 * success is only ever read from a reply without one. */
+	err = rc == 0 && cJSON_IsObject(r.json) ? cJSON_GetObjectItemCaseSensitive(r.json, "error") : NULL;
+	if (err && !cJSON_IsNull(err)) {
+		const cJSON *errs = cloud_json_get(err, "errors", cJSON_Array, NULL);
 		const cJSON *e = cJSON_GetArrayItem(errs, 0);
+		const char *code = cJSON_IsObject(e) ? json_str(e, "code") : "";
 
-		if (e) {
-			const char *code = json_str(e, "code");
-
-			snprintf(msg, sizeof(msg), "%s: %s", code, json_str(e, "message"));
-			LOG(h, ERROR, WHO ": %s of '%s' failed: operation '%s': %s", what, h->name, name, msg);
-			rc = strstr(code, "QUOTA") || strstr(code, "EXHAUSTED") ? -ENOSPC : -EIO;
-			rest_count_error(&h->http);
-		}
+		snprintf(msg, sizeof(msg), "%s: %s", code[0] ? code : "no code",
+			 cJSON_IsObject(e) && json_str(e, "message")[0] ? json_str(e, "message") : "no message");
+		LOG(h, ERROR, WHO ": %s of '%s' failed: operation '%s': %s", what, h->name, name, msg);
+		rc = strstr(code, "QUOTA") || strstr(code, "EXHAUSTED") ? -ENOSPC : -EIO;
+		rest_count_error(&h->http);
 	}
 	rest_reply_clear(&r);
 	return rc;

@@ -67,6 +67,20 @@ int64_t cloud_parse_time(const char *s);
  * form both monitoring APIs take in a time range. */
 void cloud_format_time(int64_t ms, char *out, size_t size);
 
+/* Typed reads of a provider's reply, which may be malformed or spoofed.
+ * Returns the member `key` of object o when its JSON type is one of `types`
+ * (cJSON_String, cJSON_Number, cJSON_Object, cJSON_Array, cJSON_True |
+ * cJSON_False for a boolean, or'ed), else NULL: when o is not an object, or
+ * the member is absent or null. When the member is there with another type
+ * it also sets *bad to `key`, unless *bad is set already, so that a caller
+ * reads every member it needs and then reports the first wrong one. */
+const cJSON *cloud_json_get(const cJSON *o, const char *key, int types, const char **bad);
+
+/* A count (a size, a capacity) given as an integral JSON number or as a
+ * string of decimal digits (how Google sends int64): 0 and its value in
+ * *ret when it is one from 0 to max, else -EBADMSG. */
+int cloud_json_count(const cJSON *v, int max, int *ret);
+
 /* The value of option `key`, or NULL. */
 const char *cloud_opt(const struct autoscaled_option *o, size_t n, const char *key);
 

@@ -141,6 +141,53 @@ int cloud_choose_victims(const struct autoscaled_host *host, const char *who, co
 	return 0;
 }
 
+const cJSON *cloud_json_get(const cJSON *o, const char *key, int types, const char **bad)
+{
+	const cJSON *v;
+
+	if (!cJSON_IsObject(o))
+		return NULL;
+	v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!v || cJSON_IsNull(v))
+		return NULL;
+	if ((v->type & 0xff) & types)
+		return v;
+	if (bad && !*bad)
+		*bad = key;
+	return NULL;
+}
+
+int cloud_json_count(const cJSON *v, int max, int *ret)
+{
+	if (cJSON_IsNumber(v)) {
+		double d = v->valuedouble;
+
+		/* Compared as a double: valueint saturates, so 1e300 would pass
+		 * as INT_MAX. */
+		if (!(d >= 0 && d <= max) || d != (double)(int)d)
+			return -EBADMSG;
+		*ret = (int)d;
+		return 0;
+	}
+	if (cJSON_IsString(v)) {
+		const char *p = v->valuestring;
+		long long n = 0;
+
+		if (!*p)
+			return -EBADMSG;
+		for (; *p; p++) {
+			if (*p < '0' || *p > '9')
+				return -EBADMSG;
+			n = n * 10 + (*p - '0');
+			if (n > max)
+				return -EBADMSG;
+		}
+		*ret = (int)n;
+		return 0;
+	}
+	return -EBADMSG;
+}
+
 const char *cloud_opt(const struct autoscaled_option *o, size_t n, const char *key)
 {
 	for (size_t i = 0; i < n; i++)

@@ -259,8 +259,10 @@ static bool gce_rate_limited(const struct rest_reply *r)
 	const cJSON *errs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r->json, "error"), "errors");
 	const cJSON *e;
 
+	if (!cJSON_IsArray(errs))
+		return false;
 	cJSON_ArrayForEach(e, errs) {
-		const cJSON *reason = cJSON_GetObjectItemCaseSensitive(e, "reason");
+		const cJSON *reason = cJSON_IsObject(e) ? cJSON_GetObjectItemCaseSensitive(e, "reason") : NULL;
 
 		if (cJSON_IsString(reason) && (strcmp(reason->valuestring, "rateLimitExceeded") == 0 ||
 					       strcmp(reason->valuestring, "userRateLimitExceeded") == 0))

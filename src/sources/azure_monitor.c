@@ -46,7 +46,8 @@ static int az_fetch(void *state, struct rest_client *http, double *value, char *
 	struct rest_reply r;
 	const char *bearer;
 	char start[32], end[32], url[2048];
-	const cJSON *metric, *series, *data, *pt, *best = NULL;
+	const cJSON *list, *metric, *series, *data, *pt, *best = NULL;
+	const char *bad = NULL;
 	int64_t now = rest_now_ms(), t = 0;
 	int rc;
 
@@ -61,16 +62,42 @@ static int az_fetch(void *state, struct rest_client *http, double *value, char *
 	rc = cloud_source_get(http, url, bearer, "metrics", &r, why, whylen);
 	if (rc < 0)
 		return rc;
-	metric = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r.json, "value"), 0);
-	series = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(metric, "timeseries"), 0);
-	data = cJSON_GetObjectItemCaseSensitive(series, "data");
+	/* Every member is read with the type the API documents: a reply of
+	 * another shape is an error, never a value (nor a zero). */
+	list = cloud_json_get(r.json, "value", cJSON_Array, &bad);
+	metric = cJSON_GetArrayItem(list, 0);
+	if (metric && !cJSON_IsObject(metric) && !bad)
+		bad = "value[]";
+	series = cJSON_GetArrayItem(cloud_json_get(metric, "timeseries", cJSON_Array, &bad), 0);
+	if (series && !cJSON_IsObject(series) && !bad)
+		bad = "timeseries[]";
+	data = cloud_json_get(series, "data", cJSON_Array, &bad);
 	cJSON_ArrayForEach(pt, data) {
-		int64_t ts = cloud_parse_time(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pt, "timeStamp")));
+		const cJSON *ts_v = cloud_json_get(pt, "timeStamp", cJSON_String, &bad);
+		const cJSON *avg = cloud_json_get(pt, "average", cJSON_Number, &bad);
+		int64_t ts;
 
-		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(pt, "average")) && ts >= t) {
-			best = pt;
+		if (!cJSON_IsObject(pt) && !bad)
+			bad = "data[]";
+		if (bad)
+			break;
+		ts = ts_v ? cloud_parse_time(ts_v->valuestring) : 0;
+		if (avg && ts == 0) {
+			bad = "timeStamp";
+			break;
+		}
+		if (avg && ts >= t) {
+			best = avg;
 			t = ts;
 		}
+	}
+	if (!cJSON_IsObject(r.json))
+		bad = "(the body)";
+	if (bad) {
+		snprintf(why, whylen, "malformed metrics reply (field '%s')", bad);
+		rc = -EBADMSG;
+		rest_reply_clear(&r);
+		return rc;
 	}
 	if (!best) {
 		snprintf(why, whylen, "no point with an average from %s to %s", start, end);
@@ -81,7 +108,7 @@ static int az_fetch(void *state, struct rest_client *http, double *value, char *
 			 (long long)m->max_age_ms / 1000);
 		rc = -ENODATA;
 	} else {
-		*value = cJSON_GetObjectItemCaseSensitive(best, "average")->valuedouble;
+		*value = best->valuedouble;
 	}
 	rest_reply_clear(&r);
 	return rc;

@@ -44,7 +44,8 @@ static int gce_fetch(void *state, struct rest_client *http, double *value, char 
 	struct rest_reply r;
 	const char *bearer;
 	char start[32], end[32], url[4096];
-	const cJSON *series, *point, *v, *iv;
+	const cJSON *list, *series, *points, *point, *v, *iv, *et, *dv, *iv64;
+	const char *bad = NULL;
 	int64_t now = rest_now_ms(), t;
 	int rc;
 
@@ -62,28 +63,53 @@ static int gce_fetch(void *state, struct rest_client *http, double *value, char 
 	rc = cloud_source_get(http, url, bearer, "timeSeries.list", &r, why, whylen);
 	if (rc < 0)
 		return rc;
-	series = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r.json, "timeSeries"), 0);
+	/* Every member is read with the type the API documents: a reply of
+	 * another shape is an error, never a value (nor a zero). */
+	list = cloud_json_get(r.json, "timeSeries", cJSON_Array, &bad);
+	series = cJSON_GetArrayItem(list, 0);
+	if (series && !cJSON_IsObject(series) && !bad)
+		bad = "timeSeries[]";
+	points = cloud_json_get(series, "points", cJSON_Array, &bad);
 	/* Points come newest first. */
-	point = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(series, "points"), 0);
+	point = cJSON_GetArrayItem(points, 0);
+	if (point && !cJSON_IsObject(point) && !bad)
+		bad = "points[]";
+	iv = cloud_json_get(point, "interval", cJSON_Object, &bad);
+	et = cloud_json_get(iv, "endTime", cJSON_String, &bad);
+	v = cloud_json_get(point, "value", cJSON_Object, &bad);
+	dv = cloud_json_get(v, "doubleValue", cJSON_Number, &bad);
+	iv64 = cloud_json_get(v, "int64Value", cJSON_String, &bad);
+	if (!cJSON_IsObject(r.json))
+		bad = "(the body)";
+	if (bad) {
+		snprintf(why, whylen, "malformed timeSeries.list reply (field '%s')", bad);
+		rc = -EBADMSG;
+		goto out;
+	}
 	if (!point) {
 		snprintf(why, whylen, "no CPU series for the group from %s to %s", start, end);
 		rc = -ENODATA;
 		goto out;
 	}
-	iv = cJSON_GetObjectItemCaseSensitive(point, "interval");
-	t = cloud_parse_time(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(iv, "endTime")));
+	t = et ? cloud_parse_time(et->valuestring) : 0;
 	if (t == 0 || now - t > m->max_age_ms) {
 		snprintf(why, whylen, "newest point is %lld s old, more than max_age %lld s", t ? (long long)(now - t) / 1000 : -1LL,
 			 (long long)m->max_age_ms / 1000);
 		rc = -ENODATA;
 		goto out;
 	}
-	v = cJSON_GetObjectItemCaseSensitive(point, "value");
-	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(v, "doubleValue")))
-		*value = cJSON_GetObjectItemCaseSensitive(v, "doubleValue")->valuedouble * 100.0;
-	else if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(v, "int64Value")))
-		*value = strtod(cJSON_GetObjectItemCaseSensitive(v, "int64Value")->valuestring, NULL) * 100.0;
-	else {
+	if (dv) {
+		*value = dv->valuedouble * 100.0;
+	} else if (iv64) {
+		char *e;
+
+		errno = 0;
+		*value = strtod(iv64->valuestring, &e) * 100.0;
+		if (!iv64->valuestring[0] || *e != '\0' || errno != 0) {
+			snprintf(why, whylen, "malformed timeSeries.list reply (field 'int64Value')");
+			rc = -EBADMSG;
+		}
+	} else {
 		snprintf(why, whylen, "newest point has no doubleValue");
 		rc = -EBADMSG;
 	}

@@ -10,7 +10,10 @@ Faults are rules matched in order against each request:
               headers={"Retry-After": "1"}, body={...}, delay_ms=0, after=False)
 `after=True` lets the request take effect and then replaces the reply (a
 reply lost on the way back); `status=None` with delay_ms only slows the
-reply. A rule with times=N fires N times (-1: always)."""
+reply. `mutate=fn` (with status=None) lets the request take effect and
+passes its Reply to fn, whose return value (a Reply) is sent instead: a
+malformed or spoofed version of the real reply. A rule with times=N fires N
+times (-1: always)."""
 
 import json
 import re
@@ -42,12 +45,12 @@ class Emulator:
         self.routes.append((method, re.compile(pattern), handler))
 
     def add_fault(self, method=None, path=None, status=None, times=1, headers=None, body=None,
-                  delay_ms=0, after=False, query=None):
+                  delay_ms=0, after=False, query=None, mutate=None):
         with self.lock:
             self.faults.append({"method": method, "path": re.compile(path) if path else None,
                                 "query": query, "status": status, "times": times,
                                 "headers": dict(headers or {}), "body": body,
-                                "delay_ms": delay_ms, "after": after})
+                                "delay_ms": delay_ms, "after": after, "mutate": mutate})
 
     def clear(self):
         with self.lock:
@@ -134,6 +137,8 @@ class Emulator:
                         reply = Reply(fault["status"], fault["body"], fault["headers"])
                     elif fault:
                         reply.headers.update(fault["headers"])
+                        if fault["mutate"]:
+                            reply = fault["mutate"](reply)
                 req["status"] = reply.status
                 if isinstance(reply.body, (dict, list)):
                     data = json.dumps(reply.body).encode()
