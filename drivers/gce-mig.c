@@ -483,7 +483,10 @@ static int gce_set_capacity(struct autoscaled_driver_instance *h, int count, aut
 	before.v = malloc((h->members.n + 1) * sizeof(*before.v));
 	if (!before.v)
 		return -ENOMEM;
-	memcpy(before.v, h->members.v, h->members.n * sizeof(*before.v));
+	/* An empty group has no member array at all (memcpy from NULL is
+	 * undefined even for no bytes). */
+	if (h->members.n > 0)
+		memcpy(before.v, h->members.v, h->members.n * sizeof(*before.v));
 	before.n = before.cap = h->members.n;
 	if (refresh(h) == 0) {
 		for (size_t i = 0; i < h->members.n && rc == 0; i++) {
