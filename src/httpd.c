@@ -157,13 +157,35 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
-/* Lets MHD do its work, then arms the timer for its next deadline. */
+/* The connections MHD holds; asking also lets it drop the closed ones. */
+static unsigned n_connections(struct httpd *h)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return i ? i->num_connections : 0;
+}
+
+/* Lets MHD do its work, then arms the timer for its next deadline.
+ *
+ * At its connection limit MHD takes the listening socket out of its epoll
+ * set (clients wait in the kernel's backlog), and puts it back only at the
+ * start of a later run. If the last connections close during a run, no
+ * later run would come: the listening socket is in no set, and no
+ * connection is left to wake the loop or to time out, so the server would
+ * never accept again. A run that closed connections is therefore followed
+ * by another; it re-arms the listening socket and takes the clients that
+ * waited. The loop ends, as each pass must close one more connection to
+ * go on. */
 static void run(struct httpd *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
 	uint64_t now;
+	unsigned before;
 
-	MHD_run(h->mhd);
+	do {
+		before = n_connections(h);
+		MHD_run(h->mhd);
+	} while (n_connections(h) < before);
 	if (MHD_get_timeout(h->mhd, &ms) != MHD_YES) {
 		sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
 		return;

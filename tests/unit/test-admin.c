@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -369,6 +370,28 @@ static void test_socket_refusals(void **st)
 	assert_int_not_equal(access("/tmp/test-admin-x.sock", F_OK), 0);
 }
 
+/* More idle clients than the server's connection limit (64) fill it and
+ * its backlog. A request made then waits in the backlog and is answered
+ * once they go, and so is the next: the server keeps accepting after
+ * having been at its limit (it used to stop for good). */
+static void test_connection_limit(void **st)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fds[72], n;
+	char *out;
+
+	(void)st;
+	assert_true(strlen(sock) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	n = loop_http_hold(event, (struct sockaddr *)&sa, sizeof(sa), fds, 72);
+	assert_true(n > 64);
+	assert_int_equal(loop_http_release_later(event, fds, n, 300000), 0);
+	assert_int_equal(req("GET", "/v1/health", NULL, &out), 200);
+	assert_non_null(strstr(out, "\"status\":\"ok\""));
+	free(out);
+	assert_int_equal(req("GET", "/v1/groups", NULL, NULL), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +403,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_body_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_socket_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
