@@ -312,9 +312,16 @@ int httpd_listen_unix(const char *path, unsigned mode, const char *group)
 			r = -ENOENT;
 			goto fail;
 		}
+		/* Without CAP_CHOWN (the unit's empty bounding set) the owner
+		 * may still give the socket to a group it is a member of. */
 		if (chown(path, (uid_t)-1, gr->gr_gid) < 0) {
 			r = -errno;
-			log_errx("admin: cannot give '%s' to group '%s': %s", path, group, strerror(-r));
+			if (r == -EPERM)
+				log_errx("admin: cannot give '%s' to group '%s': the daemon is not a member of that "
+					 "group and may not change owners (under systemd: SupplementaryGroups=%s)",
+					 path, group, group);
+			else
+				log_errx("admin: cannot give '%s' to group '%s': %s", path, group, strerror(-r));
 			goto fail;
 		}
 	}
