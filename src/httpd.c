@@ -80,6 +80,40 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *re
 	return ret;
 }
 
+/* Whether S is well-formed UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF). */
+static bool utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		unsigned c = *p, n, min, cp;
+
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			n = 1, min = 0x80, cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 2, min = 0x800, cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 3, min = 0x10000, cp = c & 0x07;
+		} else {
+			return false;
+		}
+		for (unsigned i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		p += n + 1;
+	}
+	return true;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -119,6 +153,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (k->too_large) {
 		httpd_error(&resp, 413, "request body larger than %zu bytes", h->max_body);
+		return queue(c, &resp);
+	}
+	/* Handlers quote the path in their JSON replies, and JSON is UTF-8: a
+	 * path that is not is refused here, without being echoed. */
+	if (!utf8_valid(url)) {
+		httpd_error(&resp, 400, "the request path is not valid UTF-8");
 		return queue(c, &resp);
 	}
 	h->handler(h->userdata,
