@@ -483,6 +483,7 @@ struct include_check {
 	size_t file;     /* the file being scanned */
 	int level;       /* of plain includes below the unit */
 	bool bad;        /* the chain holds a file that is not regular */
+	size_t *n_read;  /* files read for the unit's checks, bounded */
 };
 
 static int check_include(void *ctx, char *line_start, const char *name, size_t len, int line, int depth);
@@ -494,7 +495,18 @@ static int check_include_file(struct include_check *c, const char *path, int fro
 	struct include_check sub = *c;
 	char *text = NULL;
 	struct stat st;
-	int r = read_text(path, &text, &st);
+	int r;
+
+	/* A file that includes itself twice reads 2^depth files: the same
+	 * bound as for wildcard includes keeps that finite, for libconfig
+	 * too, whose expansion is then not attempted. */
+	if (++*c->n_read > CONFIG_MAX_UNITS) {
+		if (*c->n_read == CONFIG_MAX_UNITS + 1)
+			cfg_error_at(c->x, c->file, from_line, "more than %d files are included", CONFIG_MAX_UNITS);
+		c->bad = true;
+		return 0;
+	}
+	r = read_text(path, &text, &st);
 
 	if (r == -EISDIR || r == -EINVAL) {
 		cfg_error_at(c->x, c->file, from_line, "cannot read '%s': %s", path, file_strerror(r));
@@ -583,7 +595,8 @@ static int take_include(void *ctx, char *line_start, const char *name, size_t le
 static int take_wildcards(struct config_ctx *x, const char *dir, size_t file, char *text, struct wildcard **ret,
 			  size_t *n_ret)
 {
-	struct take t = {.x = x, .check = {.x = x, .dir = dir, .file = file}};
+	size_t n_read = 0;
+	struct take t = {.x = x, .check = {.x = x, .dir = dir, .file = file, .n_read = &n_read}};
 	int r = for_each_include(text, take_include, &t);
 
 	if (r < 0) {

@@ -480,6 +480,13 @@ static void test_fifo_files(void **state)
 	/* A commented-out include of a FIFO is nobody's business. */
 	c = load_ok("/* @include \"fifo.inc\" */\n# @include \"fifo.inc\"\n@include \"groups.inc\"\n");
 	config_free(c);
+	/* A file that includes itself ten times: the walk is bounded, and so
+	 * is libconfig's expansion, which is then not attempted. */
+	write_file("self.inc", "@include \"self.inc\"\n@include \"self.inc\"\n@include \"self.inc\"\n"
+			       "@include \"self.inc\"\n@include \"self.inc\"\n@include \"self.inc\"\n"
+			       "@include \"self.inc\"\n@include \"self.inc\"\n@include \"self.inc\"\n"
+			       "@include \"self.inc\"\n");
+	expect_errors("@include \"self.inc\"\n", "self.inc:7: more than 20000 files are included", NULL);
 	/* A wildcard matches regular files only: a FIFO in conf.d is skipped. */
 	snprintf(path, sizeof(path), "%s/conf.d", dir);
 	assert_int_equal(mkdir(path, 0700), 0);
