@@ -76,7 +76,28 @@ if command -v python3 >/dev/null; then
 		not_ok "a slowly dying command is reaped in the background (probe status $probe_rc)"
 		[ -n "$h" ] && kill -9 "$h" 2>/dev/null
 	fi
+	# Without pidfd_open(2) (old kernels, valgrind) a timer polls
+	# waitpid(2) instead: strace makes the call fail to take that path.
+	if command -v strace >/dev/null && strace -qq -o /dev/null -e inject=pidfd_open:error=ENOSYS true 2>/dev/null; then
+		rm -f "$TMP/hog"
+		probe_pre="strace -qq -o /dev/null -e trace=pidfd_open -e inject=pidfd_open:error=ENOSYS"
+		$probe_pre "$PROBE" -K "$TMP/hog" \
+			"$(x "timeout = 30000; command = [\"python3\", \"$TMP/hog.py\", \"$TMP/hog\"];")" >"$TMP/out" 2>&1
+		probe_rc=$?
+		sed 's/^/# /' "$TMP/out"
+		h=$(cat "$TMP/hog" 2>/dev/null)
+		if grep -q "^children left" "$TMP/out" && grep -q "^children reaped" "$TMP/out" &&
+			[ -n "$h" ] && [ ! -e "/proc/$h" ]; then
+			ok "without pidfd_open, the polling reaper collects it too"
+		else
+			not_ok "without pidfd_open, the polling reaper collects it too (probe status $probe_rc)"
+			[ -n "$h" ] && kill -9 "$h" 2>/dev/null
+		fi
+	else
+		ok "# SKIP strace cannot inject a failing pidfd_open here"
+	fi
 else
+	ok "# SKIP python3 is missing"
 	ok "# SKIP python3 is missing"
 fi
 
