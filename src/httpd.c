@@ -60,6 +60,67 @@ void httpd_error(struct httpd_response *resp, int status, const char *fmt, ...)
 	cJSON_Delete(o);
 }
 
+/* The length of the well-formed UTF-8 sequence at P (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), or 0 when there is none. */
+static size_t utf8_seq_len(const unsigned char *p)
+{
+	unsigned c = *p, n, min, cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 1, min = 0x80, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 2, min = 0x800, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 3, min = 0x10000, cp = c & 0x07;
+	else
+		return 0;
+	for (unsigned i = 1; i <= n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n + 1;
+}
+
+static bool utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	for (; *p; p += n)
+		if (!(n = utf8_seq_len(p)))
+			return false;
+	return true;
+}
+
+/* A copy of S with each byte that starts no well-formed sequence replaced
+ * by U+FFFD; NULL when out of memory. */
+static char *utf8_repair(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *out = malloc(strlen(s) * 3 + 1), *o = out;
+	size_t n;
+
+	if (!out)
+		return NULL;
+	for (; *p; p += n ? n : 1) {
+		n = utf8_seq_len(p);
+		if (n) {
+			memcpy(o, p, n);
+			o += n;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *resp)
 {
 	struct MHD_Response *r;
@@ -68,6 +129,17 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *re
 
 	if (!body)
 		return MHD_NO;
+	/* Replies are JSON or Prometheus text, both UTF-8. A value quoted in
+	 * them (a command's stderr, a driver's message, a label) may not be:
+	 * such bytes become U+FFFD rather than make the reply unreadable. */
+	if (!utf8_valid(body)) {
+		char *fixed = utf8_repair(body);
+
+		free(body);
+		if (!fixed)
+			return MHD_NO;
+		body = fixed;
+	}
 	r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(body);
@@ -78,40 +150,6 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *re
 	ret = MHD_queue_response(c, (unsigned)resp->status, r);
 	MHD_destroy_response(r);
 	return ret;
-}
-
-/* Whether S is well-formed UTF-8 (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF). */
-static bool utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		unsigned c = *p, n, min, cp;
-
-		if (c < 0x80) {
-			p++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf) {
-			n = 1, min = 0x80, cp = c & 0x1f;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			n = 2, min = 0x800, cp = c & 0x0f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			n = 3, min = 0x10000, cp = c & 0x07;
-		} else {
-			return false;
-		}
-		for (unsigned i = 1; i <= n; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (p[i] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		p += n + 1;
-	}
-	return true;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,

@@ -386,6 +386,12 @@ static void test_hostile_paths(void **st)
 	assert_int_equal(req("GET", "/v2/%FF", NULL, &out), 400);
 	assert_null(strchr(out, '\xff'));
 	free(out);
+	/* A value that is not UTF-8 in a reply (here a decision record; a
+	 * command's stderr can put one there) becomes U+FFFD. */
+	admin_ring_push(&ring, strdup("{\"why\":\"bad \xff\xc0\xaf byte\"}"));
+	assert_int_equal(req("GET", "/v1/groups/web/decisions", NULL, &out), 200);
+	assert_non_null(strstr(out, "\"why\":\"bad \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd byte\""));
+	free(out);
 	/* Well-formed UTF-8 is answered as any other path. */
 	expect_error("GET", "/v1/groups/caf%C3%A9", NULL, 404, "caf\xc3\xa9");
 	assert_int_equal(req("GET", "/v1/groups/a%0Aerror:%20forged/pause", NULL, &out), 405);
