@@ -39,8 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config-private.h"
+#include "file.h"
 #include "schedule.h"
 
 /* A configuration file is written by an operator, but a mistake (pointing -c
@@ -354,47 +356,58 @@ struct wildcard {
 	int line;
 };
 
+/* Reads a configuration file whole, through file_open_regular(): a FIFO
+ * or a device named as the configuration or an include is refused at
+ * once instead of blocking the daemon or `-n`. */
 static int read_text(const char *path, char **ret, struct stat *st)
 {
-	FILE *f = fopen(path, "re");
 	char *buf;
-	size_t n;
+	size_t n = 0;
+	int fd = file_open_regular(path, 0, st), r = 0;
 
-	if (!f)
-		return -errno;
-	if (fstat(fileno(f), st) < 0) {
-		int r = -errno;
-
-		fclose(f);
-		return r;
-	}
-	if (!S_ISREG(st->st_mode) || st->st_size > CONFIG_MAX_FILE_SIZE) {
-		int r = S_ISDIR(st->st_mode) ? -EISDIR : !S_ISREG(st->st_mode) ? -EINVAL : -EFBIG;
-
-		fclose(f);
-		return r;
+	if (fd < 0)
+		return fd;
+	if (st->st_size > CONFIG_MAX_FILE_SIZE) {
+		close(fd);
+		return -EFBIG;
 	}
 	buf = malloc((size_t)st->st_size + 1);
 	if (!buf) {
-		fclose(f);
+		close(fd);
 		return -ENOMEM;
 	}
-	n = fread(buf, 1, (size_t)st->st_size, f);
+	while (n < (size_t)st->st_size) {
+		ssize_t k = read(fd, buf + n, (size_t)st->st_size - n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			r = -errno;
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
 	buf[n] = '\0';
-	fclose(f);
 	*ret = buf;
 	return 0;
 }
 
-/* Finds the `@include` lines that hold a wildcard, blanks them out of `text`
- * and returns them. A small lexer keeps track of strings, comments and
- * nesting, so that a wildcard line inside a group can be refused. */
-static int take_wildcards(struct config_ctx *x, size_t file, char *text, struct wildcard **ret, size_t *n_ret)
+/* Calls FN for each `@include "NAME"` line of TEXT that libconfig would
+ * take: at the start of a line, outside strings and comments. FN gets the
+ * line's start (it may blank the line out), the name (not terminated), its
+ * length, the line number and the nesting depth of groups and lists there.
+ * Stops at the first negative return of FN and returns it. */
+typedef int (*include_fn)(void *ctx, char *line_start, const char *name, size_t len, int line, int depth);
+
+static int for_each_include(char *text, include_fn fn, void *ctx)
 {
 	enum { NORMAL, STRING, LINE_COMMENT, BLOCK_COMMENT } st = NORMAL;
-	struct wildcard *v = NULL;
-	size_t n = 0;
-	int depth = 0, line = 1;
+	int depth = 0, line = 1, r;
 
 	for (char *p = text; *p; p++) {
 		if (p == text || p[-1] == '\n') {
@@ -404,21 +417,8 @@ static int take_wildcards(struct config_ctx *x, size_t file, char *text, struct 
 				char *open = q + 8 + strspn(q + 8, " \t"), *close;
 
 				close = *open == '"' ? strchr(open + 1, '"') : NULL;
-				if (close && strcspn(open + 1, "*?[") < (size_t)(close - open - 1)) {
-					struct wildcard *nv = realloc(v, (n + 1) * sizeof(*v));
-
-					if (!nv || !(nv[n].pattern = strndup(open + 1, (size_t)(close - open - 1)))) {
-						free(nv ? nv : v);
-						return -ENOMEM;
-					}
-					v = nv;
-					v[n++].line = line;
-					if (depth > 0)
-						cfg_error_at(x, file, line,
-							     "an @include with a wildcard must stand at the top level, outside any group or list");
-					for (char *b = p; *b && *b != '\n'; b++)
-						*b = ' ';
-				}
+				if (close && (r = fn(ctx, p, open + 1, (size_t)(close - open - 1), line, depth)) < 0)
+					return r;
 			}
 		}
 		switch (st) {
@@ -452,8 +452,161 @@ static int take_wildcards(struct config_ctx *x, size_t file, char *text, struct 
 		if (*p == '\n')
 			line++;
 	}
-	*ret = v;
-	*n_ret = n;
+	return 0;
+}
+
+/* Blanks out the line that starts at P, keeping its newline, so that
+ * libconfig does not see it and line numbers stay right. */
+static void blank_line(char *p)
+{
+	for (; *p && *p != '\n'; p++)
+		*p = ' ';
+}
+
+static bool has_wildcard(const char *name, size_t len)
+{
+	return strcspn(name, "*?[") < len;
+}
+
+/* libconfig opens a plain include itself, with a blocking fopen(3), so a
+ * FIFO or a device anywhere in a chain of plain includes would hang the
+ * reader. Before libconfig runs, each chain is walked here, the names
+ * resolved as libconfig resolves them (against the unit's include
+ * directory, nested ones too), each file opened through
+ * file_open_regular(). A chain that holds a file that is not regular has
+ * its error reported where that file is named, and its first @include line
+ * is taken out of the unit, so libconfig never opens it. A file that cannot
+ * be opened at all is left to libconfig, which says so in its own words. */
+struct include_check {
+	struct config_ctx *x;
+	const char *dir; /* the unit's include directory */
+	size_t file;     /* the file being scanned */
+	int level;       /* of plain includes below the unit */
+	bool bad;        /* the chain holds a file that is not regular */
+	size_t *n_read;  /* files read for the unit's checks, bounded */
+};
+
+static int check_include(void *ctx, char *line_start, const char *name, size_t len, int line, int depth);
+
+/* Walks the plain includes of the file at PATH (named at FROM_LINE of the
+ * scanned file). Returns 0, or -ENOMEM. */
+static int check_include_file(struct include_check *c, const char *path, int from_line)
+{
+	struct include_check sub = *c;
+	char *text = NULL;
+	struct stat st;
+	int r;
+
+	/* A file that includes itself twice reads 2^depth files: the same
+	 * bound as for wildcard includes keeps that finite, for libconfig
+	 * too, whose expansion is then not attempted. */
+	if (++*c->n_read > CONFIG_MAX_UNITS) {
+		if (*c->n_read == CONFIG_MAX_UNITS + 1)
+			cfg_error_at(c->x, c->file, from_line, "more than %d files are included", CONFIG_MAX_UNITS);
+		c->bad = true;
+		return 0;
+	}
+	r = read_text(path, &text, &st);
+
+	if (r == -EISDIR || r == -EINVAL) {
+		cfg_error_at(c->x, c->file, from_line, "cannot read '%s': %s", path, file_strerror(r));
+		c->bad = true;
+		return 0;
+	}
+	if (r == -ENOMEM)
+		return r;
+	/* A missing or unreadable file, or one nested deeper than libconfig
+	 * follows, is libconfig's to report. */
+	if (r < 0 || c->level >= CONFIG_MAX_INCLUDE_DEPTH) {
+		free(text);
+		return 0;
+	}
+	sub.file = intern_file(c->x, path);
+	sub.level = c->level + 1;
+	sub.bad = false;
+	r = for_each_include(text, check_include, &sub);
+	free(text);
+	c->bad |= sub.bad;
+	return r;
+}
+
+static int check_include(void *ctx, char *line_start, const char *name, size_t len, int line, int depth)
+{
+	struct include_check *c = ctx;
+	char *n = strndup(name, len), *path = NULL;
+	bool was_bad = c->bad;
+	int r;
+
+	(void)depth;
+	if (!n)
+		return -ENOMEM;
+	/* The unit's absolute names are rewritten for libconfig (see below);
+	 * below the unit libconfig 1.5 puts the include directory in front of
+	 * every name. */
+	if (c->level == 0 || !c->dir)
+		path = path_join(c->dir, n);
+	else if (asprintf(&path, "%s/%s", c->dir, n) < 0)
+		path = NULL;
+	free(n);
+	if (!path)
+		return -ENOMEM;
+	c->bad = false;
+	r = check_include_file(c, path, line);
+	free(path);
+	/* Only the unit's own line is taken out: libconfig reads the files
+	 * below it from disk. */
+	if (c->level == 0 && c->bad)
+		blank_line(line_start);
+	c->bad |= was_bad;
+	return r;
+}
+
+/* Sorts the unit's @include lines: those with a wildcard are taken out of
+ * `text` (replaced by blanks, so line numbers stay right) and returned, to
+ * be read as units of their own; plain ones are checked as above. */
+struct take {
+	struct config_ctx *x;
+	struct include_check check;
+	struct wildcard *v;
+	size_t n;
+};
+
+static int take_include(void *ctx, char *line_start, const char *name, size_t len, int line, int depth)
+{
+	struct take *t = ctx;
+	struct wildcard *nv;
+
+	if (!has_wildcard(name, len))
+		return check_include(&t->check, line_start, name, len, line, depth);
+	nv = realloc(t->v, (t->n + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	t->v = nv;
+	if (!(nv[t->n].pattern = strndup(name, len)))
+		return -ENOMEM;
+	nv[t->n++].line = line;
+	if (depth > 0)
+		cfg_error_at(t->x, t->check.file, line,
+			     "an @include with a wildcard must stand at the top level, outside any group or list");
+	blank_line(line_start);
+	return 0;
+}
+
+static int take_wildcards(struct config_ctx *x, const char *dir, size_t file, char *text, struct wildcard **ret,
+			  size_t *n_ret)
+{
+	size_t n_read = 0;
+	struct take t = {.x = x, .check = {.x = x, .dir = dir, .file = file, .n_read = &n_read}};
+	int r = for_each_include(text, take_include, &t);
+
+	if (r < 0) {
+		for (size_t i = 0; i < t.n; i++)
+			free(t.v[i].pattern);
+		free(t.v);
+		return r;
+	}
+	*ret = t.v;
+	*n_ret = t.n;
 	return 0;
 }
 
@@ -634,7 +787,7 @@ static int load_unit(struct config_ctx *x, struct loader *ld, const char *path, 
 	if (r < 0) {
 		if (depth == 0)
 			return r;
-		cfg_error_at(x, from_file, from_line, "cannot read '%s': %s", path, strerror(-r));
+		cfg_error_at(x, from_file, from_line, "cannot read '%s': %s", path, file_strerror(r));
 		return r == -ENOMEM ? r : 0;
 	}
 	for (size_t i = 0; i < ld->n_seen; i++) {
@@ -668,7 +821,7 @@ static int load_unit(struct config_ctx *x, struct loader *ld, const char *path, 
 	}
 	u->file = file;
 	u->dir = path_dir(path);
-	r = take_wildcards(x, file, text, &wild, &n_wild);
+	r = take_wildcards(x, u->dir, file, text, &wild, &n_wild);
 	if (r == 0)
 		r = rewrite_absolute_includes(u, &text);
 	if (r < 0) {
@@ -719,7 +872,7 @@ int config_load(const char *path, struct config **ret, struct config_errors *err
 	if (r < 0 && r != -ENOMEM && x.n_units == 0) {
 		/* The main file itself cannot be read: no line to point at. */
 		if (errs && (errs->v = calloc(2, sizeof(char *))) &&
-		    asprintf(&errs->v[0], "%s: cannot read: %s", path, strerror(-r)) >= 0)
+		    asprintf(&errs->v[0], "%s: cannot read: %s", path, file_strerror(r)) >= 0)
 			errs->n = 1;
 		ctx_clear(&x);
 		config_free(x.c);

@@ -60,6 +60,67 @@ void httpd_error(struct httpd_response *resp, int status, const char *fmt, ...)
 	cJSON_Delete(o);
 }
 
+/* The length of the well-formed UTF-8 sequence at P (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), or 0 when there is none. */
+static size_t utf8_seq_len(const unsigned char *p)
+{
+	unsigned c = *p, n, min, cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 1, min = 0x80, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 2, min = 0x800, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 3, min = 0x10000, cp = c & 0x07;
+	else
+		return 0;
+	for (unsigned i = 1; i <= n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n + 1;
+}
+
+static bool utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	for (; *p; p += n)
+		if (!(n = utf8_seq_len(p)))
+			return false;
+	return true;
+}
+
+/* A copy of S with each byte that starts no well-formed sequence replaced
+ * by U+FFFD; NULL when out of memory. */
+static char *utf8_repair(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *out = malloc(strlen(s) * 3 + 1), *o = out;
+	size_t n;
+
+	if (!out)
+		return NULL;
+	for (; *p; p += n ? n : 1) {
+		n = utf8_seq_len(p);
+		if (n) {
+			memcpy(o, p, n);
+			o += n;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *resp)
 {
 	struct MHD_Response *r;
@@ -68,6 +129,17 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *re
 
 	if (!body)
 		return MHD_NO;
+	/* Replies are JSON or Prometheus text, both UTF-8. A value quoted in
+	 * them (a command's stderr, a driver's message, a label) may not be:
+	 * such bytes become U+FFFD rather than make the reply unreadable. */
+	if (!utf8_valid(body)) {
+		char *fixed = utf8_repair(body);
+
+		free(body);
+		if (!fixed)
+			return MHD_NO;
+		body = fixed;
+	}
 	r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(body);
@@ -121,6 +193,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		httpd_error(&resp, 413, "request body larger than %zu bytes", h->max_body);
 		return queue(c, &resp);
 	}
+	/* Handlers quote the path in their JSON replies, and JSON is UTF-8: a
+	 * path that is not is refused here, without being echoed. */
+	if (!utf8_valid(url)) {
+		httpd_error(&resp, 400, "the request path is not valid UTF-8");
+		return queue(c, &resp);
+	}
 	h->handler(h->userdata,
 		   &(struct httpd_request){.method = method, .path = url, .body = k->body ? k->body : "",
 					   .body_len = k->len},
@@ -157,13 +235,35 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
-/* Lets MHD do its work, then arms the timer for its next deadline. */
+/* The connections MHD holds; asking also lets it drop the closed ones. */
+static unsigned n_connections(struct httpd *h)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return i ? i->num_connections : 0;
+}
+
+/* Lets MHD do its work, then arms the timer for its next deadline.
+ *
+ * At its connection limit MHD takes the listening socket out of its epoll
+ * set (clients wait in the kernel's backlog), and puts it back only at the
+ * start of a later run. If the last connections close during a run, no
+ * later run would come: the listening socket is in no set, and no
+ * connection is left to wake the loop or to time out, so the server would
+ * never accept again. A run that closed connections is therefore followed
+ * by another; it re-arms the listening socket and takes the clients that
+ * waited. The loop ends, as each pass must close one more connection to
+ * go on. */
 static void run(struct httpd *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
 	uint64_t now;
+	unsigned before;
 
-	MHD_run(h->mhd);
+	do {
+		before = n_connections(h);
+		MHD_run(h->mhd);
+	} while (n_connections(h) < before);
 	if (MHD_get_timeout(h->mhd, &ms) != MHD_YES) {
 		sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
 		return;
@@ -290,9 +390,16 @@ int httpd_listen_unix(const char *path, unsigned mode, const char *group)
 			r = -ENOENT;
 			goto fail;
 		}
+		/* Without CAP_CHOWN (the unit's empty bounding set) the owner
+		 * may still give the socket to a group it is a member of. */
 		if (chown(path, (uid_t)-1, gr->gr_gid) < 0) {
 			r = -errno;
-			log_errx("admin: cannot give '%s' to group '%s': %s", path, group, strerror(-r));
+			if (r == -EPERM)
+				log_errx("admin: cannot give '%s' to group '%s': the daemon is not a member of that "
+					 "group and may not change owners (under systemd: SupplementaryGroups=%s)",
+					 path, group, group);
+			else
+				log_errx("admin: cannot give '%s' to group '%s': %s", path, group, strerror(-r));
 			goto fail;
 		}
 	}

@@ -56,6 +56,40 @@ static const char *prio_word(int prio)
 	}
 }
 
+/* Rewrites control characters in MSG (of size LEN) as escapes (a newline
+ * as the two characters "\n", ESC as "\x1b"), in place, cutting what no
+ * longer fits. Messages quote values a peer controls (a request path with
+ * %0a, a command's output, a driver's error text): a newline in them must
+ * never start a line of its own that reads as the daemon's. */
+static void escape_controls(char *msg, size_t len)
+{
+	char out[2048];
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+		char e[5];
+		size_t n;
+
+		if (*p >= 0x20 && *p != 0x7f) {
+			e[0] = (char)*p;
+			n = 1;
+		} else if (*p == '\n' || *p == '\r' || *p == '\t') {
+			e[0] = '\\';
+			e[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+			n = 2;
+		} else {
+			snprintf(e, sizeof(e), "\\x%02x", *p);
+			n = 4;
+		}
+		if (o + n >= sizeof(out) || o + n >= len)
+			break;
+		memcpy(out + o, e, n);
+		o += n;
+	}
+	out[o] = '\0';
+	memcpy(msg, out, o + 1);
+}
+
 static void vlog(int prio, const char *group, const char *field, const char *value, const char *suffix,
 		 const char *fmt, va_list ap)
 {
@@ -65,6 +99,7 @@ static void vlog(int prio, const char *group, const char *field, const char *val
 	if (prio == LOG_DEBUG && !verbose_on)
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	escape_controls(msg, sizeof(msg));
 	if (target == LOG_TARGET_JOURNAL) {
 		char fieldbuf[64];
 

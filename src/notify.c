@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "file.h"
 #include "http.h"
 #include "log.h"
 #include "notify.h"
@@ -127,14 +128,16 @@ int notify_sign(const char *secret, size_t secret_len, const char *body, size_t 
 }
 
 /* Reads the secret, without a trailing newline. Returns its length or a
- * negative errno. */
+ * negative errno: as for the cloud drivers' secrets, a file that is not
+ * regular (-EINVAL) or that its group or others may read (-EPERM) is
+ * refused. */
 static int read_secret(const char *path, char *buf, size_t len)
 {
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = file_open_regular(path, FILE_PRIVATE, NULL);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = read(fd, buf, len);
 	close(fd);
 	if (n < 0)
@@ -262,7 +265,11 @@ static int webhook_start(struct notifier *n, const struct notify_conf *c, const 
 			/* The receiver would reject an unsigned request anyway,
 			 * and sending it would hide the problem. */
 			log_group(LOG_ERR, group, NULL, NULL, "webhook: cannot read the secret '%s': %s; not sending",
-				  c->webhook_secret_file, r == -ENODATA ? "empty" : r == -EFBIG ? "too large" : strerror(-r));
+				  c->webhook_secret_file,
+				  r == -ENODATA ? "empty"
+				  : r == -EFBIG ? "too large"
+				  : r == -EPERM ? "its group or others may access it; run chmod 600 on it"
+						: file_strerror(r));
 			delivery_free(d);
 			return r;
 		}

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "file.h"
 #include "log.h"
 #include "state.h"
 
@@ -467,9 +468,10 @@ static int read_file(const char *path, char **ret)
 	size_t len = 0;
 	int fd, r = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A FIFO in the state directory must not block the daemon. */
+	fd = file_open_regular(path, 0, NULL);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	buf = malloc(STATE_MAX_FILE_SIZE + 1);
 	if (!buf) {
 		close(fd);
@@ -522,7 +524,7 @@ enum state_origin state_load(const char *dir, const struct group_conf *gc, int64
 		return STATE_FRESH;
 	if (r < 0) {
 		log_warnx("state: cannot read '%s': %s; safe start: no scale-in of '%s' for %" PRId64 " s",
-			  path, r == -EFBIG ? "larger than any state file" : strerror(-r), gc->name,
+			  path, r == -EFBIG ? "larger than any state file" : file_strerror(r), gc->name,
 			  longest_scale_in_window(gc) / MS_PER_SEC);
 		state_safe_start(ret, gc, now_ms);
 		return STATE_SAFE;

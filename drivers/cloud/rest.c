@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <openssl/rand.h>
 
+#include "file.h"
 #include "rest.h"
 
 struct body_buf {
@@ -598,23 +599,21 @@ int rest_read_private_file(const struct autoscaled_host *host, const char *who, 
 	size_t len = 0;
 	int fd, rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		rc = -errno;
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: cannot open '%s': %s", who, path, strerror(-rc));
-		return rc;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: '%s' is not a regular file", who, path);
-		close(fd);
-		return -EINVAL;
-	}
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+	/* A FIFO must not block the daemon: the daemon's own safe open. */
+	fd = file_open_regular(path, FILE_PRIVATE, &st);
+	if (fd == -EPERM) {
 		host->log(host, AUTOSCALED_LOG_ERROR,
 			  "%s: '%s' is accessible by group or others (mode %04o); refusing it: run chmod 600 on it", who,
 			  path, (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return -EPERM;
+		return fd;
+	}
+	if (fd == -EINVAL || fd == -EISDIR) {
+		host->log(host, AUTOSCALED_LOG_ERROR, "%s: '%s' is not a regular file", who, path);
+		return -EINVAL;
+	}
+	if (fd < 0) {
+		host->log(host, AUTOSCALED_LOG_ERROR, "%s: cannot open '%s': %s", who, path, strerror(-fd));
+		return fd;
 	}
 	if ((size_t)st.st_size > max) {
 		host->log(host, AUTOSCALED_LOG_ERROR, "%s: '%s' is larger than %zu bytes", who, path, max);

@@ -120,6 +120,17 @@ static int exec_init(struct source *s, const struct signal_conf *sc, char *err, 
 	return 0;
 }
 
+/* A reaper's event source is floating: the loop holds its only reference.
+ * Turning it back into a normal source hands that reference to the caller,
+ * who has none, so this frees the source (after the dispatch that called
+ * us returns) and closes the pidfd it owns. Nothing may touch ES after it:
+ * a second release would reach a source already cut from its loop. */
+static void reaper_release(sd_event_source *es)
+{
+	sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	sd_event_source_set_floating(es, false);
+}
+
 /* Waits for an abandoned child in the background, so that cancelling a
  * run never leaves a zombie: on its pidfd, or by polling. */
 static int on_orphan_exit(sd_event_source *es, int fd, uint32_t revents, void *userdata)
@@ -127,8 +138,7 @@ static int on_orphan_exit(sd_event_source *es, int fd, uint32_t revents, void *u
 	pid_t pid = (pid_t)(intptr_t)userdata;
 
 	waitpid(pid, NULL, WNOHANG);
-	sd_event_source_set_floating(es, false);
-	sd_event_source_disable_unref(es);
+	reaper_release(es);
 	return 0;
 }
 
@@ -141,8 +151,7 @@ static int on_orphan_tick(sd_event_source *es, uint64_t usec, void *userdata)
 		sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
 		return 0;
 	}
-	sd_event_source_set_floating(es, false);
-	sd_event_source_disable_unref(es);
+	reaper_release(es);
 	return 0;
 }
 

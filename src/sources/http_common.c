@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
+#include "file.h"
 #include "sources/http_common.h"
 
 #define TOKEN_FILE_MAX 16384
@@ -15,13 +17,19 @@ static int read_token_file(const struct signal_conf *sc, const char *path, char 
 	char *buf = malloc(TOKEN_FILE_MAX + 1);
 	FILE *f;
 	size_t n;
+	int fd;
 
 	if (!buf)
 		return -ENOMEM;
-	f = fopen(path, "re");
+	fd = file_open_regular(path, 0, NULL);
+	f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	if (!f) {
+		int r = fd < 0 ? fd : -errno;
+
+		if (fd >= 0)
+			close(fd);
 		free(buf);
-		return source_opt_error(sc, o, err, errlen, "cannot read '%s': %s", path, strerror(errno));
+		return source_opt_error(sc, o, err, errlen, "cannot read '%s': %s", path, file_strerror(r));
 	}
 	n = fread(buf, 1, TOKEN_FILE_MAX + 1, f);
 	fclose(f);

@@ -4,6 +4,7 @@
 #define AUTOSCALED_TESTS_LOOP_HTTP_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include <systemd/sd-event.h>
 
@@ -21,5 +22,15 @@ struct loop_http {
 /* Makes the request C describes, running EVENT until it is answered or
  * 5 s have passed. Returns 0, or -errno when no thread could be started. */
 int loop_http(sd_event *event, struct loop_http *c);
+
+/* Opens N connections to the server at SA that never send a request, as a
+ * careless or hostile client would, and runs EVENT until the server has
+ * accepted all it will (the rest wait in the listen backlog). Returns how
+ * many connected; their descriptors are in FDS. */
+int loop_http_hold(sd_event *event, const struct sockaddr *sa, socklen_t sa_len, int *fds, int n);
+
+/* Closes those connections after DELAY_USEC of EVENT's loop time, while a
+ * request made with loop_http() waits behind them. Returns 0 or -errno. */
+int loop_http_release_later(sd_event *event, int *fds, int n, uint64_t delay_usec);
 
 #endif

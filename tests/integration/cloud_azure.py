@@ -137,6 +137,18 @@ def secret_mode_refused(ctx):
 
 
 @tap.test
+def secret_fifo_refused(ctx):
+    """a FIFO as the secret file is refused at once, not waited on"""
+    fifo = os.path.join(TMP.name, "secret-fifo")
+    os.mkfifo(fifo, 0o600)
+    for ops in (["check"], ["observe"]):
+        res = probe("azure-vmss", dict(ctx.options(secret=True), secret_file=fifo), ops, timeout=10)
+        check(res.ops and res.ops[0]["rc"] < 0, "refused", ops, res.ops)
+        check("is not a regular file" in res.stderr, "clear error", res.stderr)
+    check(not ctx.emu.requests, "no request")
+
+
+@tap.test
 def wrong_secret(ctx):
     """a wrong client secret is a final, clear error and no ARM call is made"""
     res = probe("azure-vmss", dict(ctx.options(secret=True), secret_file=ctx.secret_file(0o600, "wrong")),

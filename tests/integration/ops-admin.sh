@@ -100,6 +100,14 @@ if command -v curl >/dev/null; then
 	check "POST pause with a typo: 400" test "$(code -d '{"fro":"1h"}' http://l/v1/groups/web/pause)" = 400
 	check "POST pin with a body of 8 KiB: 413" test "$(code --data-binary @<(head -c 8192 /dev/zero | tr '\0' ' ') http://l/v1/groups/web/pin)" = 413
 	check "an unknown path: 404 with a JSON error" test "$(curl -s --unix-socket "$T/admin.sock" http://l/v2 | python3 -c 'import json,sys; print(json.load(sys.stdin)["error"][:7])')" = "no such"
+	# A newline in a path (405s are logged) must not forge a log line.
+	check "a path with %0a: 405" test "$(code 'http://l/v1/groups/x%0aerror:%20web:%20forged/pause')" = 405
+	check "the log shows the newline escaped" wait_for 5 grep -qF 'admin: GET /v1/groups/x\nerror: web: forged/pause: 405' "$T/daemon.log"
+	check "the log has no forged line" eval '! grep -q "^error: web: forged" "$T/daemon.log"'
+	# Invalid UTF-8 in a path is refused, and the reply is still UTF-8 JSON.
+	check "a path with invalid UTF-8: 400" test "$(code 'http://l/v1/groups/w%ffb')" = 400
+	check "the 400 is valid UTF-8 JSON" eval "curl -s --unix-socket '$T/admin.sock' 'http://l/v2%c0%af' |
+		python3 -c 'import json,sys; assert \"UTF-8\" in json.loads(sys.stdin.buffer.read().decode(\"utf-8\"))[\"error\"]'"
 else
 	ok "# SKIP curl is not installed"
 fi

@@ -8,6 +8,7 @@
 command -v python3 >/dev/null || skip_all "python3 is not installed"
 
 echo "hook-secret-42" > "$T/secret"
+chmod 600 "$T/secret"
 python3 "$top_srcdir/tests/helpers/webhook-receiver.py" "$T/port" "$T/requests" "hook-secret-42" 200 &
 EXTRA_PIDS=$!
 wait_for 10 test -s "$T/port" || { not_ok "the webhook receiver starts"; tap_done; exit 1; }

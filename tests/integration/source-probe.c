@@ -2,11 +2,17 @@
  * concurrently on one sd-event loop and prints each reading, for the
  * integration tests of src/sources/.
  *
- *   source-probe [-n POLLS] [-i INTERVAL_MS] [-t TIMEOUT_MS] [-k MS] SNIPPET...
+ *   source-probe [-n POLLS] [-i INTERVAL_MS] [-t TIMEOUT_MS] [-k MS | -K FILE] SNIPPET...
  *   source-probe -f FILE     (one snippet read from FILE, for FILE:LINE)
  *
  * -k MS frees every source MS ms after the start, polls in flight included
- * (each prints "NAME cancelled"), to exercise cancellation.
+ * (each prints "NAME cancelled"), to exercise cancellation; -K FILE does
+ * it as soon as FILE exists (a command writes it once it has started, so
+ * the test waits for a condition, not a time). The loop then
+ * runs on, as the daemon's would, until every child the sources started
+ * has been reaped: "children left" when some outlived the cancel (their
+ * reaper is needed), then "children reaped MS" once none is left, or
+ * "children unreaped" after 5 s (exit status 1).
  *
  * A snippet is the body of a signal: `source = "http_json"; url = "...";`;
  * every setting but source, name and timeout becomes a source option. Each
@@ -22,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "http.h"
 #include "source.h"
@@ -44,6 +52,7 @@ static size_t n_probes;
 static int n_polls = 1;
 static int64_t interval_ms = 1000;
 static int64_t kill_ms = -1;
+static const char *kill_file;
 static int busy;
 static sd_event *event;
 
@@ -147,6 +156,39 @@ static int load(struct probe *p, const char *text, const char *file, int index)
 
 static void start(struct probe *p);
 
+/* Whether this process has a child, running or a zombie; WNOWAIT leaves
+ * the reaping to the sources. */
+static bool have_children(void)
+{
+	siginfo_t si;
+
+	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+static int64_t kill_done_ms;
+static bool unreaped;
+
+/* Runs the loop until the reapers left by cancelled runs are done. */
+static int on_reap_check(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	if (!have_children()) {
+		printf("children reaped %lld\n", (long long)(now_ms() - kill_done_ms));
+		fflush(stdout);
+		sd_event_exit(event, 0);
+		return 0;
+	}
+	if (now_ms() - kill_done_ms > 5000) {
+		printf("children unreaped\n");
+		fflush(stdout);
+		unreaped = true;
+		sd_event_exit(event, 0);
+		return 0;
+	}
+	sd_event_source_set_time_relative(es, 10000);
+	sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
+	return 0;
+}
+
 static int on_kill(sd_event_source *es, uint64_t usec, void *userdata)
 {
 	for (size_t i = 0; i < n_probes; i++) {
@@ -157,8 +199,22 @@ static int on_kill(sd_event_source *es, uint64_t usec, void *userdata)
 		probes[i].busy = false;
 		probes[i].polls_left = 0;
 	}
+	kill_done_ms = now_ms();
+	if (have_children())
+		printf("children left\n");
 	fflush(stdout);
-	sd_event_exit(event, 0);
+	if (sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, 0, 1000, on_reap_check, NULL) < 0)
+		sd_event_exit(event, 0);
+	return 0;
+}
+
+/* -K: the cancel waits for the file the command writes. */
+static int on_kill_file(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	if (access(kill_file, F_OK) == 0)
+		return on_kill(es, usec, userdata);
+	sd_event_source_set_time_relative(es, 10000);
+	sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
 	return 0;
 }
 
@@ -226,7 +282,7 @@ int main(int argc, char **argv)
 	char err[1024];
 	int c, rc = 0;
 
-	while ((c = getopt(argc, argv, "n:i:t:f:k:")) != -1) {
+	while ((c = getopt(argc, argv, "n:i:t:f:k:K:")) != -1) {
 		switch (c) {
 		case 'n':
 			n_polls = atoi(optarg);
@@ -243,8 +299,11 @@ int main(int argc, char **argv)
 		case 'k':
 			kill_ms = atoll(optarg);
 			break;
+		case 'K':
+			kill_file = optarg;
+			break;
 		default:
-			fprintf(stderr, "usage: source-probe [-n POLLS] [-i MS] [-t MS] [-k MS] SNIPPET... | -f FILE\n");
+			fprintf(stderr, "usage: source-probe [-n POLLS] [-i MS] [-t MS] [-k MS | -K FILE] SNIPPET... | -f FILE\n");
 			return 2;
 		}
 	}
@@ -275,11 +334,11 @@ int main(int argc, char **argv)
 	sd_event_add_time_relative(event, &tick, CLOCK_MONOTONIC, 0, 1000, on_tick, NULL);
 	if (kill_ms >= 0)
 		sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, (uint64_t)kill_ms * 1000, 1000, on_kill, NULL);
+	else if (kill_file)
+		sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, 0, 1000, on_kill_file, NULL);
 	sd_event_loop(event);
-	/* Let an abandoned child's reaper run, as the daemon's loop would. */
-	if (kill_ms >= 0)
-		for (int i = 0; i < 20; i++)
-			sd_event_run(event, 10000);
+	if (unreaped)
+		rc = 1;
 	for (size_t i = 0; i < n_probes; i++) {
 		if (!probes[i].last_ok)
 			rc = 1;

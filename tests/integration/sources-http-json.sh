@@ -33,6 +33,18 @@ if grep -q "invalid EINVAL .*'Bearer tok-from-file' is not a number" "$TMP/out";
 else
 	not_ok "bearer token from a file is sent as Authorization"
 fi
+# A FIFO as the token file is refused at once (reading it would wait for
+# a writer); `timeout` turns a hang into a failure.
+mkfifo "$TMP/token.fifo"
+timeout 5 "$PROBE" "$(j "$U/headers" "pointer = \"/authorization\"; bearer_token_file = \"$TMP/token.fifo\";")" \
+	>"$TMP/out" 2>&1
+probe_rc=$?
+sed 's/^/# /' "$TMP/out"
+if [ "$probe_rc" = 2 ] && grep -q "cannot read '$TMP/token.fifo': not a regular file" "$TMP/out"; then
+	ok "a FIFO as the token file is refused at once"
+else
+	not_ok "a FIFO as the token file is refused at once (status $probe_rc)"
+fi
 probe "$(j "$U/headers" 'pointer = "/authorization"; username = "ops"; password = "pw";')"
 # "ops:pw" in base64 is b3BzOnB3.
 if grep -q "Basic b3BzOnB3" "$TMP/out"; then ok "basic auth"; else not_ok "basic auth"; fi

@@ -14,6 +14,13 @@ if [ $rc -eq 0 ]; then ok "systemd-analyze verify accepts autoscaled.service"; e
 for key in Type=notify WatchdogSec= StateDirectory=autoscaled RuntimeDirectory=autoscaled ProtectSystem=strict NoNewPrivileges=yes "ExecReload=/bin/kill -HUP"; do
 	check "unit has $key" grep -q "^$key" "$top_builddir/systemd/autoscaled.service"
 done
+# The admin socket's group: the shipped configuration names it, the unit
+# makes the daemon a member (it has no CAP_CHOWN), sysusers.d creates it.
+group=$(sed -n 's/^[[:space:]]*admin_group[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' "$top_srcdir/etc/autoscaled.conf")
+check "the unit makes the daemon a member of admin_group '$group'" \
+	grep -q "^SupplementaryGroups=.*\b$group\b" "$top_builddir/systemd/autoscaled.service"
+check "the sysusers.d file creates group '$group'" \
+	grep -Eq "^g[[:space:]]+$group[[:space:]]" "$top_srcdir/systemd/sysusers.d/autoscaled.conf"
 check "ExecStartPre checks the config with -n" grep -q '^ExecStartPre=.*autoscaled -n' "$top_builddir/systemd/autoscaled.service"
 # A unit whose daemon does not exist must be refused, so the check above can fail.
 sed "s|^ExecStart=.*|ExecStart=$tmp/no-such-daemon|" "$tmp/autoscaled.service" > "$tmp/bad.service"

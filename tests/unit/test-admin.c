@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -369,6 +370,60 @@ static void test_socket_refusals(void **st)
 	assert_int_not_equal(access("/tmp/test-admin-x.sock", F_OK), 0);
 }
 
+/* A path that is not UTF-8 is refused before any handler quotes it, so
+ * every reply stays valid JSON; a control character in a path is escaped
+ * by the JSON writer. */
+static void test_hostile_paths(void **st)
+{
+	char *out;
+	cJSON *o;
+
+	(void)st;
+	expect_error("GET", "/v1/groups/w%FFb", NULL, 400, "UTF-8");
+	expect_error("GET", "/v2/%C0%AF", NULL, 400, "UTF-8");		/* an overlong '/' */
+	expect_error("GET", "/v2/%ED%A0%80", NULL, 400, "UTF-8");	/* a surrogate */
+	expect_error("GET", "/v2/%E2%82", NULL, 400, "UTF-8");		/* cut short */
+	assert_int_equal(req("GET", "/v2/%FF", NULL, &out), 400);
+	assert_null(strchr(out, '\xff'));
+	free(out);
+	/* A value that is not UTF-8 in a reply (here a decision record; a
+	 * command's stderr can put one there) becomes U+FFFD. */
+	admin_ring_push(&ring, strdup("{\"why\":\"bad \xff\xc0\xaf byte\"}"));
+	assert_int_equal(req("GET", "/v1/groups/web/decisions", NULL, &out), 200);
+	assert_non_null(strstr(out, "\"why\":\"bad \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd byte\""));
+	free(out);
+	/* Well-formed UTF-8 is answered as any other path. */
+	expect_error("GET", "/v1/groups/caf%C3%A9", NULL, 404, "caf\xc3\xa9");
+	assert_int_equal(req("GET", "/v1/groups/a%0Aerror:%20forged/pause", NULL, &out), 405);
+	o = cJSON_Parse(out);
+	assert_non_null(o);
+	assert_non_null(strstr(out, "a\\nerror: forged"));
+	cJSON_Delete(o);
+	free(out);
+}
+
+/* More idle clients than the server's connection limit (64) fill it and
+ * its backlog. A request made then waits in the backlog and is answered
+ * once they go, and so is the next: the server keeps accepting after
+ * having been at its limit (it used to stop for good). */
+static void test_connection_limit(void **st)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fds[72], n;
+	char *out;
+
+	(void)st;
+	assert_true(strlen(sock) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	n = loop_http_hold(event, (struct sockaddr *)&sa, sizeof(sa), fds, 72);
+	assert_true(n > 64);
+	assert_int_equal(loop_http_release_later(event, fds, n, 300000), 0);
+	assert_int_equal(req("GET", "/v1/health", NULL, &out), 200);
+	assert_non_null(strstr(out, "\"status\":\"ok\""));
+	free(out);
+	assert_int_equal(req("GET", "/v1/groups", NULL, NULL), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +435,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_body_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_socket_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);

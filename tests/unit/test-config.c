@@ -435,6 +435,69 @@ static void test_include_plain_and_missing(void **state)
 		      "conf.d/a.conf:1: duplicate 'agent' section (first defined at DIR/main.conf:1)", NULL);
 }
 
+/* A FIFO (or a directory) named as the configuration or an include is
+ * refused with a clear error, at once: opening a FIFO to read it waits for
+ * a writer, which used to hang the daemon and `-n`. The alarm turns such a
+ * hang into a failure. */
+static void test_fifo_files(void **state)
+{
+	struct config *c = NULL;
+	struct config_errors e;
+	char path[PATH_MAX + 64], want[PATH_MAX + 64];
+
+	alarm(10);
+	snprintf(path, sizeof(path), "%s/main.conf", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(config_load(main_path(), &c, &e), -EINVAL);
+	assert_null(c);
+	assert_int_equal(e.n, 1);
+	snprintf(want, sizeof(want), "%s: cannot read: not a regular file", main_path());
+	assert_string_equal(e.v[0], want);
+	config_errors_clear(&e);
+	assert_int_equal(unlink(path), 0);
+
+	snprintf(path, sizeof(path), "%s/fifo.inc", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	write_file("groups.inc", "groups = ( { name = \"web\"; driver = \"libvirt\"; min = 1; max = 2; } );\n");
+	/* A plain include, read by libconfig itself. */
+	expect_errors("agent = { interval = 10; };\n@include \"fifo.inc\"\n@include \"groups.inc\"\n",
+		      "main.conf:2: cannot read 'DIR/fifo.inc': not a regular file", NULL);
+	/* One nested below another: named where the including file names it. */
+	write_file("outer.inc", "# outer\n@include \"fifo.inc\"\n");
+	expect_errors("@include \"outer.inc\"\n@include \"groups.inc\"\n",
+		      "outer.inc:2: cannot read 'DIR/fifo.inc': not a regular file", NULL);
+	/* By its absolute name. */
+	{
+		char text[PATH_MAX + 64];
+
+		snprintf(text, sizeof(text), "@include \"%s/fifo.inc\"\n", dir);
+		expect_errors(text, "main.conf:1: cannot read 'DIR/fifo.inc': not a regular file", NULL);
+	}
+	/* A directory, the same way. */
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	expect_errors("@include \"sub\"\n", "main.conf:1: cannot read 'DIR/sub': Is a directory", NULL);
+	/* A commented-out include of a FIFO is nobody's business. */
+	c = load_ok("/* @include \"fifo.inc\" */\n# @include \"fifo.inc\"\n@include \"groups.inc\"\n");
+	config_free(c);
+	/* A file that includes itself ten times: the walk is bounded, and so
+	 * is libconfig's expansion, which is then not attempted. */
+	write_file("self.inc", "@include \"self.inc\"\n@include \"self.inc\"\n@include \"self.inc\"\n"
+			       "@include \"self.inc\"\n@include \"self.inc\"\n@include \"self.inc\"\n"
+			       "@include \"self.inc\"\n@include \"self.inc\"\n@include \"self.inc\"\n"
+			       "@include \"self.inc\"\n");
+	expect_errors("@include \"self.inc\"\n", "self.inc:7: more than 20000 files are included", NULL);
+	/* A wildcard matches regular files only: a FIFO in conf.d is skipped. */
+	snprintf(path, sizeof(path), "%s/conf.d", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/conf.d/50-fifo.conf", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	c = load_ok("@include \"conf.d/*.conf\"\n@include \"groups.inc\"\n");
+	assert_int_equal(c->n_groups, 1);
+	config_free(c);
+	alarm(0);
+}
+
 static void test_every_error_reported(void **state)
 {
 	/* Nothing stops at the first error, not even within one setting. */
@@ -865,6 +928,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drivers_and_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wildcard_include, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_include_plain_and_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fifo_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_error_reported, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_valid_read_back, setup, teardown),

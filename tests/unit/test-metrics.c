@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
@@ -230,6 +232,24 @@ static void test_endpoint(void **st)
 	assert_int_equal(loop_http(e, &nf), 0);
 	assert_int_equal(nf.status, 404);
 	assert_non_null(strstr(nf.reply, "\"error\""));
+
+	/* More idle clients than the connection limit (64): a request made
+	 * then is answered once they go, and so is the next. */
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct loop_http q1 = {.method = "GET", .url = url}, q2 = {.method = "GET", .url = url};
+	int fds[72], n;
+
+	snprintf(url, sizeof(url), "http://%s/metrics", addr);
+	n = loop_http_hold(e, (struct sockaddr *)&sa, sizeof(sa), fds, 72);
+	assert_int_equal(n, 72);
+	assert_int_equal(loop_http_release_later(e, fds, n, 300000), 0);
+	assert_int_equal(loop_http(e, &q1), 0);
+	assert_int_equal(q1.status, 200);
+	assert_int_equal(loop_http(e, &q2), 0);
+	assert_int_equal(q2.status, 200);
+	free(q1.reply);
+	free(q2.reply);
 
 	/* A second registry cannot take the same port, and says so. */
 	struct metrics *m2 = NULL;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -125,6 +126,7 @@ static void test_webhook(void **st)
 	snprintf(secret_file, sizeof(secret_file), "%s/secret", dir);
 	snprintf(script, sizeof(script), "%s/tests/helpers/webhook-receiver.py", srcdir ? srcdir : ".");
 	write_file(secret_file, "s3cret-value\n");
+	assert_int_equal(chmod(secret_file, 0600), 0);
 	argv[0] = "python3";
 	argv[1] = script;
 	argv[2] = port_file;
@@ -175,6 +177,25 @@ static void test_webhook(void **st)
 	c.webhook_secret_file = "/nonexistent/secret";
 	assert_true(notify_action(notifier, &c, "web", record) < 0);
 	assert_int_equal(notifier_pending(notifier), 0);
+
+	/* A secret its group or others may read is refused, as the cloud
+	 * drivers refuse theirs. */
+	c.webhook_secret_file = secret_file;
+	assert_int_equal(chmod(secret_file, 0640), 0);
+	assert_int_equal(notify_action(notifier, &c, "web", record), -EPERM);
+	assert_int_equal(notifier_pending(notifier), 0);
+	assert_int_equal(chmod(secret_file, 0604), 0);
+	assert_int_equal(notify_action(notifier, &c, "web", record), -EPERM);
+
+	/* A FIFO is refused at once: opening it to read would wait for a
+	 * writer (the alarm turns such a hang into a failure). */
+	assert_int_equal(unlink(secret_file), 0);
+	assert_int_equal(mkfifo(secret_file, 0600), 0);
+	alarm(10);
+	assert_int_equal(notify_action(notifier, &c, "web", record), -EINVAL);
+	alarm(0);
+	assert_int_equal(notifier_pending(notifier), 0);
+	unlink(secret_file);
 }
 
 static void test_webhook_gives_up(void **st)

@@ -199,6 +199,30 @@ static void test_missing_is_fresh(void **st)
 	assert_int_equal(s.engine.no_scale_in_before_ms, 0);
 }
 
+/* A FIFO (or a directory) where the state file should be: a safe start at
+ * once, not a daemon blocked in open(2) waiting for a writer. The alarm
+ * turns such a hang into a failure. */
+static void test_not_a_regular_file(void **st)
+{
+	struct group_state s;
+	char p[PATH_MAX];
+
+	(void)st;
+	alarm(10);
+	assert_int_equal(state_path(dir, "web", p, sizeof(p)), 0);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_safe(&s);
+	/* The next save replaces it with a real state file. */
+	assert_int_equal(state_save(dir, "web", &s, NOW), 0);
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_RESTORED);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_int_equal(rmdir(p), 0);
+	alarm(0);
+}
+
 static void test_bad_names(void **st)
 {
 	struct group_state s;
@@ -436,6 +460,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clean_state_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_is_fresh, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_a_regular_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corruptions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_entries, setup, teardown),

@@ -1,0 +1,32 @@
+/* Opening the files the daemon reads (the configuration and its includes,
+ * state files, secrets) so that no file can block it.
+ *
+ * A plain open(2) of a FIFO waits for a writer, and a read of a device may
+ * never end: a configuration, state or secret path that names one would
+ * hang the daemon, or `autoscaled -n`, for good. These files are written
+ * by operators and by the daemon itself, and are always regular files. */
+#ifndef AUTOSCALED_FILE_H
+#define AUTOSCALED_FILE_H
+
+#include <sys/stat.h>
+
+/* Refuse a file that its group or others may access (secrets). */
+#define FILE_PRIVATE 1u
+
+/* Opens PATH for reading: with O_NONBLOCK, so that the open itself cannot
+ * wait, O_CLOEXEC and O_NOCTTY; then checks that it is a regular file and
+ * turns O_NONBLOCK off again. With FILE_PRIVATE, a file whose mode gives
+ * its group or others any access is refused with -EPERM.
+ *
+ * Returns the descriptor (the caller closes it) or a negative errno:
+ * -EISDIR for a directory, -EINVAL for any other file that is not a
+ * regular one (file_strerror() says so), -EPERM as above. *ret_st, when
+ * not NULL, is filled when the descriptor is returned and on -EPERM (so
+ * that the caller can name the mode). */
+int file_open_regular(const char *path, unsigned flags, struct stat *ret_st);
+
+/* The words for an error of file_open_regular(): "not a regular file" for
+ * -EINVAL, strerror() otherwise. */
+const char *file_strerror(int r);
+
+#endif
