@@ -30,7 +30,14 @@
  * - The flapping guard projects utilization signals to value x current / n;
  *   a group total (an average signal) does not change with the count.
  * - A driver reporting the group as not stable without a pending operation
- *   counts as an action in flight in the direction of the last one. */
+ *   counts as an action in flight in the direction of the last one.
+ *
+ * Time comes in on two clocks (clock.h). Every length of time (signal
+ * windows and staleness, stabilization windows, cooldowns, rate-limit
+ * periods, the safe start's hold) is measured on the monotonic one, so a
+ * wall-clock step neither empties nor stretches it. The wall clock picks
+ * the profile (a calendar) and ages the instances, whose start times the
+ * driver reports as wall-clock times from its backend. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -50,7 +57,8 @@
 struct eval {
 	const struct group_conf *g;
 	const struct profile_conf *p;
-	int64_t now;
+	int64_t wall;  /* calendar time: profiles, instance start times */
+	int64_t mono;  /* everything that measures a length of time */
 	const struct observation *obs;
 	const struct engine_signal_input *in;
 	struct engine_state *st;
@@ -118,7 +126,7 @@ static void count_instances(struct eval *e)
 		if (o->state == INSTANCE_STOPPING)
 			continue;
 		if (o->state == INSTANCE_RUNNING && o->ready &&
-		    (o->running_since_ms == 0 || e->now - o->running_since_ms >= init_ms))
+		    (o->running_since_ms == 0 || e->wall - o->running_since_ms >= init_ms))
 			ready++;
 		else
 			unready++;
@@ -132,7 +140,7 @@ static void count_instances(struct eval *e)
 /* Step 1. */
 static int step_profile(struct eval *e)
 {
-	int i = schedule_active_profile(e->g, e->now);
+	int i = schedule_active_profile(e->g, e->wall);
 
 	if (i < 0)
 		return -EINVAL;
@@ -236,7 +244,7 @@ static void step_signals(struct eval *e)
 		const char *why = "no samples";
 
 		sd->target = signal_target(e, s);
-		if (!in->window || window_aggregate(in->window, e->now, sc->window_ms, sc->aggregation,
+		if (!in->window || window_aggregate(in->window, e->mono, sc->window_ms, sc->aggregation,
 						    sc->staleness_ms, &sd->value, &why) < 0) {
 			sd->valid = false;
 			sd->reason = in->error ? in->error : why;
@@ -300,7 +308,7 @@ static int rule_proposal(const struct rule_conf *r, int current)
 
 static bool rule_in_cooldown(const struct eval *e, const struct rule_conf *r)
 {
-	return e->st->last_action_dir != DIR_NONE && e->now - e->st->last_action_ms < r->cooldown_ms;
+	return e->st->last_action_dir != DIR_NONE && e->mono - e->st->last_action_ms < r->cooldown_ms;
 }
 
 /* Rules usually come in pairs over the same statistic of the same window
@@ -334,7 +342,7 @@ static void step_rules(struct eval *e)
 			rd->value = e->d->rules[k].value;
 		} else {
 			rd->evaluated = in->window &&
-					window_aggregate(in->window, e->now, r->window_ms, r->statistic,
+					window_aggregate(in->window, e->mono, r->window_ms, r->statistic,
 							 e->g->signals[r->signal_index].staleness_ms, &rd->value,
 							 NULL) == 0;
 		}
@@ -495,10 +503,10 @@ static int step_stabilize(struct eval *e, int rec)
 	struct engine_state *st = e->st;
 	int up, down, n = e->current;
 
-	deque_push(st->up_recs, &st->n_up_recs, e->now, rec, -1);
-	deque_expire(st->up_recs, &st->n_up_recs, e->now, e->g->behavior.scale_out.stabilization_ms);
-	deque_push(st->down_recs, &st->n_down_recs, e->now, rec, +1);
-	deque_expire(st->down_recs, &st->n_down_recs, e->now, e->g->behavior.scale_in.stabilization_ms);
+	deque_push(st->up_recs, &st->n_up_recs, e->mono, rec, -1);
+	deque_expire(st->up_recs, &st->n_up_recs, e->mono, e->g->behavior.scale_out.stabilization_ms);
+	deque_push(st->down_recs, &st->n_down_recs, e->mono, rec, +1);
+	deque_expire(st->down_recs, &st->n_down_recs, e->mono, e->g->behavior.scale_in.stabilization_ms);
 	up = st->up_recs[0].count;
 	down = st->down_recs[0].count;
 	if (n < up)
@@ -541,7 +549,7 @@ static int rate_limit(const struct eval *e, const struct direction_behavior *b, 
 	for (i = 0; i < b->n_policies; i++) {
 		const struct rate_policy *pol = &b->policies[i];
 
-		changes_in_period(e->st, e->now, pol->period_ms, &added, &removed);
+		changes_in_period(e->st, e->mono, pol->period_ms, &added, &removed);
 		start = cur - added + removed;
 		if (dir == DIR_OUT)
 			allowed = pol->type == POLICY_INSTANCES ? start + (int)lround(pol->value)
@@ -624,7 +632,7 @@ static int step_in_flight(struct eval *e, int n)
 		e->d->hold = HOLD_IN_FLIGHT;
 		return e->current;
 	}
-	if (dir == DIR_IN && e->now < e->st->no_scale_in_before_ms) {
+	if (dir == DIR_IN && e->mono < e->st->no_scale_in_before_ms) {
 		e->d->hold = HOLD_SAFE_START;
 		return e->current;
 	}
@@ -663,11 +671,12 @@ void engine_state_init(struct engine_state *s)
 	s->last_action_dir = DIR_NONE;
 }
 
-int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct observation *obs,
+int engine_evaluate(const struct group_conf *g, struct clock_now now, const struct observation *obs,
 		    const struct engine_signal_input *signals, const struct engine_state *prior,
 		    struct engine_state *next, struct decision *out)
 {
-	struct eval e = { .g = g, .now = now_ms, .obs = obs, .in = signals, .st = next, .d = out };
+	struct eval e = { .g = g, .wall = now.wall_ms, .mono = now.mono_ms, .obs = obs, .in = signals, .st = next,
+			  .d = out };
 	struct decision *d = out;
 	int n;
 
@@ -675,7 +684,7 @@ int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct obs
 	    g->n_signals > CONFIG_MAX_SIGNALS || g->n_profiles == 0)
 		return -EINVAL;
 	memset(d, 0, sizeof(*d));
-	d->time_ms = now_ms;
+	d->time_ms = now.wall_ms;
 	d->group = g->name;
 	d->current = e.current = obs->current;
 	d->driver_signal = d->driver_rule = -1;
@@ -687,7 +696,7 @@ int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct obs
 		*next = *prior;
 	count_instances(&e);
 	d->ready = e.ready;
-	prune_events(next, g, now_ms);
+	prune_events(next, g, now.mono_ms);
 
 	/* Steps 2 to 4: what the signals and the rules ask for, combined. */
 	step_signals(&e);
@@ -716,7 +725,7 @@ int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct obs
 	return 0;
 }
 
-void engine_record_action(struct engine_state *s, int64_t now_ms, int from, int to)
+void engine_record_action(struct engine_state *s, int64_t mono_ms, int from, int to)
 {
 	int delta = to - from;
 	size_t i, best = SIZE_MAX;
@@ -724,7 +733,7 @@ void engine_record_action(struct engine_state *s, int64_t now_ms, int from, int 
 
 	if (delta == 0)
 		return;
-	s->last_action_ms = now_ms;
+	s->last_action_ms = mono_ms;
 	s->last_action_dir = direction_of(from, to);
 	if (s->n_events == ENGINE_MAX_HISTORY) {
 		/* Merge the two closest events of the same sign into one at the
@@ -747,5 +756,5 @@ void engine_record_action(struct engine_state *s, int64_t now_ms, int from, int 
 		memmove(&s->events[best], &s->events[best + 1], (s->n_events - best - 1) * sizeof(s->events[0]));
 		s->n_events--;
 	}
-	s->events[s->n_events++] = (struct engine_event){ .t_ms = now_ms, .delta = delta };
+	s->events[s->n_events++] = (struct engine_event){ .t_ms = mono_ms, .delta = delta };
 }

@@ -263,7 +263,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 
 		/* 2 and 3. The driver's observation, then the engine. */
 		pool_observe(&pool, now, t0, &obs);
-		r = engine_evaluate(g, now, &obs, inputs, &state, &state, dec);
+		r = engine_evaluate(g, clock_virtual(now), &obs, inputs, &state, &state, dec);
 		if (r < 0) {
 			log_warnx("simulate: engine failed at step %zu: %s", k, strerror(-r));
 			goto out;

@@ -27,7 +27,8 @@ struct fx {
 	struct engine_signal_input in[4];
 	struct engine_state st;
 	struct decision d;
-	int64_t now;
+	int64_t now;       /* the monotonic clock */
+	int64_t wall_step; /* the wall clock reads now + wall_step */
 };
 
 static struct fx F;
@@ -102,9 +103,14 @@ static void fx_push(int s, double v)
 	assert_int_equal(window_push(&F.win[s], F.now, v), 0);
 }
 
+static struct clock_now fx_clock(void)
+{
+	return (struct clock_now){ .wall_ms = F.now + F.wall_step, .mono_ms = F.now };
+}
+
 static int fx_eval_obs(const struct observation *obs)
 {
-	assert_int_equal(engine_evaluate(&F.g, F.now, obs, F.in, &F.st, &F.st, &F.d), 0);
+	assert_int_equal(engine_evaluate(&F.g, fx_clock(), obs, F.in, &F.st, &F.st, &F.d), 0);
 	return F.d.desired;
 }
 
@@ -676,17 +682,103 @@ static void test_history_is_bounded_and_conservative(void **state)
 	assert_int_equal(F.st.last_action_ms, F.now + 99);
 }
 
+/* Clock steps. The evaluations come every 15 s of monotonic time while the
+ * wall clock is stepped at evaluation `at` by `step_ms`; each run writes
+ * the count after every evaluation to out[]. */
+#define STEP_RUN 40
+
+/* A scale-in: the queue is 40 (8 instances at 5 each) for the first
+ * minute, then 10 (2 instances); scale-in window 300 s, at most 2 instances
+ * removed per 60 s. */
+static void scale_in_run(int at, int64_t step_ms, int *out)
+{
+	int q, cur = 8;
+
+	fx_init(1, 20, 1);
+	q = fx_signal("queue", SIGNAL_AVERAGE, 5);
+	F.sig[q].aggregation = AGG_LAST;
+	F.g.behavior.scale_in.policies[0] = (struct rate_policy){ POLICY_INSTANCES, 2, S(60) };
+	for (int i = 0; i < STEP_RUN; i++, F.now += S(15)) {
+		if (i == at)
+			F.wall_step += step_ms;
+		fx_push(q, i < 4 ? 40 : 10);
+		cur = fx_step(cur);
+		out[i] = cur;
+	}
+}
+
+/* A scale-out rule (CPU above 70 %: one more) with a 120 s cooldown, the
+ * CPU at 90 % throughout. */
+static void cooldown_run(int at, int64_t step_ms, int *out)
+{
+	int cpu, cur = 4;
+
+	fx_init(1, 20, 1);
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 0);
+	fx_rule(0, cpu, OP_GT, 70, DIR_OUT, CHANGE_COUNT, 1);
+	F.prof[0].rules[0].window_ms = S(30);
+	F.prof[0].rules[0].cooldown_ms = S(120);
+	for (int i = 0; i < STEP_RUN; i++, F.now += S(15)) {
+		if (i == at)
+			F.wall_step += step_ms;
+		fx_push(cpu, 90);
+		cur = fx_step(cur);
+		out[i] = cur;
+	}
+}
+
+/* A wall-clock step of an hour, forward or back, at any point of a window
+ * neither empties nor stretches it: the counts are those of a run without
+ * the step, evaluation for evaluation. */
+static void test_clock_steps(void **state)
+{
+	static const int64_t steps[] = { S(3600), -S(3600) };
+	/* In the scale-in window, just before it ends, between two
+	 * rate-limited steps, inside the cooldown. */
+	static const int ats[] = { 1, 10, 22, 24, 28 };
+	int ref[STEP_RUN], got[STEP_RUN];
+
+	(void)state;
+	scale_in_run(-1, 0, ref);
+	/* The last 8 was recommended at 45 s: the window holds 8 until 345 s
+	 * (evaluation 23); then 2 instances go every 60 s. */
+	assert_int_equal(ref[22], 8);
+	assert_int_equal(ref[23], 6);
+	assert_int_equal(ref[26], 6);
+	assert_int_equal(ref[27], 4);
+	assert_int_equal(ref[30], 4);
+	assert_int_equal(ref[31], 2);
+	assert_int_equal(ref[STEP_RUN - 1], 2);
+	for (size_t s = 0; s < 2; s++)
+		for (size_t a = 0; a < sizeof(ats) / sizeof(ats[0]); a++) {
+			scale_in_run(ats[a], steps[s], got);
+			assert_memory_equal(got, ref, sizeof(ref));
+		}
+
+	cooldown_run(-1, 0, ref);
+	/* One more at once, then one every 120 s (8 evaluations). */
+	assert_int_equal(ref[0], 5);
+	assert_int_equal(ref[7], 5);
+	assert_int_equal(ref[8], 6);
+	assert_int_equal(ref[16], 7);
+	for (size_t s = 0; s < 2; s++)
+		for (size_t a = 0; a < sizeof(ats) / sizeof(ats[0]); a++) {
+			cooldown_run(ats[a], steps[s], got);
+			assert_memory_equal(got, ref, sizeof(ref));
+		}
+}
+
 static void test_contract(void **state)
 {
 	struct observation obs = { .current = -1 };
 
 	(void)state;
 	fx_init(1, 4, 1);
-	assert_int_equal(engine_evaluate(&F.g, F.now, &obs, F.in, &F.st, &F.st, &F.d), -EINVAL);
+	assert_int_equal(engine_evaluate(&F.g, fx_clock(), &obs, F.in, &F.st, &F.st, &F.d), -EINVAL);
 	obs.current = 1;
-	assert_int_equal(engine_evaluate(&F.g, F.now, &obs, F.in, &F.st, NULL, &F.d), -EINVAL);
+	assert_int_equal(engine_evaluate(&F.g, fx_clock(), &obs, F.in, &F.st, NULL, &F.d), -EINVAL);
 	/* No signal and no rule: a schedule-only group follows its bounds. */
-	assert_int_equal(engine_evaluate(&F.g, F.now, &obs, F.in, &F.st, &F.st, &F.d), 0);
+	assert_int_equal(engine_evaluate(&F.g, fx_clock(), &obs, F.in, &F.st, &F.st, &F.d), 0);
 	assert_int_equal(F.d.desired, 1);
 	assert_false(F.d.on_missing_applied);
 }
@@ -759,6 +851,7 @@ int main(void)
 		cmocka_unit_test(test_in_flight),
 		cmocka_unit_test(test_safe_start),
 		cmocka_unit_test(test_history_is_bounded_and_conservative),
+		cmocka_unit_test(test_clock_steps),
 		cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_sentence_and_json),
 	};
