@@ -51,6 +51,9 @@
  * the epsilon keeps that from becoming one instance more. */
 #define COUNT_EPSILON 1e-6
 #define COUNT_LIMIT 1000000000
+/* Relative: how far beyond an edge of the tolerance band a value may lie
+ * and still be on the edge (see inside_band). */
+#define BAND_EPSILON 1e-9
 
 #define ENGINE_STATE_VERSION 1
 
@@ -163,9 +166,18 @@ static double signal_target(const struct eval *e, size_t s)
 	return e->g->signals[s].target;
 }
 
-static bool within(double ratio, double tolerance)
+/* Whether `value` is inside the tolerance band around `target`, both edges
+ * included (DESIGN.md section 3 step 2). The band is compared in the
+ * value's own units: the ratio value / target - 1 is not exact in binary
+ * floating point (66 / 60 - 1 is 0.10000000000000009, 54 / 60 - 1 is
+ * -0.09999999999999998), which put one edge outside and the other inside.
+ * Each edge is widened by a relative epsilon far below any difference a
+ * signal can mean, so both decimal edges land inside. */
+static bool inside_band(double value, double target, double tolerance)
 {
-	return fabs(ratio - 1.0) <= tolerance;
+	double eps = fabs(target) * BAND_EPSILON;
+
+	return value <= target * (1.0 + tolerance) + eps && value >= target * (1.0 - tolerance) - eps;
 }
 
 /* Kubernetes HPA's replica calculation. `value` is the mean over the ready
@@ -187,7 +199,7 @@ static void recommend_utilization(struct eval *e, size_t s, struct signal_decisi
 	}
 	ratio = sd->value / target;
 	if (missing == 0 && (e->unready == 0 || ratio <= 1.0)) {
-		if (within(ratio, tol)) {
+		if (inside_band(sd->value, target, tol)) {
 			sd->recommendation = e->current;
 			sd->tolerance_hold = true;
 		} else {
@@ -206,7 +218,7 @@ static void recommend_utilization(struct eval *e, size_t s, struct signal_decisi
 		sd->counted_as_zero = e->unready;
 	}
 	new_ratio = sum / ((double)n * target);
-	if (within(new_ratio, tol) || (ratio < 1.0 && new_ratio > 1.0) || (ratio > 1.0 && new_ratio < 1.0)) {
+	if (inside_band(sum, (double)n * target, tol) || (ratio < 1.0 && new_ratio > 1.0) || (ratio > 1.0 && new_ratio < 1.0)) {
 		sd->recommendation = e->current;
 		sd->tolerance_hold = true;
 		return;
@@ -223,7 +235,7 @@ static void recommend_average(struct eval *e, size_t s, struct signal_decision *
 {
 	double tol = e->g->signals[s].tolerance;
 
-	if (e->current > 0 && within(sd->value / (sd->target * e->current), tol)) {
+	if (e->current > 0 && inside_band(sd->value, sd->target * e->current, tol)) {
 		sd->recommendation = e->current;
 		sd->tolerance_hold = true;
 		return;

@@ -241,6 +241,69 @@ static void test_tolerance(void **state)
 	assert_int_equal(fx_eval(4), 5);
 }
 
+/* One evaluation of 10 ready instances with `v` in signal `s`, on fresh
+ * windows; no scale-in window, so a scale-in shows at once. */
+static int edge_eval(enum signal_type type, double target, double v, bool *hold)
+{
+	int s;
+
+	fx_init(1, 40, 1);
+	s = fx_signal("x", type, target);
+	F.g.behavior.scale_in.stabilization_ms = 0;
+	fx_push(s, v);
+	fx_eval(10);
+	*hold = F.d.signals[s].tolerance_hold;
+	return F.d.desired;
+}
+
+/* Both edges of the tolerance band are inside it (DESIGN.md section 3 step
+ * 2): exactly 10 % above the target holds as exactly 10 % below does,
+ * whatever value / target - 1 comes to in floating point; a hundredth
+ * beyond either edge acts. */
+static void test_tolerance_edges(void **state)
+{
+	bool hold;
+
+	(void)state;
+	/* utilization: 60 % +- 10 % is [54, 66]. */
+	assert_int_equal(edge_eval(SIGNAL_UTILIZATION, 60, 66, &hold), 10);
+	assert_true(hold);
+	assert_int_equal(edge_eval(SIGNAL_UTILIZATION, 60, 54, &hold), 10);
+	assert_true(hold);
+	assert_int_equal(edge_eval(SIGNAL_UTILIZATION, 60, 66.01, &hold), 12); /* ceil(11.0017) */
+	assert_false(hold);
+	assert_int_equal(edge_eval(SIGNAL_UTILIZATION, 60, 53.99, &hold), 9);  /* ceil(8.998) */
+	assert_false(hold);
+	/* average: 5 per instance over 10 is 50 +- 10 %, [45, 55]. */
+	assert_int_equal(edge_eval(SIGNAL_AVERAGE, 5, 55, &hold), 10);
+	assert_true(hold);
+	assert_int_equal(edge_eval(SIGNAL_AVERAGE, 5, 45, &hold), 10);
+	assert_true(hold);
+	assert_int_equal(edge_eval(SIGNAL_AVERAGE, 5, 55.01, &hold), 12);
+	assert_false(hold);
+	assert_int_equal(edge_eval(SIGNAL_AVERAGE, 5, 44.99, &hold), 9);
+	assert_false(hold);
+
+	/* The band after HPA's substitutions: 10 ready at 72.6 % and one
+	 * still provisioning counted as 0 is 726 / 11 = 66 on average, the
+	 * upper edge again. */
+	{
+		struct instance_obs inst[11];
+		struct observation obs = { .current = 11, .instances = inst, .n_instances = 11, .stable = true };
+		int cpu;
+
+		fx_init(1, 40, 1);
+		cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+		for (int i = 0; i < 10; i++)
+			inst[i] = (struct instance_obs){ .id = "vm", .state = INSTANCE_RUNNING, .ready = true };
+		inst[10] = (struct instance_obs){ .id = "new", .state = INSTANCE_PROVISIONING };
+		fx_push(cpu, 72.6);
+		assert_int_equal(fx_eval_obs(&obs), 11);
+		assert_true(F.d.signals[cpu].tolerance_hold);
+		assert_int_equal(F.d.signals[cpu].counted_as_zero, 1);
+	}
+}
+
 static void test_hpa_missing_samples(void **state)
 {
 	int cpu;
@@ -835,6 +898,7 @@ int main(void)
 		cmocka_unit_test(test_queue_series),
 		cmocka_unit_test(test_cpu_series_steps_down),
 		cmocka_unit_test(test_tolerance),
+		cmocka_unit_test(test_tolerance_edges),
 		cmocka_unit_test(test_hpa_missing_samples),
 		cmocka_unit_test(test_hpa_initializing_instances),
 		cmocka_unit_test(test_several_signals_take_max),
