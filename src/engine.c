@@ -34,10 +34,9 @@
  *
  * Time comes in on two clocks (clock.h). Every length of time (signal
  * windows and staleness, stabilization windows, cooldowns, rate-limit
- * periods, the safe start's hold) is measured on the monotonic one, so a
- * wall-clock step neither empties nor stretches it. The wall clock picks
- * the profile (a calendar) and ages the instances, whose start times the
- * driver reports as wall-clock times from its backend. */
+ * periods, the safe start's hold, the instances' initialization period) is
+ * measured on the monotonic one, so a wall-clock step neither empties nor
+ * stretches it. The wall clock picks the profile, a calendar. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -60,7 +59,7 @@
 struct eval {
 	const struct group_conf *g;
 	const struct profile_conf *p;
-	int64_t wall;  /* calendar time: profiles, instance start times */
+	int64_t wall;  /* calendar time: the profile */
 	int64_t mono;  /* everything that measures a length of time */
 	const struct observation *obs;
 	const struct engine_signal_input *in;
@@ -129,7 +128,7 @@ static void count_instances(struct eval *e)
 		if (o->state == INSTANCE_STOPPING)
 			continue;
 		if (o->state == INSTANCE_RUNNING && o->ready &&
-		    (o->running_since_ms == 0 || e->wall - o->running_since_ms >= init_ms))
+		    (o->running_since_ms == 0 || e->mono - o->running_since_mono_ms >= init_ms))
 			ready++;
 		else
 			unready++;

@@ -32,7 +32,11 @@ struct instance_obs {
 	const char *id;
 	enum instance_state state;
 	int64_t created_ms;       /* wall clock; 0 if unknown */
-	int64_t running_since_ms; /* wall clock; 0 if unknown or not running */
+	int64_t running_since_ms; /* wall clock, as the driver reports it; 0 if unknown or not running */
+	/* The same instant on the monotonic clock, which the initialization
+	 * period is measured on; the caller maps it (group.c keeps each
+	 * instance's mapping from when it was first seen running). */
+	int64_t running_since_mono_ms;
 	bool ready;               /* the driver's own readiness (e.g. a port check) */
 };
 

@@ -118,8 +118,7 @@ static int64_t longest_window(const struct group_conf *gc, size_t sig)
 }
 
 /* Mean CPU of the ready members from a driver's read_cpu results. The
- * initialization period leaves new members out, as the engine does (on the
- * wall clock, as the driver stamps the members). */
+ * initialization period leaves new members out, as the engine does. */
 static void feed_driver_cpu(struct group_rt *g, const struct job *j, struct clock_now t)
 {
 	double sum = 0;
@@ -132,7 +131,7 @@ static void feed_driver_cpu(struct group_rt *g, const struct job *j, struct cloc
 			if (strcmp(in->id, j->cpu[i].id) != 0)
 				continue;
 			if (in->state == INSTANCE_RUNNING && in->ready && in->running_since_ms &&
-			    t.wall_ms - in->running_since_ms >= g->gc->behavior.initialization_ms) {
+			    t.mono_ms - in->running_since_mono_ms >= g->gc->behavior.initialization_ms) {
 				sum += j->cpu[i].percent;
 				n++;
 			}
@@ -159,8 +158,63 @@ static void feed_driver_cpu(struct group_rt *g, const struct job *j, struct cloc
 
 /* ----------------------------------------------------------- evaluation */
 
-static void take_observation(struct group_rt *g, struct job *j)
+static int cmp_instance_id(const void *a, const void *b)
 {
+	return strcmp((*(const struct instance_obs *const *)a)->id, (*(const struct instance_obs *const *)b)->id);
+}
+
+/* The instance of the previous observation with the id of `in`, or NULL.
+ * Lists usually come in the same order each time, so the same index is
+ * tried first; `sorted` (the previous list sorted by id, or NULL when it
+ * could not be allocated) serves the rest. */
+static const struct instance_obs *previous_instance(const struct group_rt *g, const struct instance_obs *const *sorted,
+						    size_t i, const struct instance_obs *in)
+{
+	const struct instance_obs *const *hit;
+
+	if (i < g->n_instances && strcmp(g->instances[i].id, in->id) == 0)
+		return &g->instances[i];
+	if (!sorted)
+		return NULL;
+	hit = bsearch(&in, sorted, g->n_instances, sizeof(*sorted), cmp_instance_id);
+	return hit ? *hit : NULL;
+}
+
+/* Drivers report when an instance started running as a wall-clock time;
+ * the initialization period is a length of time, measured on the monotonic
+ * clock. Each start is mapped once, when the instance is first seen
+ * running, and the mapping is kept while the driver reports the same start:
+ * a later wall-clock step then changes no instance's age. A start the wall
+ * clock puts in the future counts as now. */
+static void map_start_times(const struct group_rt *g, struct instance_obs *v, size_t n, struct clock_now now)
+{
+	const struct instance_obs **sorted = NULL;
+
+	if (g->n_instances > 0 && (sorted = malloc(g->n_instances * sizeof(*sorted)))) {
+		for (size_t i = 0; i < g->n_instances; i++)
+			sorted[i] = &g->instances[i];
+		qsort(sorted, g->n_instances, sizeof(*sorted), cmp_instance_id);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct instance_obs *old;
+		int64_t m;
+
+		if (!v[i].running_since_ms)
+			continue;
+		old = previous_instance(g, sorted, i, &v[i]);
+		if (old && old->running_since_ms == v[i].running_since_ms) {
+			v[i].running_since_mono_ms = old->running_since_mono_ms;
+			continue;
+		}
+		m = clock_wall_to_mono(now, v[i].running_since_ms);
+		v[i].running_since_mono_ms = m < now.mono_ms ? m : now.mono_ms;
+	}
+	free(sorted);
+}
+
+static void take_observation(struct group_rt *g, struct job *j, struct clock_now now)
+{
+	map_start_times(g, j->instances, j->n_instances, now);
 	for (size_t i = 0; i < g->n_instances; i++)
 		free((char *)g->instances[i].id);
 	free(g->instances);
@@ -386,7 +440,7 @@ void group_job_done(struct job *j)
 			metrics_record_error(g->ctx->metrics, g->gc->name, "observe");
 			break;
 		}
-		take_observation(g, j);
+		take_observation(g, j, t);
 		if (j->want_cpu)
 			feed_driver_cpu(g, j, t);
 		if (!g->first_reported) {

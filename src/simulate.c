@@ -95,6 +95,7 @@ static void pool_observe(struct pool *pool, int64_t now_ms, int64_t warm_ms, str
 		 * before it: no initialization period. */
 		o->created_ms = in->launch_ms == warm_ms ? warm_ms - 3600 * MS_PER_SEC : in->launch_ms;
 		o->running_since_ms = ready ? (in->launch_ms == warm_ms ? o->created_ms : in->ready_ms) : 0;
+		o->running_since_mono_ms = o->running_since_ms; /* one virtual clock */
 		o->ready = ready;
 	}
 	memset(obs, 0, sizeof(*obs));

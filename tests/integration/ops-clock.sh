@@ -11,7 +11,9 @@
 #  2. a step back in the middle of the window: the scale-in is not an hour
 #     late; the state file holds the stepped wall-clock time;
 #  3. a restart after a kill -9 with the clock stepped back an hour: the
-#     restored window lasts at most its configured length.
+#     restored window lasts at most its configured length;
+#  4. a step back after instances passed their initialization period: they
+#     still count as ready.
 # The times asserted are the test's own (its clock is not stepped).
 # (libfaketime cannot serve here: it shifts sd-event's absolute monotonic
 # timers by the offset too, and the daemon's loop stops.)
@@ -133,6 +135,49 @@ check "the restart restored the window" wait_for 10 logged_since "$l" "state res
 t1=$(until_pool 4 $((WINDOW + 10)))
 check "the restored window, an hour in the future by the stepped clock, ends within its length of the restart ($(since "$t1" "$t_start"))" \
 	test -n "$t1" -a "$((${t1:-0} - t_start))" -le $(((WINDOW + 6) * 1000))
+
+# --- 4. instances' ages across a step back -----------------------------------
+# A CPU signal (utilization, 60 % per ready instance) on 4 instances the
+# driver stamps as started now, with a 3 s initialization period. Once they
+# are past it, the clock steps back an hour: their starts, as the driver
+# reported them, now lie an hour ahead of the daemon's clock. Their ages
+# must not change: at 90 % the pool grows to 6. (Counted as initializing,
+# none would be ready, the signal invalid and the pool held at 4.)
+stop_daemon
+step_clock 0
+rm -f "$T/state/web.state"
+now=$(now_ms)
+printf 'next 5\nvm-1 %s\nvm-2 %s\nvm-3 %s\nvm-4 %s\n' "$now" "$now" "$now" "$now" > "$T/pool"
+set_load 60
+cat > "$T/autoscaled.conf" <<CONF
+agent = {
+  interval = "1s";
+  state_directory = "$T/state";
+  admin_socket = "$T/admin.sock";
+  driver_directory = "$POOL_DRIVERS";
+};
+groups = ( {
+  name = "web"; driver = "filepool"; min = 1; max = 8;
+  driver_options = { pool = "$T/pool"; calls = "$T/calls"; step_ms = 0; };
+  signals = ( { name = "cpu"; source = "exec"; type = "utilization"; target = 60.0;
+                source_options = { command = [ "/bin/cat", "$T/load" ]; };
+                poll_interval = "1s"; window = "3s"; aggregation = "last"; staleness = "5s"; } );
+  behavior = { initialization_period = "3s"; scale_in = { stabilization = "${WINDOW}s"; };
+               scale_out = { policies = ( ); }; };
+} );
+CONF
+l=$(log_lines)
+start_daemon || not_ok "the daemon starts with a CPU signal"
+check "the 4 instances are past their initialization: 60 % holds" \
+	wait_for 15 logged_since "$l" "cpu 60% vs target 60% -> 4 (within tolerance)"
+l=$(log_lines)
+t_step=$(now_ms)
+step_clock $((-HOUR * 1000))
+set_load 90
+t1=$(until_pool 6 15)
+check "after a step back of an hour the instances still count as ready: scale-out to 6 ($(since "$t1" "$t_step") after the step)" \
+	test -n "$t1"
+check "no instance was counted as initializing after the step" eval '! logged_since "$l" "no ready instance"'
 check "the daemon is alive" alive
 stop_daemon
 tap_done

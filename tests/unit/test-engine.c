@@ -339,10 +339,11 @@ static void test_hpa_initializing_instances(void **state)
 	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
 	for (i = 0; i < 4; i++)
 		inst[i] = (struct instance_obs){ .id = "vm", .state = INSTANCE_RUNNING, .ready = true,
-						 .running_since_ms = F.now - S(600) };
+						 .running_since_ms = F.now - S(600),
+						 .running_since_mono_ms = F.now - S(600) };
 	/* Two started 30 s ago: still initializing. One is being removed. */
-	inst[2].running_since_ms = F.now - S(30);
-	inst[3].running_since_ms = F.now - S(30);
+	inst[2].running_since_ms = inst[2].running_since_mono_ms = F.now - S(30);
+	inst[3].running_since_ms = inst[3].running_since_mono_ms = F.now - S(30);
 	inst[4] = (struct instance_obs){ .id = "old", .state = INSTANCE_STOPPING };
 	/* 150 % on the 2 ready ones; the 2 initializing count 0: 1.25 -> 5. */
 	fx_push(cpu, 150);
@@ -350,8 +351,8 @@ static void test_hpa_initializing_instances(void **state)
 	assert_int_equal(F.d.ready, 2);
 	/* 90 % would flip below 1 with them counted: keep 4 (without the rule, 3). */
 	F.now += S(61);
-	inst[2].running_since_ms = F.now - S(30);
-	inst[3].running_since_ms = F.now - S(30);
+	inst[2].running_since_ms = inst[2].running_since_mono_ms = F.now - S(30);
+	inst[3].running_since_ms = inst[3].running_since_mono_ms = F.now - S(30);
 	fx_push(cpu, 90);
 	assert_int_equal(fx_eval_obs(&obs), 4);
 	/* The record says why a pool at 90 % holds. */
@@ -817,6 +818,27 @@ static void test_clock_steps(void **state)
 			scale_in_run(ats[a], steps[s], got);
 			assert_memory_equal(got, ref, sizeof(ref));
 		}
+
+	/* An instance's age runs on the monotonic clock too: started 600 s
+	 * ago as both clocks read then, it is past its initialization after
+	 * the wall clock stepped back an hour, though the wall-clock start
+	 * the driver reported now lies ahead of the wall clock. */
+	{
+		struct instance_obs inst[2];
+		struct observation obs = { .current = 2, .instances = inst, .n_instances = 2, .stable = true };
+		int cpu;
+
+		fx_init(1, 20, 1);
+		cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+		F.wall_step = -S(3600);
+		for (int i = 0; i < 2; i++)
+			inst[i] = (struct instance_obs){ .id = "vm", .state = INSTANCE_RUNNING, .ready = true,
+							 .running_since_ms = F.now - S(600),
+							 .running_since_mono_ms = F.now - S(600) };
+		fx_push(cpu, 90);
+		assert_int_equal(fx_eval_obs(&obs), 3);
+		assert_int_equal(F.d.ready, 2);
+	}
 
 	cooldown_run(-1, 0, ref);
 	/* One more at once, then one every 120 s (8 evaluations). */
