@@ -217,7 +217,8 @@ static void recommend_utilization(struct eval *e, size_t s, struct signal_decisi
 		sd->counted_as_zero = e->unready;
 	}
 	new_ratio = sum / ((double)n * target);
-	if (inside_band(sum, (double)n * target, tol) || (ratio < 1.0 && new_ratio > 1.0) || (ratio > 1.0 && new_ratio < 1.0)) {
+	if (inside_band(sum, (double)n * target, tol) || (ratio < 1.0 && new_ratio > 1.0) ||
+	    (ratio > 1.0 && new_ratio < 1.0)) {
 		sd->recommendation = e->current;
 		sd->tolerance_hold = true;
 		return;

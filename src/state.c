@@ -338,8 +338,8 @@ static int parse_engine(struct parse *p, const cJSON *e, const struct group_conf
 		return r;
 	s->last_action_ms = s->last_action_dir == DIR_NONE ? 0 : mono_past(p, x);
 	/* A hold may reach up to the longest window past the save. */
-	if ((r = get_int(p, e, "no_scale_in_before_ms", 0, p->now.wall_ms + STATE_FUTURE_SLACK_MS + CONFIG_MAX_STABILIZATION_MS,
-			 &x)) < 0)
+	if ((r = get_int(p, e, "no_scale_in_before_ms", 0,
+			 p->now.wall_ms + STATE_FUTURE_SLACK_MS + CONFIG_MAX_STABILIZATION_MS, &x)) < 0)
 		return r;
 	s->no_scale_in_before_ms = mono_deadline(p, x, longest_scale_in_window(gc));
 	return 0;
