@@ -143,7 +143,7 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 			struct bench_group *b = &groups[i];
 
 			obs.current = b->current;
-			if (engine_evaluate(&b->g, *now, &obs, b->in, &b->st, &b->st, &d) < 0)
+			if (engine_evaluate(&b->g, clock_virtual(*now), &obs, b->in, &b->st, &b->st, &d) < 0)
 				abort();
 			if (d.desired != b->current) {
 				engine_record_action(&b->st, *now, b->current, d.desired);

@@ -363,7 +363,7 @@ static const char *poll_status(const cJSON *body, bool resource, bool required, 
 /* Follows a long-running operation from its first reply. */
 static int follow(struct autoscaled_driver_instance *h, const char *what, const struct rest_reply *first)
 {
-	int64_t deadline = rest_now_ms() + h->op_timeout_ms;
+	int64_t deadline = rest_mono_ms() + h->op_timeout_ms;
 	char url[2048], get_url[1536];
 	bool async = first->async_operation[0] != '\0', loc = !async && first->location[0] != '\0';
 	const char *bad = NULL, *status;
@@ -385,7 +385,7 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, const 
 	snprintf(url, sizeof(url), "%s", async ? first->async_operation : first->location);
 	snprintf(get_url, sizeof(get_url), "%s?api-version=%s", h->vmss_url, h->api_version);
 	for (;;) {
-		if (rest_now_ms() + wait > deadline) {
+		if (rest_mono_ms() + wait > deadline) {
 			LOG(h, ERROR, WHO ": %s of '%s' not finished after %lld s", what, h->name,
 			    (long long)(h->op_timeout_ms / 1000));
 			rest_count_error(&h->http);

@@ -34,7 +34,7 @@ struct autoscaled_driver_instance {
 	struct cloud_members members;
 	int target_size;
 	bool stable;
-	int64_t unstable_since_ms;
+	int64_t unstable_since_ms; /* monotonic; 0: stable */
 	char actions[256];
 };
 
@@ -129,7 +129,7 @@ static int fetch_group(struct autoscaled_driver_instance *h)
 	if (h->stable)
 		h->unstable_since_ms = 0;
 	else if (h->unstable_since_ms == 0)
-		h->unstable_since_ms = rest_now_ms();
+		h->unstable_since_ms = rest_mono_ms();
 	rest_reply_clear(&r);
 	return 0;
 }
@@ -288,7 +288,7 @@ static const char *op_status(const struct rest_reply *r, const char **bad)
  * logging the operation's error. */
 static int follow(struct autoscaled_driver_instance *h, const char *what, struct rest_reply *first)
 {
-	int64_t deadline = rest_now_ms() + h->op_timeout_ms, saved = h->http.timeout_ms;
+	int64_t deadline = rest_mono_ms() + h->op_timeout_ms, saved = h->http.timeout_ms;
 	char name[256], ename[768], url[2048], msg[512];
 	struct rest_reply r = *first;
 	const cJSON *name_v, *err;
@@ -310,7 +310,7 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, struct
 	if (h->http.timeout_ms < 150000)
 		h->http.timeout_ms = 150000;
 	while (strcmp(status, "DONE") != 0) {
-		if (rest_now_ms() > deadline) {
+		if (rest_mono_ms() > deadline) {
 			LOG(h, ERROR, WHO ": %s of '%s': operation '%s' not done after %lld s", what, h->name, name,
 			    (long long)(h->op_timeout_ms / 1000));
 			rest_count_error(&h->http);
@@ -358,7 +358,7 @@ static int may_act(struct autoscaled_driver_instance *h, const char *what)
 
 	if (h->stable)
 		return 0;
-	for_ms = rest_now_ms() - h->unstable_since_ms;
+	for_ms = rest_mono_ms() - h->unstable_since_ms;
 	if (for_ms < h->unstable_limit_ms) {
 		LOG(h, NOTICE, WHO ": not starting %s of '%s': group not stable (%s) for %lld s, limit %lld s", what,
 		    h->name, h->actions[0] ? h->actions : "changes pending", (long long)(for_ms / 1000),

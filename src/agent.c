@@ -20,6 +20,7 @@
 
 #include "admin.h"
 #include "agent.h"
+#include "clock.h"
 #include "config.h"
 #include "group.h"
 #include "http.h"
@@ -46,7 +47,7 @@ struct agent {
 	struct metrics *metrics;
 	struct notifier *notifier;
 	struct admin *admin;
-	int64_t started_ms;
+	int64_t started_ms;  /* monotonic: the uptime survives a clock step */
 };
 
 static void agent_status(struct agent *a)
@@ -197,14 +198,6 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 
 /* ------------------------------------------------------------ admin API */
 
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static struct group_rt *find_group(struct agent *a, const char *name)
 {
 	for (size_t i = 0; i < a->n_groups; i++)
@@ -224,7 +217,7 @@ static cJSON *op_health(void *u)
 	cJSON_AddStringToObject(o, "version", PACKAGE_VERSION);
 	cJSON_AddNumberToObject(o, "groups", (double)a->n_groups);
 	cJSON_AddBoolToObject(o, "ready", a->ready_sent);
-	cJSON_AddNumberToObject(o, "uptime_s", (double)((wall_ms() - a->started_ms) / 1000));
+	cJSON_AddNumberToObject(o, "uptime_s", (double)((clock_mono_ms() - a->started_ms) / 1000));
 	return o;
 }
 
@@ -302,7 +295,7 @@ static int op_reload(void *u, char *err, size_t len)
 static int64_t op_now(void *u)
 {
 	(void)u;
-	return wall_ms();
+	return clock_wall_ms();
 }
 
 static const struct admin_ops admin_ops = {
@@ -396,7 +389,7 @@ static void raise_fd_limit(void)
 
 int agent_run(const struct agent_options *opts)
 {
-	struct agent a = {.opts = opts, .started_ms = wall_ms()};
+	struct agent a = {.opts = opts, .started_ms = clock_mono_ms()};
 	struct config_errors errs = {0};
 	sigset_t mask;
 	int r;

@@ -30,7 +30,13 @@
  * - The flapping guard projects utilization signals to value x current / n;
  *   a group total (an average signal) does not change with the count.
  * - A driver reporting the group as not stable without a pending operation
- *   counts as an action in flight in the direction of the last one. */
+ *   counts as an action in flight in the direction of the last one.
+ *
+ * Time comes in on two clocks (clock.h). Every length of time (signal
+ * windows and staleness, stabilization windows, cooldowns, rate-limit
+ * periods, the safe start's hold, the instances' initialization period) is
+ * measured on the monotonic one, so a wall-clock step neither empties nor
+ * stretches it. The wall clock picks the profile, a calendar. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -44,13 +50,17 @@
  * the epsilon keeps that from becoming one instance more. */
 #define COUNT_EPSILON 1e-6
 #define COUNT_LIMIT 1000000000
+/* Relative: how far beyond an edge of the tolerance band a value may lie
+ * and still be on the edge (see inside_band). */
+#define BAND_EPSILON 1e-9
 
 #define ENGINE_STATE_VERSION 1
 
 struct eval {
 	const struct group_conf *g;
 	const struct profile_conf *p;
-	int64_t now;
+	int64_t wall;  /* calendar time: the profile */
+	int64_t mono;  /* everything that measures a length of time */
 	const struct observation *obs;
 	const struct engine_signal_input *in;
 	struct engine_state *st;
@@ -118,7 +128,7 @@ static void count_instances(struct eval *e)
 		if (o->state == INSTANCE_STOPPING)
 			continue;
 		if (o->state == INSTANCE_RUNNING && o->ready &&
-		    (o->running_since_ms == 0 || e->now - o->running_since_ms >= init_ms))
+		    (o->running_since_ms == 0 || e->mono - o->running_since_mono_ms >= init_ms))
 			ready++;
 		else
 			unready++;
@@ -132,7 +142,7 @@ static void count_instances(struct eval *e)
 /* Step 1. */
 static int step_profile(struct eval *e)
 {
-	int i = schedule_active_profile(e->g, e->now);
+	int i = schedule_active_profile(e->g, e->wall);
 
 	if (i < 0)
 		return -EINVAL;
@@ -155,9 +165,18 @@ static double signal_target(const struct eval *e, size_t s)
 	return e->g->signals[s].target;
 }
 
-static bool within(double ratio, double tolerance)
+/* Whether `value` is inside the tolerance band around `target`, both edges
+ * included (DESIGN.md section 3 step 2). The band is compared in the
+ * value's own units: the ratio value / target - 1 is not exact in binary
+ * floating point (66 / 60 - 1 is 0.10000000000000009, 54 / 60 - 1 is
+ * -0.09999999999999998), which put one edge outside and the other inside.
+ * Each edge is widened by a relative epsilon far below any difference a
+ * signal can mean, so both decimal edges land inside. */
+static bool inside_band(double value, double target, double tolerance)
 {
-	return fabs(ratio - 1.0) <= tolerance;
+	double eps = fabs(target) * BAND_EPSILON;
+
+	return value <= target * (1.0 + tolerance) + eps && value >= target * (1.0 - tolerance) - eps;
 }
 
 /* Kubernetes HPA's replica calculation. `value` is the mean over the ready
@@ -179,7 +198,7 @@ static void recommend_utilization(struct eval *e, size_t s, struct signal_decisi
 	}
 	ratio = sd->value / target;
 	if (missing == 0 && (e->unready == 0 || ratio <= 1.0)) {
-		if (within(ratio, tol)) {
+		if (inside_band(sd->value, target, tol)) {
 			sd->recommendation = e->current;
 			sd->tolerance_hold = true;
 		} else {
@@ -198,7 +217,8 @@ static void recommend_utilization(struct eval *e, size_t s, struct signal_decisi
 		sd->counted_as_zero = e->unready;
 	}
 	new_ratio = sum / ((double)n * target);
-	if (within(new_ratio, tol) || (ratio < 1.0 && new_ratio > 1.0) || (ratio > 1.0 && new_ratio < 1.0)) {
+	if (inside_band(sum, (double)n * target, tol) || (ratio < 1.0 && new_ratio > 1.0) ||
+	    (ratio > 1.0 && new_ratio < 1.0)) {
 		sd->recommendation = e->current;
 		sd->tolerance_hold = true;
 		return;
@@ -215,7 +235,7 @@ static void recommend_average(struct eval *e, size_t s, struct signal_decision *
 {
 	double tol = e->g->signals[s].tolerance;
 
-	if (e->current > 0 && within(sd->value / (sd->target * e->current), tol)) {
+	if (e->current > 0 && inside_band(sd->value, sd->target * e->current, tol)) {
 		sd->recommendation = e->current;
 		sd->tolerance_hold = true;
 		return;
@@ -236,7 +256,7 @@ static void step_signals(struct eval *e)
 		const char *why = "no samples";
 
 		sd->target = signal_target(e, s);
-		if (!in->window || window_aggregate(in->window, e->now, sc->window_ms, sc->aggregation,
+		if (!in->window || window_aggregate(in->window, e->mono, sc->window_ms, sc->aggregation,
 						    sc->staleness_ms, &sd->value, &why) < 0) {
 			sd->valid = false;
 			sd->reason = in->error ? in->error : why;
@@ -300,7 +320,7 @@ static int rule_proposal(const struct rule_conf *r, int current)
 
 static bool rule_in_cooldown(const struct eval *e, const struct rule_conf *r)
 {
-	return e->st->last_action_dir != DIR_NONE && e->now - e->st->last_action_ms < r->cooldown_ms;
+	return e->st->last_action_dir != DIR_NONE && e->mono - e->st->last_action_ms < r->cooldown_ms;
 }
 
 /* Rules usually come in pairs over the same statistic of the same window
@@ -334,7 +354,7 @@ static void step_rules(struct eval *e)
 			rd->value = e->d->rules[k].value;
 		} else {
 			rd->evaluated = in->window &&
-					window_aggregate(in->window, e->now, r->window_ms, r->statistic,
+					window_aggregate(in->window, e->mono, r->window_ms, r->statistic,
 							 e->g->signals[r->signal_index].staleness_ms, &rd->value,
 							 NULL) == 0;
 		}
@@ -495,10 +515,10 @@ static int step_stabilize(struct eval *e, int rec)
 	struct engine_state *st = e->st;
 	int up, down, n = e->current;
 
-	deque_push(st->up_recs, &st->n_up_recs, e->now, rec, -1);
-	deque_expire(st->up_recs, &st->n_up_recs, e->now, e->g->behavior.scale_out.stabilization_ms);
-	deque_push(st->down_recs, &st->n_down_recs, e->now, rec, +1);
-	deque_expire(st->down_recs, &st->n_down_recs, e->now, e->g->behavior.scale_in.stabilization_ms);
+	deque_push(st->up_recs, &st->n_up_recs, e->mono, rec, -1);
+	deque_expire(st->up_recs, &st->n_up_recs, e->mono, e->g->behavior.scale_out.stabilization_ms);
+	deque_push(st->down_recs, &st->n_down_recs, e->mono, rec, +1);
+	deque_expire(st->down_recs, &st->n_down_recs, e->mono, e->g->behavior.scale_in.stabilization_ms);
 	up = st->up_recs[0].count;
 	down = st->down_recs[0].count;
 	if (n < up)
@@ -541,7 +561,7 @@ static int rate_limit(const struct eval *e, const struct direction_behavior *b, 
 	for (i = 0; i < b->n_policies; i++) {
 		const struct rate_policy *pol = &b->policies[i];
 
-		changes_in_period(e->st, e->now, pol->period_ms, &added, &removed);
+		changes_in_period(e->st, e->mono, pol->period_ms, &added, &removed);
 		start = cur - added + removed;
 		if (dir == DIR_OUT)
 			allowed = pol->type == POLICY_INSTANCES ? start + (int)lround(pol->value)
@@ -624,7 +644,7 @@ static int step_in_flight(struct eval *e, int n)
 		e->d->hold = HOLD_IN_FLIGHT;
 		return e->current;
 	}
-	if (dir == DIR_IN && e->now < e->st->no_scale_in_before_ms) {
+	if (dir == DIR_IN && e->mono < e->st->no_scale_in_before_ms) {
 		e->d->hold = HOLD_SAFE_START;
 		return e->current;
 	}
@@ -663,11 +683,12 @@ void engine_state_init(struct engine_state *s)
 	s->last_action_dir = DIR_NONE;
 }
 
-int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct observation *obs,
+int engine_evaluate(const struct group_conf *g, struct clock_now now, const struct observation *obs,
 		    const struct engine_signal_input *signals, const struct engine_state *prior,
 		    struct engine_state *next, struct decision *out)
 {
-	struct eval e = { .g = g, .now = now_ms, .obs = obs, .in = signals, .st = next, .d = out };
+	struct eval e = { .g = g, .wall = now.wall_ms, .mono = now.mono_ms, .obs = obs, .in = signals, .st = next,
+			  .d = out };
 	struct decision *d = out;
 	int n;
 
@@ -675,7 +696,7 @@ int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct obs
 	    g->n_signals > CONFIG_MAX_SIGNALS || g->n_profiles == 0)
 		return -EINVAL;
 	memset(d, 0, sizeof(*d));
-	d->time_ms = now_ms;
+	d->time_ms = now.wall_ms;
 	d->group = g->name;
 	d->current = e.current = obs->current;
 	d->driver_signal = d->driver_rule = -1;
@@ -687,7 +708,7 @@ int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct obs
 		*next = *prior;
 	count_instances(&e);
 	d->ready = e.ready;
-	prune_events(next, g, now_ms);
+	prune_events(next, g, now.mono_ms);
 
 	/* Steps 2 to 4: what the signals and the rules ask for, combined. */
 	step_signals(&e);
@@ -716,7 +737,7 @@ int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct obs
 	return 0;
 }
 
-void engine_record_action(struct engine_state *s, int64_t now_ms, int from, int to)
+void engine_record_action(struct engine_state *s, int64_t mono_ms, int from, int to)
 {
 	int delta = to - from;
 	size_t i, best = SIZE_MAX;
@@ -724,7 +745,7 @@ void engine_record_action(struct engine_state *s, int64_t now_ms, int from, int 
 
 	if (delta == 0)
 		return;
-	s->last_action_ms = now_ms;
+	s->last_action_ms = mono_ms;
 	s->last_action_dir = direction_of(from, to);
 	if (s->n_events == ENGINE_MAX_HISTORY) {
 		/* Merge the two closest events of the same sign into one at the
@@ -747,5 +768,5 @@ void engine_record_action(struct engine_state *s, int64_t now_ms, int from, int 
 		memmove(&s->events[best], &s->events[best + 1], (s->n_events - best - 1) * sizeof(s->events[0]));
 		s->n_events--;
 	}
-	s->events[s->n_events++] = (struct engine_event){ .t_ms = now_ms, .delta = delta };
+	s->events[s->n_events++] = (struct engine_event){ .t_ms = mono_ms, .delta = delta };
 }

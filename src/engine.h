@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "config.h"
 #include "window.h"
 
@@ -30,8 +31,12 @@ enum instance_state {
 struct instance_obs {
 	const char *id;
 	enum instance_state state;
-	int64_t created_ms;       /* 0 if unknown */
-	int64_t running_since_ms; /* 0 if unknown or not running */
+	int64_t created_ms;       /* wall clock; 0 if unknown */
+	int64_t running_since_ms; /* wall clock, as the driver reports it; 0 if unknown or not running */
+	/* The same instant on the monotonic clock, which the initialization
+	 * period is measured on; the caller maps it (group.c keeps each
+	 * instance's mapping from when it was first seen running). */
+	int64_t running_since_mono_ms;
 	bool ready;               /* the driver's own readiness (e.g. a port check) */
 };
 
@@ -64,8 +69,10 @@ struct engine_event {
 };
 
 /* The group's engine state. Plain data, no pointers: copied, persisted and
- * restored as is (state.c versions it). Bounded: histories are compressed
- * (see engine.c) and never hold more than ENGINE_MAX_HISTORY entries. */
+ * restored as is (state.c versions it, and maps its times to the wall clock
+ * and back). Bounded: histories are compressed (see engine.c) and never hold
+ * more than ENGINE_MAX_HISTORY entries. Every time in it is monotonic
+ * (clock.h), as are the sample times in the signals' windows. */
 struct engine_state {
 	uint32_t version;
 	/* Recommendations for stabilization: up_recs is the min-deque for
@@ -121,7 +128,7 @@ struct rule_decision {
 };
 
 struct decision {
-	int64_t time_ms;
+	int64_t time_ms;         /* wall clock: shown and logged */
 	const char *group;
 	const char *profile;
 	int profile_index;
@@ -148,17 +155,21 @@ struct decision {
 /* Initialises a clean state (no history). */
 void engine_state_init(struct engine_state *s);
 
-/* Evaluates one group at now_ms. `signals` has g->n_signals entries in the
- * order of g->signals. Writes the decision to *out and the new state to
- * *next (which may alias prior). Returns 0, or -EINVAL for inputs that break
- * the contract (a NULL argument, a negative count). */
-int engine_evaluate(const struct group_conf *g, int64_t now_ms, const struct observation *obs,
+/* Evaluates one group at `now`: its wall-clock time picks the profile and
+ * ages the instances, its monotonic time is what the windows, the state's
+ * histories, cooldowns and rate limits are measured against. `signals` has
+ * g->n_signals entries in the order of g->signals. Writes the decision to
+ * *out and the new state to *next (which may alias prior). Returns 0, or
+ * -EINVAL for inputs that break the contract (a NULL argument, a negative
+ * count). */
+int engine_evaluate(const struct group_conf *g, struct clock_now now, const struct observation *obs,
 		    const struct engine_signal_input *signals, const struct engine_state *prior,
 		    struct engine_state *next, struct decision *out);
 
-/* Tells the engine that the group was scaled from `from` to `to` at now_ms
- * (after the driver accepted it), for rate limits and cooldowns. */
-void engine_record_action(struct engine_state *s, int64_t now_ms, int from, int to);
+/* Tells the engine that the group was scaled from `from` to `to` at the
+ * monotonic time mono_ms (after the driver accepted it), for rate limits and
+ * cooldowns. */
+void engine_record_action(struct engine_state *s, int64_t mono_ms, int from, int to);
 
 /* Renders one human sentence for the decision, e.g. "cpu 90% vs target 60%
  * -> 6; max of signals". Returns the length snprintf would have written. */

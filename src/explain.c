@@ -154,14 +154,6 @@ static int fill_windows(const struct explain_args *a, const struct group_conf *g
 	return 0;
 }
 
-static int64_t wall_clock_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * MS_PER_SEC + ts.tv_nsec / 1000000;
-}
-
 /* Evaluates and prints. The first `ready` instances are running and past
  * their initialization; the others are still provisioning. */
 static int explain_group(const struct explain_args *a, const struct group_conf *g, int64_t now_ms)
@@ -204,7 +196,8 @@ static int explain_group(const struct explain_args *a, const struct group_conf *
 		obs.n_instances = (size_t)a->current;
 	}
 	engine_state_init(&st);
-	if (engine_evaluate(g, now_ms, &obs, in, &st, &st, &d) < 0) {
+	/* One evaluation at one instant: both clocks read the same. */
+	if (engine_evaluate(g, clock_virtual(now_ms), &obs, in, &st, &st, &d) < 0) {
 		fprintf(stderr, "explain: group '%s' cannot be evaluated\n", g->name);
 		goto out;
 	}
@@ -245,7 +238,7 @@ int explain_main(int argc, char **argv)
 			return 2;
 		}
 	} else {
-		now_ms = wall_clock_ms();
+		now_ms = clock_wall_ms();
 	}
 	r = config_load(a.config, &cfg, &errs);
 	if (r < 0) {

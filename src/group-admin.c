@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "admin.h"
+#include "clock.h"
 #include "group.h"
 #include "log.h"
 
@@ -79,6 +80,7 @@ cJSON *group_admin_show(const struct group_rt *g)
 	const struct group_conf *gc = group_rt_conf(g);
 	const struct decision *d = group_rt_last(g);
 	static const char *const origins[] = {"fresh", "restored", "safe start"};
+	struct clock_now now = clock_now();
 	cJSON *o = group_admin_summary(g), *x, *rec;
 
 	if (!o)
@@ -113,14 +115,18 @@ cJSON *group_admin_show(const struct group_rt *g)
 			cJSON_AddStringToObject(x, "direction", dir_word(st->in_flight.direction));
 			cJSON_AddNumberToObject(x, "from", st->in_flight.from);
 			cJSON_AddNumberToObject(x, "to", st->in_flight.to);
-			admin_add_time(x, "started", st->in_flight.started_ms);
+			admin_add_time(x, "started", clock_mono_to_wall(now, st->in_flight.started_ms));
 			cJSON_AddStringToObject(x, "request_id", st->in_flight.request_id);
 		}
 	} else {
 		cJSON_AddNullToObject(o, "in_flight");
 	}
 	cJSON_AddStringToObject(o, "state", origins[group_rt_origin(g)]);
-	admin_add_time(o, "no_scale_in_before", st->engine.no_scale_in_before_ms);
+	/* The hold is monotonic (clock.h): shown as the time of day it ends,
+	 * and only while it lasts. */
+	admin_add_time(o, "no_scale_in_before", st->engine.no_scale_in_before_ms > now.mono_ms
+							 ? clock_mono_to_wall(now, st->engine.no_scale_in_before_ms)
+							 : 0);
 	cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
 	rec = last_record(g);
 	if (rec)

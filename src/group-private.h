@@ -13,6 +13,7 @@
 #include <systemd/sd-event.h>
 
 #include "admin.h"
+#include "clock.h"
 #include "driver.h"
 #include "engine.h"
 #include "group.h"
@@ -42,7 +43,7 @@ struct job {
 	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
 	size_t n_ids;
 	int from;                /* scale: the count when the action was decided */
-	int64_t started_ms;
+	int64_t started_ms;      /* monotonic */
 	int write_fd;
 	/* Results, written by the worker thread. */
 	int r;
@@ -58,7 +59,7 @@ struct job {
 
 /* The newest failed driver operation, until one of the same kind succeeds. */
 struct group_error {
-	int64_t time_ms;         /* 0: none */
+	int64_t time_ms;         /* wall clock, shown; 0: none */
 	const char *operation;   /* "observe", "scale_out" or "scale_in" */
 	int err;                 /* the negative errno the driver returned */
 	char message[512];       /* the driver's own words, "" if it logged none */
@@ -112,16 +113,8 @@ struct group_rt {
 	bool observed;            /* at least one observation succeeded */
 	bool first_reported;      /* the agent was told of the first observation */
 	bool stopped;
-	int64_t started_ms;       /* when group_rt_start() last ran */
+	int64_t started_ms;       /* when group_rt_start() last ran, monotonic */
 };
-
-static inline int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* job.c. The pipe that carries finished jobs back to the loop is made once
  * per process, on the first call; returns 0 or a negative errno. */
@@ -138,7 +131,8 @@ void group_job_done(struct job *j);
 /* Writes the state file when the state changed; see group.c. */
 void group_save(struct group_rt *g);
 
-/* group-action.c, all on the loop's thread. */
+/* group-action.c, all on the loop's thread. T is monotonic time
+ * (clock.h) but in group_note_result, where it is shown. */
 enum scale_direction group_reconcile_in_flight(struct group_rt *g, int64_t t);
 /* Takes `ids` (malloc'ed, may be NULL); the in-flight action is dropped
  * when the job cannot start. */

@@ -96,7 +96,7 @@ static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)
 		return 0;
 	}
 	s->polling = true;
-	r = source_poll(s->src, now_ms(), signal_poll_done, s);
+	r = source_poll(s->src, clock_mono_ms(), signal_poll_done, s);
 	if (r < 0) {
 		s->polling = false;
 		snprintf(s->error, sizeof(s->error), "poll failed: %s", strerror(-r));
@@ -119,7 +119,7 @@ static int64_t longest_window(const struct group_conf *gc, size_t sig)
 
 /* Mean CPU of the ready members from a driver's read_cpu results. The
  * initialization period leaves new members out, as the engine does. */
-static void feed_driver_cpu(struct group_rt *g, const struct job *j, int64_t t)
+static void feed_driver_cpu(struct group_rt *g, const struct job *j, struct clock_now t)
 {
 	double sum = 0;
 	int n = 0;
@@ -131,7 +131,7 @@ static void feed_driver_cpu(struct group_rt *g, const struct job *j, int64_t t)
 			if (strcmp(in->id, j->cpu[i].id) != 0)
 				continue;
 			if (in->state == INSTANCE_RUNNING && in->ready && in->running_since_ms &&
-			    t - in->running_since_ms >= g->gc->behavior.initialization_ms) {
+			    t.mono_ms - in->running_since_mono_ms >= g->gc->behavior.initialization_ms) {
 				sum += j->cpu[i].percent;
 				n++;
 			}
@@ -149,7 +149,7 @@ static void feed_driver_cpu(struct group_rt *g, const struct job *j, int64_t t)
 		} else if (n == 0) {
 			snprintf(s->error, sizeof(s->error), "no ready member reported CPU time yet");
 		} else {
-			window_push(&s->win, t, sum / n);
+			window_push(&s->win, t.mono_ms, sum / n);
 			s->error[0] = '\0';
 			s->n_sampled = n;
 		}
@@ -158,8 +158,63 @@ static void feed_driver_cpu(struct group_rt *g, const struct job *j, int64_t t)
 
 /* ----------------------------------------------------------- evaluation */
 
-static void take_observation(struct group_rt *g, struct job *j)
+static int cmp_instance_id(const void *a, const void *b)
 {
+	return strcmp((*(const struct instance_obs *const *)a)->id, (*(const struct instance_obs *const *)b)->id);
+}
+
+/* The instance of the previous observation with the id of `in`, or NULL.
+ * Lists usually come in the same order each time, so the same index is
+ * tried first; `sorted` (the previous list sorted by id, or NULL when it
+ * could not be allocated) serves the rest. */
+static const struct instance_obs *previous_instance(const struct group_rt *g, const struct instance_obs *const *sorted,
+						    size_t i, const struct instance_obs *in)
+{
+	const struct instance_obs *const *hit;
+
+	if (i < g->n_instances && strcmp(g->instances[i].id, in->id) == 0)
+		return &g->instances[i];
+	if (!sorted)
+		return NULL;
+	hit = bsearch(&in, sorted, g->n_instances, sizeof(*sorted), cmp_instance_id);
+	return hit ? *hit : NULL;
+}
+
+/* Drivers report when an instance started running as a wall-clock time;
+ * the initialization period is a length of time, measured on the monotonic
+ * clock. Each start is mapped once, when the instance is first seen
+ * running, and the mapping is kept while the driver reports the same start:
+ * a later wall-clock step then changes no instance's age. A start the wall
+ * clock puts in the future counts as now. */
+static void map_start_times(const struct group_rt *g, struct instance_obs *v, size_t n, struct clock_now now)
+{
+	const struct instance_obs **sorted = NULL;
+
+	if (g->n_instances > 0 && (sorted = malloc(g->n_instances * sizeof(*sorted)))) {
+		for (size_t i = 0; i < g->n_instances; i++)
+			sorted[i] = &g->instances[i];
+		qsort(sorted, g->n_instances, sizeof(*sorted), cmp_instance_id);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct instance_obs *old;
+		int64_t m;
+
+		if (!v[i].running_since_ms)
+			continue;
+		old = previous_instance(g, sorted, i, &v[i]);
+		if (old && old->running_since_ms == v[i].running_since_ms) {
+			v[i].running_since_mono_ms = old->running_since_mono_ms;
+			continue;
+		}
+		m = clock_wall_to_mono(now, v[i].running_since_ms);
+		v[i].running_since_mono_ms = m < now.mono_ms ? m : now.mono_ms;
+	}
+	free(sorted);
+}
+
+static void take_observation(struct group_rt *g, struct job *j, struct clock_now now)
+{
+	map_start_times(g, j->instances, j->n_instances, now);
 	for (size_t i = 0; i < g->n_instances; i++)
 		free((char *)g->instances[i].id);
 	free(g->instances);
@@ -183,7 +238,7 @@ void group_save(struct group_rt *g)
 
 	if (memcmp(&g->st, &g->saved, sizeof(g->st)) == 0)
 		return;
-	r = state_save(dir, g->gc->name, &g->st, now_ms());
+	r = state_save(dir, g->gc->name, &g->st, clock_now());
 	if (r < 0) {
 		if (!g->save_failed)
 			log_group(LOG_ERR, g->gc->name, NULL, NULL, "state: cannot write the state file in '%s': %s",
@@ -268,17 +323,17 @@ static void group_evaluate(struct group_rt *g)
 	};
 	struct decision d;
 	struct timespec m0, m1;
-	int64_t t = now_ms();
+	struct clock_now t = clock_now();
 	bool dry = group_rt_dry_run(g);
 	bool paused, pinned;
 	char *json;
 	int r;
 
 	clock_gettime(CLOCK_MONOTONIC, &m0);
-	if (state_expire(&g->st, t))
+	if (state_expire(&g->st, t.wall_ms))
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired", !g->st.pin.active && g->saved.pin.active
 											 ? "the pin" : "the pause");
-	obs.in_flight = group_reconcile_in_flight(g, t);
+	obs.in_flight = group_reconcile_in_flight(g, t.mono_ms);
 	if (g->job && g->job->kind == JOB_SCALE_OUT)
 		obs.in_flight = DIR_OUT;
 	else if ((g->job && g->job->kind == JOB_SCALE_IN) || g->drain)
@@ -339,8 +394,8 @@ static void group_evaluate(struct group_rt *g)
 		.direction = d.action,
 		.from = d.current,
 		.to = d.desired,
-		.started_ms = t,
-		.deadline_ms = t + STATE_IN_FLIGHT_DEADLINE_MS,
+		.started_ms = t.mono_ms,
+		.deadline_ms = t.mono_ms + STATE_IN_FLIGHT_DEADLINE_MS,
 	};
 	group_save(g);
 	metrics_record_action(g->ctx->metrics, g->gc->name, d.action);
@@ -371,11 +426,12 @@ static bool signals_reported(const struct group_rt *g)
 void group_job_done(struct job *j)
 {
 	struct group_rt *g = j->g;
-	int64_t t = now_ms();
+	struct clock_now t = clock_now();
 	static const char *const op[] = {"observe", "set_capacity", "remove_instances"};
 
-	metrics_record_driver_call(g->ctx->metrics, g->gc->name, op[j->kind], (double)(t - j->started_ms) / 1000.0);
-	group_note_result(g, j, t);
+	metrics_record_driver_call(g->ctx->metrics, g->gc->name, op[j->kind],
+				   (double)(t.mono_ms - j->started_ms) / 1000.0);
+	group_note_result(g, j, t.wall_ms);
 	switch (j->kind) {
 	case JOB_OBSERVE:
 		if (j->r < 0) {
@@ -384,7 +440,7 @@ void group_job_done(struct job *j)
 			metrics_record_error(g->ctx->metrics, g->gc->name, "observe");
 			break;
 		}
-		take_observation(g, j);
+		take_observation(g, j, t);
 		if (j->want_cpu)
 			feed_driver_cpu(g, j, t);
 		if (!g->first_reported) {
@@ -392,12 +448,12 @@ void group_job_done(struct job *j)
 			if (g->ctx->first_observation)
 				g->ctx->first_observation(g->ctx->userdata);
 		}
-		if (!g->stopped && (signals_reported(g) || t - g->started_ms >= g->gc->interval_ms))
+		if (!g->stopped && (signals_reported(g) || t.mono_ms - g->started_ms >= g->gc->interval_ms))
 			group_evaluate(g);
 		break;
 	case JOB_SCALE_OUT:
 	case JOB_SCALE_IN:
-		group_scale_done(g, j, t);
+		group_scale_done(g, j, t.mono_ms);
 		break;
 	}
 }
@@ -449,7 +505,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	 * group that a reload rebuilds takes the old runtime's state instead
 	 * (group_rt_adopt). */
 	if (!old) {
-		g->origin = state_load(ctx->agent_conf->state_directory, gc, now_ms(), &g->st);
+		g->origin = state_load(ctx->agent_conf->state_directory, gc, clock_now(), &g->st);
 		if (g->origin == STATE_RESTORED)
 			log_group(LOG_INFO, gc->name, NULL, NULL,
 				  "state restored: %zu recommendation%s in the scale-in window%s%s%s", g->st.engine.n_down_recs,
@@ -589,7 +645,7 @@ void group_rt_start(struct group_rt *g)
 	uint64_t t;
 
 	g->stopped = false;
-	g->started_ms = now_ms();
+	g->started_ms = clock_mono_ms();
 	sd_event_now(g->ctx->event, CLOCK_MONOTONIC, &t);
 	/* Evaluate at once, then every interval. */
 	sd_event_add_time(g->ctx->event, &g->timer, CLOCK_MONOTONIC, t, 0, on_group_timer, g);

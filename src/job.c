@@ -136,7 +136,7 @@ int job_start(struct group_rt *g, struct job *j)
 	j->drv = g->drv;
 	j->handle = g->handle;
 	j->write_fd = job_pipe[1];
-	j->started_ms = now_ms();
+	j->started_ms = clock_mono_ms();
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	r = -pthread_create(&t, &attr, job_thread, j);

@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "clock.h"
 #include "file.h"
 #include "http.h"
 #include "log.h"
@@ -102,14 +103,6 @@ struct notifier {
 			(x)->next->pprev = (x)->pprev; \
 		*(x)->pprev = (x)->next;          \
 	} while (0)
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ------------------------------------------------------------ webhook */
 
@@ -257,7 +250,7 @@ static int webhook_start(struct notifier *n, const struct notify_conf *c, const 
 		delivery_free(d);
 		return -ENOMEM;
 	}
-	snprintf(d->id_header, sizeof(d->id_header), "X-Autoscaled-Delivery: %s-%" PRId64 "-%llu", group, wall_ms(),
+	snprintf(d->id_header, sizeof(d->id_header), "X-Autoscaled-Delivery: %s-%" PRId64 "-%llu", group, clock_wall_ms(),
 		 ++n->seq);
 	if (c->webhook_secret_file) {
 		r = read_secret(c->webhook_secret_file, secret, sizeof(secret));

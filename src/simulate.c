@@ -95,6 +95,7 @@ static void pool_observe(struct pool *pool, int64_t now_ms, int64_t warm_ms, str
 		 * before it: no initialization period. */
 		o->created_ms = in->launch_ms == warm_ms ? warm_ms - 3600 * MS_PER_SEC : in->launch_ms;
 		o->running_since_ms = ready ? (in->launch_ms == warm_ms ? o->created_ms : in->ready_ms) : 0;
+		o->running_since_mono_ms = o->running_since_ms; /* one virtual clock */
 		o->ready = ready;
 	}
 	memset(obs, 0, sizeof(*obs));
@@ -265,7 +266,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 
 		/* 2 and 3. The driver's observation, then the engine. */
 		pool_observe(&pool, now, t0, &obs);
-		r = engine_evaluate(g, now, &obs, inputs, &state, &state, dec);
+		r = engine_evaluate(g, clock_virtual(now), &obs, inputs, &state, &state, dec);
 		if (r < 0) {
 			log_warnx("simulate: engine failed at step %zu: %s", k, strerror(-r));
 			goto out;

@@ -35,7 +35,8 @@ struct source_env {
 
 /* Called exactly once per successful source_poll(), on the loop thread and
  * never from within source_poll() itself. T_MS is the NOW_MS given to the
- * poll. STATUS is 0 with a finite VALUE, or a negative errno with ERROR set
+ * poll (the group runtime's monotonic time, clock.h: the sample's time in
+ * its window). STATUS is 0 with a finite VALUE, or a negative errno with ERROR set
  * (for example -ETIMEDOUT "no reply within 2000 ms", -ENODATA "no series").
  * The callback may call source_free() on this source. */
 typedef void (*source_done_fn)(void *userdata, int64_t t_ms, int status, double value, const char *error);

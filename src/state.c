@@ -25,6 +25,14 @@
  * clock skew. */
 #define STATE_FUTURE_SLACK_MS (24 * 3600 * MS_PER_SEC)
 
+/* The file holds wall-clock times, the memory monotonic ones (clock.h): a
+ * time is mapped by its distance from now on save and back on load, so a
+ * window restored after a restart has as much left as it had at the save,
+ * plus the downtime having passed. A time the file puts after now (the
+ * clock was stepped back since the save, or was ahead then) is taken as
+ * now, and a deadline no later than its configured length from now: a
+ * persisted time never makes a window longer than the configuration says. */
+
 void state_init(struct group_state *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -46,10 +54,10 @@ static int64_t longest_scale_in_window(const struct group_conf *gc)
 	return w;
 }
 
-void state_safe_start(struct group_state *s, const struct group_conf *gc, int64_t now_ms)
+void state_safe_start(struct group_state *s, const struct group_conf *gc, int64_t mono_ms)
 {
 	state_init(s);
-	s->engine.no_scale_in_before_ms = now_ms + longest_scale_in_window(gc);
+	s->engine.no_scale_in_before_ms = mono_ms + longest_scale_in_window(gc);
 }
 
 int state_path(const char *dir, const char *group, char *buf, size_t len)
@@ -87,31 +95,37 @@ static bool pair_append(cJSON *a, int64_t t_ms, int x)
 	return true;
 }
 
-static cJSON *pairs_rec(const struct engine_rec *v, size_t n)
+static cJSON *pairs_rec(const struct engine_rec *v, size_t n, struct clock_now now)
 {
 	cJSON *a = cJSON_CreateArray();
 
 	for (size_t i = 0; a && i < n; i++)
-		if (!pair_append(a, v[i].t_ms, v[i].count)) {
+		if (!pair_append(a, clock_mono_to_wall(now, v[i].t_ms), v[i].count)) {
 			cJSON_Delete(a);
 			return NULL;
 		}
 	return a;
 }
 
-static cJSON *pairs_event(const struct engine_event *v, size_t n)
+static cJSON *pairs_event(const struct engine_event *v, size_t n, struct clock_now now)
 {
 	cJSON *a = cJSON_CreateArray();
 
 	for (size_t i = 0; a && i < n; i++)
-		if (!pair_append(a, v[i].t_ms, v[i].delta)) {
+		if (!pair_append(a, clock_mono_to_wall(now, v[i].t_ms), v[i].delta)) {
 			cJSON_Delete(a);
 			return NULL;
 		}
 	return a;
 }
 
-cJSON *state_to_json(const struct group_state *s, const char *group, int64_t now_ms)
+/* A monotonic deadline in wall-clock time, or 0 (none) once it passed. */
+static int64_t wall_deadline(struct clock_now now, int64_t mono_ms)
+{
+	return mono_ms > now.mono_ms ? clock_mono_to_wall(now, mono_ms) : 0;
+}
+
+cJSON *state_to_json(const struct group_state *s, const char *group, struct clock_now now)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON *e, *x;
@@ -120,18 +134,22 @@ cJSON *state_to_json(const struct group_state *s, const char *group, int64_t now
 		return NULL;
 	cJSON_AddNumberToObject(o, "format", STATE_FORMAT_VERSION);
 	cJSON_AddStringToObject(o, "group", group);
-	cJSON_AddNumberToObject(o, "saved_ms", (double)now_ms);
+	cJSON_AddNumberToObject(o, "saved_ms", (double)now.wall_ms);
 
 	e = cJSON_AddObjectToObject(o, "engine");
 	if (!e)
 		goto fail;
 	cJSON_AddNumberToObject(e, "version", s->engine.version);
-	cJSON_AddItemToObject(e, "up_recs", pairs_rec(s->engine.up_recs, s->engine.n_up_recs));
-	cJSON_AddItemToObject(e, "down_recs", pairs_rec(s->engine.down_recs, s->engine.n_down_recs));
-	cJSON_AddItemToObject(e, "events", pairs_event(s->engine.events, s->engine.n_events));
-	cJSON_AddNumberToObject(e, "last_action_ms", (double)s->engine.last_action_ms);
+	cJSON_AddItemToObject(e, "up_recs", pairs_rec(s->engine.up_recs, s->engine.n_up_recs, now));
+	cJSON_AddItemToObject(e, "down_recs", pairs_rec(s->engine.down_recs, s->engine.n_down_recs, now));
+	cJSON_AddItemToObject(e, "events", pairs_event(s->engine.events, s->engine.n_events, now));
+	cJSON_AddNumberToObject(e, "last_action_ms",
+				s->engine.last_action_dir == DIR_NONE
+					? 0.0
+					: (double)clock_mono_to_wall(now, s->engine.last_action_ms));
 	cJSON_AddStringToObject(e, "last_action_dir", dir_word(s->engine.last_action_dir));
-	cJSON_AddNumberToObject(e, "no_scale_in_before_ms", (double)s->engine.no_scale_in_before_ms);
+	cJSON_AddNumberToObject(e, "no_scale_in_before_ms",
+				(double)wall_deadline(now, s->engine.no_scale_in_before_ms));
 
 	if (s->in_flight.direction != DIR_NONE) {
 		x = cJSON_AddObjectToObject(o, "in_flight");
@@ -140,8 +158,8 @@ cJSON *state_to_json(const struct group_state *s, const char *group, int64_t now
 		cJSON_AddStringToObject(x, "direction", dir_word(s->in_flight.direction));
 		cJSON_AddNumberToObject(x, "from", s->in_flight.from);
 		cJSON_AddNumberToObject(x, "to", s->in_flight.to);
-		cJSON_AddNumberToObject(x, "started_ms", (double)s->in_flight.started_ms);
-		cJSON_AddNumberToObject(x, "deadline_ms", (double)s->in_flight.deadline_ms);
+		cJSON_AddNumberToObject(x, "started_ms", (double)clock_mono_to_wall(now, s->in_flight.started_ms));
+		cJSON_AddNumberToObject(x, "deadline_ms", (double)clock_mono_to_wall(now, s->in_flight.deadline_ms));
 		cJSON_AddStringToObject(x, "request_id", s->in_flight.request_id);
 	} else {
 		cJSON_AddNullToObject(o, "in_flight");
@@ -185,8 +203,28 @@ fail:
 struct parse {
 	char *why;
 	size_t why_len;
-	int64_t now_ms;
+	struct clock_now now;
 };
+
+/* A persisted wall-clock time of the past as monotonic time; one that the
+ * file puts after now counts as now. */
+static int64_t mono_past(const struct parse *p, int64_t wall_ms)
+{
+	int64_t m = clock_wall_to_mono(p->now, wall_ms);
+
+	return m < p->now.mono_ms ? m : p->now.mono_ms;
+}
+
+/* A persisted wall-clock deadline (0: none) as monotonic time, at most
+ * `length_ms` from now: the length it was set with when it was set. */
+static int64_t mono_deadline(const struct parse *p, int64_t wall_ms, int64_t length_ms)
+{
+	int64_t m = clock_wall_to_mono(p->now, wall_ms);
+
+	if (wall_ms == 0)
+		return 0;
+	return m < p->now.mono_ms + length_ms ? m : p->now.mono_ms + length_ms;
+}
 
 static int bad(struct parse *p, const char *fmt, const char *what)
 {
@@ -211,7 +249,7 @@ static int get_int(struct parse *p, const cJSON *o, const char *key, int64_t lo,
 
 static int get_time(struct parse *p, const cJSON *o, const char *key, int64_t *ret)
 {
-	return get_int(p, o, key, 0, p->now_ms + STATE_FUTURE_SLACK_MS, ret);
+	return get_int(p, o, key, 0, p->now.wall_ms + STATE_FUTURE_SLACK_MS, ret);
 }
 
 static int get_dir(struct parse *p, const cJSON *o, const char *key, bool none_ok, enum scale_direction *ret)
@@ -252,7 +290,7 @@ static int get_pairs(struct parse *p, const cJSON *o, const char *key, int64_t v
 			return bad(p, "'%s' holds an entry that is not a [time, value] pair", key);
 		dt = pt->valuedouble;
 		dv = pv->valuedouble;
-		if (!isfinite(dt) || dt != floor(dt) || dt < 0 || dt > (double)(p->now_ms + STATE_FUTURE_SLACK_MS) ||
+		if (!isfinite(dt) || dt != floor(dt) || dt < 0 || dt > (double)(p->now.wall_ms + STATE_FUTURE_SLACK_MS) ||
 		    !isfinite(dv) || dv != floor(dv) || dv < (double)vlo || dv > (double)vhi)
 			return bad(p, "'%s' holds a value out of range", key);
 		t[i] = (int64_t)dt;
@@ -265,7 +303,7 @@ static int get_pairs(struct parse *p, const cJSON *o, const char *key, int64_t v
 	return 0;
 }
 
-static int parse_engine(struct parse *p, const cJSON *e, struct engine_state *s)
+static int parse_engine(struct parse *p, const cJSON *e, const struct group_conf *gc, struct engine_state *s)
 {
 	int64_t t[ENGINE_MAX_HISTORY], v[ENGINE_MAX_HISTORY], x;
 	struct engine_state fresh;
@@ -283,26 +321,28 @@ static int parse_engine(struct parse *p, const cJSON *e, struct engine_state *s)
 	if ((r = get_pairs(p, e, "up_recs", 0, STATE_MAX_COUNT, t, v, &n)) < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
-		s->up_recs[i] = (struct engine_rec){.t_ms = t[i], .count = (int)v[i]};
+		s->up_recs[i] = (struct engine_rec){.t_ms = mono_past(p, t[i]), .count = (int)v[i]};
 	s->n_up_recs = n;
 	if ((r = get_pairs(p, e, "down_recs", 0, STATE_MAX_COUNT, t, v, &n)) < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
-		s->down_recs[i] = (struct engine_rec){.t_ms = t[i], .count = (int)v[i]};
+		s->down_recs[i] = (struct engine_rec){.t_ms = mono_past(p, t[i]), .count = (int)v[i]};
 	s->n_down_recs = n;
 	if ((r = get_pairs(p, e, "events", -STATE_MAX_COUNT, STATE_MAX_COUNT, t, v, &n)) < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
-		s->events[i] = (struct engine_event){.t_ms = t[i], .delta = (int)v[i]};
+		s->events[i] = (struct engine_event){.t_ms = mono_past(p, t[i]), .delta = (int)v[i]};
 	s->n_events = n;
-	if ((r = get_time(p, e, "last_action_ms", &s->last_action_ms)) < 0)
+	if ((r = get_time(p, e, "last_action_ms", &x)) < 0)
 		return r;
 	if ((r = get_dir(p, e, "last_action_dir", true, &s->last_action_dir)) < 0)
 		return r;
+	s->last_action_ms = s->last_action_dir == DIR_NONE ? 0 : mono_past(p, x);
 	/* A hold may reach up to the longest window past the save. */
-	if ((r = get_int(p, e, "no_scale_in_before_ms", 0, p->now_ms + STATE_FUTURE_SLACK_MS + CONFIG_MAX_STABILIZATION_MS,
-			 &s->no_scale_in_before_ms)) < 0)
+	if ((r = get_int(p, e, "no_scale_in_before_ms", 0,
+			 p->now.wall_ms + STATE_FUTURE_SLACK_MS + CONFIG_MAX_STABILIZATION_MS, &x)) < 0)
 		return r;
+	s->no_scale_in_before_ms = mono_deadline(p, x, longest_scale_in_window(gc));
 	return 0;
 }
 
@@ -330,6 +370,8 @@ static int parse_in_flight(struct parse *p, const cJSON *x, struct state_action 
 		return r;
 	if ((r = get_int(p, x, "deadline_ms", a->started_ms, INT64_MAX / 2, &a->deadline_ms)) < 0)
 		return r;
+	a->deadline_ms = mono_deadline(p, a->deadline_ms, STATE_IN_FLIGHT_DEADLINE_MS);
+	a->started_ms = mono_past(p, a->started_ms);
 	id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, "request_id"));
 	if (!id || strlen(id) >= sizeof(a->request_id))
 		return bad(p, "'%s' is missing or too long", "request_id");
@@ -337,10 +379,10 @@ static int parse_in_flight(struct parse *p, const cJSON *x, struct state_action 
 	return 0;
 }
 
-int state_from_json(const cJSON *j, const char *group, int64_t now_ms, struct group_state *ret, char *why,
-		    size_t why_len)
+int state_from_json(const cJSON *j, const struct group_conf *gc, struct clock_now now, struct group_state *ret,
+		    char *why, size_t why_len)
 {
-	struct parse p = {.why = why, .why_len = why_len, .now_ms = now_ms};
+	struct parse p = {.why = why, .why_len = why_len, .now = now};
 	struct group_state s;
 	const cJSON *x;
 	const char *name;
@@ -355,9 +397,9 @@ int state_from_json(const cJSON *j, const char *group, int64_t now_ms, struct gr
 	if (v != STATE_FORMAT_VERSION)
 		return bad(&p, "%s", "another format version");
 	name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "group"));
-	if (!name || strcmp(name, group) != 0)
+	if (!name || strcmp(name, gc->name) != 0)
 		return bad(&p, "%s", "the file belongs to another group");
-	if ((r = parse_engine(&p, cJSON_GetObjectItemCaseSensitive(j, "engine"), &s.engine)) < 0)
+	if ((r = parse_engine(&p, cJSON_GetObjectItemCaseSensitive(j, "engine"), gc, &s.engine)) < 0)
 		return r;
 	if ((r = parse_in_flight(&p, cJSON_GetObjectItemCaseSensitive(j, "in_flight"), &s.in_flight)) < 0)
 		return r;
@@ -409,7 +451,7 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-int state_save(const char *dir, const char *group, const struct group_state *s, int64_t now_ms)
+int state_save(const char *dir, const char *group, const struct group_state *s, struct clock_now now)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
 	char *text;
@@ -421,7 +463,7 @@ int state_save(const char *dir, const char *group, const struct group_state *s, 
 		return r;
 	if (snprintf(tmp, sizeof(tmp), "%s/.%s.state.XXXXXX", dir, group) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	j = state_to_json(s, group, now_ms);
+	j = state_to_json(s, group, now);
 	if (!j)
 		return -ENOMEM;
 	text = cJSON_Print(j);
@@ -504,7 +546,7 @@ static int read_file(const char *path, char **ret)
 	return 0;
 }
 
-enum state_origin state_load(const char *dir, const struct group_conf *gc, int64_t now_ms,
+enum state_origin state_load(const char *dir, const struct group_conf *gc, struct clock_now now,
 			     struct group_state *ret)
 {
 	char path[PATH_MAX], why[256];
@@ -516,7 +558,7 @@ enum state_origin state_load(const char *dir, const struct group_conf *gc, int64
 	r = state_path(dir, gc->name, path, sizeof(path));
 	if (r < 0) {
 		log_warnx("state: no state file for group '%s': %s; safe start", gc->name, strerror(-r));
-		state_safe_start(ret, gc, now_ms);
+		state_safe_start(ret, gc, now.mono_ms);
 		return STATE_SAFE;
 	}
 	r = read_file(path, &text);
@@ -526,7 +568,7 @@ enum state_origin state_load(const char *dir, const struct group_conf *gc, int64
 		log_warnx("state: cannot read '%s': %s; safe start: no scale-in of '%s' for %" PRId64 " s",
 			  path, r == -EFBIG ? "larger than any state file" : file_strerror(r), gc->name,
 			  longest_scale_in_window(gc) / MS_PER_SEC);
-		state_safe_start(ret, gc, now_ms);
+		state_safe_start(ret, gc, now.mono_ms);
 		return STATE_SAFE;
 	}
 	j = cJSON_Parse(text);
@@ -535,14 +577,14 @@ enum state_origin state_load(const char *dir, const struct group_conf *gc, int64
 		snprintf(why, sizeof(why), "not valid JSON (truncated?)");
 		r = -EINVAL;
 	} else {
-		r = state_from_json(j, gc->name, now_ms, ret, why, sizeof(why));
+		r = state_from_json(j, gc, now, ret, why, sizeof(why));
 		cJSON_Delete(j);
 	}
 	if (r < 0) {
 		log_warnx("state: ignoring corrupt state file '%s': %s; safe start: no scale-in of '%s' for %" PRId64
 			  " s",
 			  path, why, gc->name, longest_scale_in_window(gc) / MS_PER_SEC);
-		state_safe_start(ret, gc, now_ms);
+		state_safe_start(ret, gc, now.mono_ms);
 		return STATE_SAFE;
 	}
 	return STATE_RESTORED;
@@ -550,22 +592,22 @@ enum state_origin state_load(const char *dir, const struct group_conf *gc, int64
 
 /* ---------------------------------------------------- pure operations */
 
-bool state_expire(struct group_state *s, int64_t now_ms)
+bool state_expire(struct group_state *s, int64_t wall_ms)
 {
 	bool changed = false;
 
-	if (s->pin.active && s->pin.until_ms > 0 && now_ms >= s->pin.until_ms) {
+	if (s->pin.active && s->pin.until_ms > 0 && wall_ms >= s->pin.until_ms) {
 		s->pin = (struct state_pin){0};
 		changed = true;
 	}
-	if (s->pause.active && s->pause.until_ms > 0 && now_ms >= s->pause.until_ms) {
+	if (s->pause.active && s->pause.until_ms > 0 && wall_ms >= s->pause.until_ms) {
 		s->pause = (struct state_pause){0};
 		changed = true;
 	}
 	return changed;
 }
 
-enum state_reconcile state_reconcile(struct group_state *s, int current, bool stable, int64_t now_ms)
+enum state_reconcile state_reconcile(struct group_state *s, int current, bool stable, int64_t mono_ms)
 {
 	struct state_action *a = &s->in_flight;
 	bool reached;
@@ -577,7 +619,7 @@ enum state_reconcile state_reconcile(struct group_state *s, int current, bool st
 		*a = (struct state_action){.direction = DIR_NONE};
 		return reached ? RECONCILE_DONE : RECONCILE_STOPPED;
 	}
-	if (now_ms >= a->deadline_ms) {
+	if (mono_ms >= a->deadline_ms) {
 		*a = (struct state_action){.direction = DIR_NONE};
 		return RECONCILE_EXPIRED;
 	}

@@ -12,6 +12,13 @@
  * of range, histories out of order, another group's file) is a warning and a
  * safe start, which holds scale-in until a full window of fresh data.
  *
+ * Times: in memory, the engine's histories, its hold after a safe start and
+ * the action in flight are monotonic (clock.h); the file holds them as
+ * wall-clock times, mapped by their distance from now on save and back on
+ * load (see state.c for the clamping of times the file puts in the future).
+ * A pin's and a pause's expiry are wall-clock times in memory too: an
+ * operator names them as times of day.
+ *
  * The functions here are pure apart from state_save() and state_load(); the
  * group runtime calls them on the loop's thread. */
 #ifndef AUTOSCALED_STATE_H
@@ -20,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "config.h"
 #include "engine.h"
 
@@ -37,8 +45,8 @@
 struct state_action {
 	enum scale_direction direction; /* DIR_NONE: nothing in flight */
 	int from, to;
-	int64_t started_ms;
-	int64_t deadline_ms;
+	int64_t started_ms;   /* monotonic */
+	int64_t deadline_ms;  /* monotonic */
 	char request_id[STATE_REQUEST_ID_MAX]; /* the driver's, "" when none */
 };
 
@@ -47,14 +55,14 @@ struct state_action {
 struct state_pin {
 	bool active;
 	int count;
-	int64_t until_ms;  /* > 0: expires then */
+	int64_t until_ms;  /* wall clock; > 0: expires then */
 	bool forced;       /* allowed outside the profile's [min, max] */
 };
 
 /* A pause: evaluate and log, never act. */
 struct state_pause {
 	bool active;
-	int64_t until_ms;  /* 0: until resumed */
+	int64_t until_ms;  /* wall clock; 0: until resumed */
 };
 
 enum state_dry_run {
@@ -81,10 +89,10 @@ enum state_origin {
 void state_init(struct group_state *s);
 
 /* Puts `s` into the safe start of a group whose history was lost: a clean
- * engine state that allows no scale-in before now + the longest window a
- * scale-in depends on (the scale-in stabilization window, signal windows and
- * scale-in rule windows). */
-void state_safe_start(struct group_state *s, const struct group_conf *gc, int64_t now_ms);
+ * engine state that allows no scale-in before mono_ms (monotonic now) + the
+ * longest window a scale-in depends on (the scale-in stabilization window,
+ * signal windows and scale-in rule windows). */
+void state_safe_start(struct group_state *s, const struct group_conf *gc, int64_t mono_ms);
 
 /* Writes "<dir>/<group>.state" into buf. Returns 0, -EINVAL for a group
  * name that cannot be a file name, or -ENAMETOOLONG. */
@@ -92,24 +100,26 @@ int state_path(const char *dir, const char *group, char *buf, size_t len);
 
 /* Saves the state of group `gc` atomically. Returns 0 or a negative errno;
  * does not log (the caller knows whether a failure is worth repeating). */
-int state_save(const char *dir, const char *group, const struct group_state *s, int64_t now_ms);
+int state_save(const char *dir, const char *group, const struct group_state *s, struct clock_now now);
 
 /* Loads the state of `gc` into *ret, which is always initialised: returns
  * STATE_FRESH, STATE_RESTORED or STATE_SAFE (the warning, naming the file,
- * is logged here). now_ms is used for range checks and the safe start. */
-enum state_origin state_load(const char *dir, const struct group_conf *gc, int64_t now_ms,
+ * is logged here). `now` maps the file's times to monotonic ones and serves
+ * the range checks and the safe start. */
+enum state_origin state_load(const char *dir, const struct group_conf *gc, struct clock_now now,
 			     struct group_state *ret);
 
-/* The JSON form (owned by the caller; NULL on ENOMEM) and its parser. The
- * parser returns 0 or -EINVAL and writes a reason to why. */
+/* The JSON form (owned by the caller; NULL on ENOMEM) and its parser, for
+ * the group `gc`; both map times at `now` (see above). The parser returns 0
+ * or -EINVAL and writes a reason to why. */
 struct cJSON;
-struct cJSON *state_to_json(const struct group_state *s, const char *group, int64_t now_ms);
-int state_from_json(const struct cJSON *j, const char *group, int64_t now_ms, struct group_state *ret,
-		    char *why, size_t why_len);
+struct cJSON *state_to_json(const struct group_state *s, const char *group, struct clock_now now);
+int state_from_json(const struct cJSON *j, const struct group_conf *gc, struct clock_now now,
+		    struct group_state *ret, char *why, size_t why_len);
 
-/* Drops a pin or a pause whose time has come. Returns true when `s` changed
- * (the caller saves it and logs). */
-bool state_expire(struct group_state *s, int64_t now_ms);
+/* Drops a pin or a pause whose time (wall clock) has come. Returns true
+ * when `s` changed (the caller saves it and logs). */
+bool state_expire(struct group_state *s, int64_t wall_ms);
 
 enum state_reconcile {
 	RECONCILE_NONE,     /* nothing was in flight */
@@ -127,7 +137,7 @@ enum state_reconcile {
  * action is cleared from `s`; the caller records what happened (the whole
  * step on DONE, the part observed on STOPPED) with engine_record_action so
  * that rate limits and cooldowns count it, and saves. */
-enum state_reconcile state_reconcile(struct group_state *s, int current, bool stable, int64_t now_ms);
+enum state_reconcile state_reconcile(struct group_state *s, int current, bool stable, int64_t mono_ms);
 
 /* Applies a pause or a pin to a decision the engine made. A pin sets the
  * final count (within the decision's [min, max] unless forced); a pause

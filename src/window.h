@@ -15,6 +15,9 @@
 #define WINDOW_MAX_CAPACITY 4096
 
 struct sample {
+	/* The daemon stamps samples with monotonic time (clock.h), which never
+	 * goes back: a wall-clock step can neither drop a reading as out of
+	 * order nor age a window at once. */
 	int64_t t_ms;
 	double v;
 };

@@ -112,7 +112,12 @@ int64_t rest_retry_wait_ms(const struct rest_client *c, int attempt, int64_t ret
 
 /* Sleeps ms milliseconds (interrupted sleeps resume). */
 void rest_sleep_ms(int64_t ms);
+/* Wall-clock time, epoch ms: for the cloud's own timestamps (Retry-After
+ * dates, token expiry times, metric points, creation times). */
 int64_t rest_now_ms(void);
+/* Monotonic ms: for lengths of time (operation deadlines, how long a
+ * group has been unstable), which a wall-clock step must not change. */
+int64_t rest_mono_ms(void);
 
 /* A random UUID v4 as 36 characters + NUL. Returns 0 or -EIO. */
 int rest_uuid4(char out[37]);

@@ -27,7 +27,8 @@ struct fx {
 	struct engine_signal_input in[4];
 	struct engine_state st;
 	struct decision d;
-	int64_t now;
+	int64_t now;       /* the monotonic clock */
+	int64_t wall_step; /* the wall clock reads now + wall_step */
 };
 
 static struct fx F;
@@ -102,9 +103,14 @@ static void fx_push(int s, double v)
 	assert_int_equal(window_push(&F.win[s], F.now, v), 0);
 }
 
+static struct clock_now fx_clock(void)
+{
+	return (struct clock_now){ .wall_ms = F.now + F.wall_step, .mono_ms = F.now };
+}
+
 static int fx_eval_obs(const struct observation *obs)
 {
-	assert_int_equal(engine_evaluate(&F.g, F.now, obs, F.in, &F.st, &F.st, &F.d), 0);
+	assert_int_equal(engine_evaluate(&F.g, fx_clock(), obs, F.in, &F.st, &F.st, &F.d), 0);
 	return F.d.desired;
 }
 
@@ -235,6 +241,69 @@ static void test_tolerance(void **state)
 	assert_int_equal(fx_eval(4), 5);
 }
 
+/* One evaluation of 10 ready instances with `v` in signal `s`, on fresh
+ * windows; no scale-in window, so a scale-in shows at once. */
+static int edge_eval(enum signal_type type, double target, double v, bool *hold)
+{
+	int s;
+
+	fx_init(1, 40, 1);
+	s = fx_signal("x", type, target);
+	F.g.behavior.scale_in.stabilization_ms = 0;
+	fx_push(s, v);
+	fx_eval(10);
+	*hold = F.d.signals[s].tolerance_hold;
+	return F.d.desired;
+}
+
+/* Both edges of the tolerance band are inside it (DESIGN.md section 3 step
+ * 2): exactly 10 % above the target holds as exactly 10 % below does,
+ * whatever value / target - 1 comes to in floating point; a hundredth
+ * beyond either edge acts. */
+static void test_tolerance_edges(void **state)
+{
+	bool hold;
+
+	(void)state;
+	/* utilization: 60 % +- 10 % is [54, 66]. */
+	assert_int_equal(edge_eval(SIGNAL_UTILIZATION, 60, 66, &hold), 10);
+	assert_true(hold);
+	assert_int_equal(edge_eval(SIGNAL_UTILIZATION, 60, 54, &hold), 10);
+	assert_true(hold);
+	assert_int_equal(edge_eval(SIGNAL_UTILIZATION, 60, 66.01, &hold), 12); /* ceil(11.0017) */
+	assert_false(hold);
+	assert_int_equal(edge_eval(SIGNAL_UTILIZATION, 60, 53.99, &hold), 9);  /* ceil(8.998) */
+	assert_false(hold);
+	/* average: 5 per instance over 10 is 50 +- 10 %, [45, 55]. */
+	assert_int_equal(edge_eval(SIGNAL_AVERAGE, 5, 55, &hold), 10);
+	assert_true(hold);
+	assert_int_equal(edge_eval(SIGNAL_AVERAGE, 5, 45, &hold), 10);
+	assert_true(hold);
+	assert_int_equal(edge_eval(SIGNAL_AVERAGE, 5, 55.01, &hold), 12);
+	assert_false(hold);
+	assert_int_equal(edge_eval(SIGNAL_AVERAGE, 5, 44.99, &hold), 9);
+	assert_false(hold);
+
+	/* The band after HPA's substitutions: 10 ready at 72.6 % and one
+	 * still provisioning counted as 0 is 726 / 11 = 66 on average, the
+	 * upper edge again. */
+	{
+		struct instance_obs inst[11];
+		struct observation obs = { .current = 11, .instances = inst, .n_instances = 11, .stable = true };
+		int cpu;
+
+		fx_init(1, 40, 1);
+		cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+		for (int i = 0; i < 10; i++)
+			inst[i] = (struct instance_obs){ .id = "vm", .state = INSTANCE_RUNNING, .ready = true };
+		inst[10] = (struct instance_obs){ .id = "new", .state = INSTANCE_PROVISIONING };
+		fx_push(cpu, 72.6);
+		assert_int_equal(fx_eval_obs(&obs), 11);
+		assert_true(F.d.signals[cpu].tolerance_hold);
+		assert_int_equal(F.d.signals[cpu].counted_as_zero, 1);
+	}
+}
+
 static void test_hpa_missing_samples(void **state)
 {
 	int cpu;
@@ -270,10 +339,11 @@ static void test_hpa_initializing_instances(void **state)
 	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
 	for (i = 0; i < 4; i++)
 		inst[i] = (struct instance_obs){ .id = "vm", .state = INSTANCE_RUNNING, .ready = true,
-						 .running_since_ms = F.now - S(600) };
+						 .running_since_ms = F.now - S(600),
+						 .running_since_mono_ms = F.now - S(600) };
 	/* Two started 30 s ago: still initializing. One is being removed. */
-	inst[2].running_since_ms = F.now - S(30);
-	inst[3].running_since_ms = F.now - S(30);
+	inst[2].running_since_ms = inst[2].running_since_mono_ms = F.now - S(30);
+	inst[3].running_since_ms = inst[3].running_since_mono_ms = F.now - S(30);
 	inst[4] = (struct instance_obs){ .id = "old", .state = INSTANCE_STOPPING };
 	/* 150 % on the 2 ready ones; the 2 initializing count 0: 1.25 -> 5. */
 	fx_push(cpu, 150);
@@ -281,8 +351,8 @@ static void test_hpa_initializing_instances(void **state)
 	assert_int_equal(F.d.ready, 2);
 	/* 90 % would flip below 1 with them counted: keep 4 (without the rule, 3). */
 	F.now += S(61);
-	inst[2].running_since_ms = F.now - S(30);
-	inst[3].running_since_ms = F.now - S(30);
+	inst[2].running_since_ms = inst[2].running_since_mono_ms = F.now - S(30);
+	inst[3].running_since_ms = inst[3].running_since_mono_ms = F.now - S(30);
 	fx_push(cpu, 90);
 	assert_int_equal(fx_eval_obs(&obs), 4);
 	/* The record says why a pool at 90 % holds. */
@@ -676,17 +746,124 @@ static void test_history_is_bounded_and_conservative(void **state)
 	assert_int_equal(F.st.last_action_ms, F.now + 99);
 }
 
+/* Clock steps. The evaluations come every 15 s of monotonic time while the
+ * wall clock is stepped at evaluation `at` by `step_ms`; each run writes
+ * the count after every evaluation to out[]. */
+#define STEP_RUN 40
+
+/* A scale-in: the queue is 40 (8 instances at 5 each) for the first
+ * minute, then 10 (2 instances); scale-in window 300 s, at most 2 instances
+ * removed per 60 s. */
+static void scale_in_run(int at, int64_t step_ms, int *out)
+{
+	int q, cur = 8;
+
+	fx_init(1, 20, 1);
+	q = fx_signal("queue", SIGNAL_AVERAGE, 5);
+	F.sig[q].aggregation = AGG_LAST;
+	F.g.behavior.scale_in.policies[0] = (struct rate_policy){ POLICY_INSTANCES, 2, S(60) };
+	for (int i = 0; i < STEP_RUN; i++, F.now += S(15)) {
+		if (i == at)
+			F.wall_step += step_ms;
+		fx_push(q, i < 4 ? 40 : 10);
+		cur = fx_step(cur);
+		out[i] = cur;
+	}
+}
+
+/* A scale-out rule (CPU above 70 %: one more) with a 120 s cooldown, the
+ * CPU at 90 % throughout. */
+static void cooldown_run(int at, int64_t step_ms, int *out)
+{
+	int cpu, cur = 4;
+
+	fx_init(1, 20, 1);
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 0);
+	fx_rule(0, cpu, OP_GT, 70, DIR_OUT, CHANGE_COUNT, 1);
+	F.prof[0].rules[0].window_ms = S(30);
+	F.prof[0].rules[0].cooldown_ms = S(120);
+	for (int i = 0; i < STEP_RUN; i++, F.now += S(15)) {
+		if (i == at)
+			F.wall_step += step_ms;
+		fx_push(cpu, 90);
+		cur = fx_step(cur);
+		out[i] = cur;
+	}
+}
+
+/* A wall-clock step of an hour, forward or back, at any point of a window
+ * neither empties nor stretches it: the counts are those of a run without
+ * the step, evaluation for evaluation. */
+static void test_clock_steps(void **state)
+{
+	static const int64_t steps[] = { S(3600), -S(3600) };
+	/* In the scale-in window, just before it ends, between two
+	 * rate-limited steps, inside the cooldown. */
+	static const int ats[] = { 1, 10, 22, 24, 28 };
+	int ref[STEP_RUN], got[STEP_RUN];
+
+	(void)state;
+	scale_in_run(-1, 0, ref);
+	/* The last 8 was recommended at 45 s: the window holds 8 until 345 s
+	 * (evaluation 23); then 2 instances go every 60 s. */
+	assert_int_equal(ref[22], 8);
+	assert_int_equal(ref[23], 6);
+	assert_int_equal(ref[26], 6);
+	assert_int_equal(ref[27], 4);
+	assert_int_equal(ref[30], 4);
+	assert_int_equal(ref[31], 2);
+	assert_int_equal(ref[STEP_RUN - 1], 2);
+	for (size_t s = 0; s < 2; s++)
+		for (size_t a = 0; a < sizeof(ats) / sizeof(ats[0]); a++) {
+			scale_in_run(ats[a], steps[s], got);
+			assert_memory_equal(got, ref, sizeof(ref));
+		}
+
+	/* An instance's age runs on the monotonic clock too: started 600 s
+	 * ago as both clocks read then, it is past its initialization after
+	 * the wall clock stepped back an hour, though the wall-clock start
+	 * the driver reported now lies ahead of the wall clock. */
+	{
+		struct instance_obs inst[2];
+		struct observation obs = { .current = 2, .instances = inst, .n_instances = 2, .stable = true };
+		int cpu;
+
+		fx_init(1, 20, 1);
+		cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+		F.wall_step = -S(3600);
+		for (int i = 0; i < 2; i++)
+			inst[i] = (struct instance_obs){ .id = "vm", .state = INSTANCE_RUNNING, .ready = true,
+							 .running_since_ms = F.now - S(600),
+							 .running_since_mono_ms = F.now - S(600) };
+		fx_push(cpu, 90);
+		assert_int_equal(fx_eval_obs(&obs), 3);
+		assert_int_equal(F.d.ready, 2);
+	}
+
+	cooldown_run(-1, 0, ref);
+	/* One more at once, then one every 120 s (8 evaluations). */
+	assert_int_equal(ref[0], 5);
+	assert_int_equal(ref[7], 5);
+	assert_int_equal(ref[8], 6);
+	assert_int_equal(ref[16], 7);
+	for (size_t s = 0; s < 2; s++)
+		for (size_t a = 0; a < sizeof(ats) / sizeof(ats[0]); a++) {
+			cooldown_run(ats[a], steps[s], got);
+			assert_memory_equal(got, ref, sizeof(ref));
+		}
+}
+
 static void test_contract(void **state)
 {
 	struct observation obs = { .current = -1 };
 
 	(void)state;
 	fx_init(1, 4, 1);
-	assert_int_equal(engine_evaluate(&F.g, F.now, &obs, F.in, &F.st, &F.st, &F.d), -EINVAL);
+	assert_int_equal(engine_evaluate(&F.g, fx_clock(), &obs, F.in, &F.st, &F.st, &F.d), -EINVAL);
 	obs.current = 1;
-	assert_int_equal(engine_evaluate(&F.g, F.now, &obs, F.in, &F.st, NULL, &F.d), -EINVAL);
+	assert_int_equal(engine_evaluate(&F.g, fx_clock(), &obs, F.in, &F.st, NULL, &F.d), -EINVAL);
 	/* No signal and no rule: a schedule-only group follows its bounds. */
-	assert_int_equal(engine_evaluate(&F.g, F.now, &obs, F.in, &F.st, &F.st, &F.d), 0);
+	assert_int_equal(engine_evaluate(&F.g, fx_clock(), &obs, F.in, &F.st, &F.st, &F.d), 0);
 	assert_int_equal(F.d.desired, 1);
 	assert_false(F.d.on_missing_applied);
 }
@@ -743,6 +920,7 @@ int main(void)
 		cmocka_unit_test(test_queue_series),
 		cmocka_unit_test(test_cpu_series_steps_down),
 		cmocka_unit_test(test_tolerance),
+		cmocka_unit_test(test_tolerance_edges),
 		cmocka_unit_test(test_hpa_missing_samples),
 		cmocka_unit_test(test_hpa_initializing_instances),
 		cmocka_unit_test(test_several_signals_take_max),
@@ -759,6 +937,7 @@ int main(void)
 		cmocka_unit_test(test_in_flight),
 		cmocka_unit_test(test_safe_start),
 		cmocka_unit_test(test_history_is_bounded_and_conservative),
+		cmocka_unit_test(test_clock_steps),
 		cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_sentence_and_json),
 	};

@@ -21,6 +21,14 @@
 
 #define NOW INT64_C(1764680000000) /* 2025-12-02, a realistic epoch in ms */
 #define WINDOW_MS (300 * MS_PER_SEC)
+#define HOUR_MS (3600 * MS_PER_SEC)
+
+/* The two clocks of a running daemon: the wall clock reads `wall`, the
+ * monotonic one counts from some boot `mono` ms ago. */
+static struct clock_now clocks(int64_t wall, int64_t mono)
+{
+	return (struct clock_now){.wall_ms = wall, .mono_ms = mono};
+}
 
 static char dir[64];
 static struct signal_conf sig = {.name = "cpu", .window_ms = 60 * MS_PER_SEC};
@@ -126,7 +134,7 @@ static char *saved_text(void)
 	char *t;
 
 	sample_state(&s);
-	j = state_to_json(&s, "web", NOW);
+	j = state_to_json(&s, "web", clock_virtual(NOW));
 	assert_non_null(j);
 	t = cJSON_Print(j);
 	cJSON_Delete(j);
@@ -155,15 +163,19 @@ static void test_round_trip(void **st)
 	int n = 0;
 
 	(void)st;
+	/* The sample's times are monotonic ones here, a week of wall-clock
+	 * time behind: the file holds them as wall-clock times, and a load a
+	 * second later on both clocks gives them back exactly. */
 	sample_state(&a);
-	assert_int_equal(state_save(dir, "web", &a, NOW), 0);
-	assert_int_equal(state_load(dir, &gc, NOW + 1000, &b), STATE_RESTORED);
+	assert_int_equal(state_save(dir, "web", &a, clocks(NOW + 7 * 24 * HOUR_MS, NOW)), 0);
+	assert_int_equal(state_load(dir, &gc, clocks(NOW + 7 * 24 * HOUR_MS + 1000, NOW + 1000), &b),
+			 STATE_RESTORED);
 	assert_same(&a, &b);
 
 	/* Saving again replaces the file and leaves no temporary behind. */
 	a.pin.count = 6;
-	assert_int_equal(state_save(dir, "web", &a, NOW + 1000), 0);
-	assert_int_equal(state_load(dir, &gc, NOW + 2000, &b), STATE_RESTORED);
+	assert_int_equal(state_save(dir, "web", &a, clock_virtual(NOW + 1000)), 0);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW + 2000), &b), STATE_RESTORED);
 	assert_int_equal(b.pin.count, 6);
 	d = opendir(dir);
 	while ((e = readdir(d)))
@@ -182,8 +194,8 @@ static void test_clean_state_round_trip(void **st)
 
 	(void)st;
 	state_init(&a);
-	assert_int_equal(state_save(dir, "web", &a, NOW), 0);
-	assert_int_equal(state_load(dir, &gc, NOW, &b), STATE_RESTORED);
+	assert_int_equal(state_save(dir, "web", &a, clock_virtual(NOW)), 0);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &b), STATE_RESTORED);
 	assert_same(&a, &b);
 	assert_int_equal(b.in_flight.direction, DIR_NONE);
 	assert_int_equal(b.dry_run, STATE_DRY_RUN_CONFIG);
@@ -194,7 +206,7 @@ static void test_missing_is_fresh(void **st)
 	struct group_state s;
 
 	(void)st;
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_FRESH);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_FRESH);
 	assert_int_equal(s.engine.n_down_recs, 0);
 	assert_int_equal(s.engine.no_scale_in_before_ms, 0);
 }
@@ -234,8 +246,8 @@ static void test_bad_names(void **st)
 	assert_int_equal(state_path(dir, ".hidden", p, sizeof(p)), -EINVAL);
 	assert_int_equal(state_path(dir, "", p, sizeof(p)), -EINVAL);
 	assert_int_equal(state_path(dir, "web", p, 8), -ENAMETOOLONG);
-	assert_int_equal(state_save(dir, "a/b", &s, NOW), -EINVAL);
-	assert_int_equal(state_save("/nonexistent-dir-for-test", "web", &s, NOW), -ENOENT);
+	assert_int_equal(state_save(dir, "a/b", &s, clock_virtual(NOW)), -EINVAL);
+	assert_int_equal(state_save("/nonexistent-dir-for-test", "web", &s, clock_virtual(NOW)), -ENOENT);
 }
 
 /* Replaces the first occurrence of `from` in the saved text by `to`, writes
@@ -251,7 +263,7 @@ static void corrupt_and_expect_safe(const char *from, const char *to)
 	snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - t), t, to, at + strlen(from));
 	free(t);
 	write_text(buf, strlen(buf));
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_SAFE);
 	assert_safe(&s);
 }
 
@@ -263,13 +275,13 @@ static void test_corruptions(void **st)
 	(void)st;
 	/* Not JSON at all, and an empty file. */
 	write_text("garbage\x01\x02", 9);
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_SAFE);
 	assert_safe(&s);
 	write_text("", 0);
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_SAFE);
 	assert_safe(&s);
 	write_text("[1,2,3]", 7);
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_SAFE);
 
 	/* Another format version, another engine state version. */
 	corrupt_and_expect_safe("\"format\":\t1", "\"format\":\t2");
@@ -294,7 +306,7 @@ static void test_corruptions(void **st)
 	/* A file larger than any state file. */
 	memset(big, ' ', sizeof(big));
 	write_text(big, sizeof(big));
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_SAFE);
 	assert_safe(&s);
 }
 
@@ -313,7 +325,7 @@ static void test_too_many_entries(void **st)
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s[%d,3]", i ? "," : "", i);
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "]}}");
 	write_text(buf, n);
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_SAFE);
 	assert_safe(&s);
 }
 
@@ -329,11 +341,11 @@ static void test_truncations_and_flips(void **st)
 	(void)st;
 	for (size_t cut = 0; cut < len; cut++) {
 		write_text(t, cut);
-		assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+		assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_SAFE);
 		assert_int_equal(s.engine.no_scale_in_before_ms, NOW + WINDOW_MS);
 	}
 	write_text(t, len);
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_RESTORED);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_RESTORED);
 
 	srand(42);
 	for (int round = 0; round < 2000; round++) {
@@ -343,7 +355,7 @@ static void test_truncations_and_flips(void **st)
 		for (int k = 0; k < 1 + round % 4; k++)
 			buf[(size_t)rand() % len] = (char)(rand() % 256);
 		write_text(buf, len);
-		o = state_load(dir, &gc, NOW, &s);
+		o = state_load(dir, &gc, clock_virtual(NOW), &s);
 		assert_true(o == STATE_RESTORED || o == STATE_SAFE);
 		assert_in_range(s.engine.n_down_recs, 0, ENGINE_MAX_HISTORY);
 		assert_in_range(s.engine.n_up_recs, 0, ENGINE_MAX_HISTORY);
@@ -356,6 +368,95 @@ static void test_truncations_and_flips(void **st)
 	}
 	free(buf);
 	free(t);
+}
+
+/* A state saved by one daemon and loaded by the next, after a reboot (the
+ * monotonic clock starts again) and with the wall clock stepped while the
+ * daemon was down. */
+static void test_restart_maps_times(void **st)
+{
+	const int64_t m1 = 5000 * MS_PER_SEC, m2 = 20 * MS_PER_SEC, down = 60 * MS_PER_SEC;
+	struct group_state a, b;
+	cJSON *j, *e;
+	char why[256];
+
+	(void)st;
+	state_init(&a);
+	for (int i = 0; i < 10; i++)
+		a.engine.down_recs[i] = (struct engine_rec){.t_ms = m1 - 290000 + i * 15000, .count = 10 - i};
+	a.engine.n_down_recs = 10;
+	a.engine.events[0] = (struct engine_event){.t_ms = m1 - 30000, .delta = -2};
+	a.engine.n_events = 1;
+	a.engine.last_action_ms = m1 - 30000;
+	a.engine.last_action_dir = DIR_IN;
+	a.engine.no_scale_in_before_ms = m1 + 100000;
+	a.in_flight = (struct state_action){.direction = DIR_IN, .from = 6, .to = 4, .started_ms = m1 - 5000,
+					    .deadline_ms = m1 - 5000 + STATE_IN_FLIGHT_DEADLINE_MS};
+	j = state_to_json(&a, "web", clocks(NOW, m1));
+	assert_non_null(j);
+	/* The file holds wall-clock times. */
+	e = cJSON_GetObjectItem(j, "engine");
+	assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "down_recs"), 0), 0)->valuedouble,
+			 NOW - 290000);
+	assert_int_equal(cJSON_GetObjectItem(e, "no_scale_in_before_ms")->valuedouble, NOW + 100000);
+
+	/* A minute later, the clock unchanged: every window has a minute less
+	 * left than at the save, measured on the new monotonic clock. */
+	assert_int_equal(state_from_json(j, &gc, clocks(NOW + down, m2), &b, why, sizeof(why)), 0);
+	assert_int_equal(b.engine.down_recs[0].t_ms, m2 - down - 290000);
+	assert_int_equal(b.engine.down_recs[9].t_ms, m2 - down - 290000 + 9 * 15000);
+	assert_int_equal(b.engine.events[0].t_ms, m2 - down - 30000);
+	assert_int_equal(b.engine.last_action_ms, m2 - down - 30000);
+	assert_int_equal(b.engine.no_scale_in_before_ms, m2 - down + 100000);
+	assert_int_equal(b.in_flight.started_ms, m2 - down - 5000);
+	assert_int_equal(b.in_flight.deadline_ms, m2 - down - 5000 + STATE_IN_FLIGHT_DEADLINE_MS);
+
+	/* The clock stepped back an hour: the file's times lie ahead of now.
+	 * They count as now, and deadlines as at most their configured length
+	 * from now: no window lasts longer than the configuration says. */
+	assert_int_equal(state_from_json(j, &gc, clocks(NOW + down - HOUR_MS, m2), &b, why, sizeof(why)), 0);
+	for (size_t i = 0; i < b.engine.n_down_recs; i++)
+		assert_int_equal(b.engine.down_recs[i].t_ms, m2);
+	assert_int_equal(b.engine.events[0].t_ms, m2);
+	assert_int_equal(b.engine.last_action_ms, m2);
+	assert_int_equal(b.engine.no_scale_in_before_ms, m2 + WINDOW_MS);
+	assert_int_equal(b.in_flight.started_ms, m2);
+	assert_int_equal(b.in_flight.deadline_ms, m2 + STATE_IN_FLIGHT_DEADLINE_MS);
+
+	/* The clock stepped forward an hour: an hour counts as passed. */
+	assert_int_equal(state_from_json(j, &gc, clocks(NOW + down + HOUR_MS, m2), &b, why, sizeof(why)), 0);
+	assert_int_equal(b.engine.down_recs[9].t_ms, m2 - down - HOUR_MS - 290000 + 9 * 15000);
+	assert_true(b.engine.no_scale_in_before_ms < m2);
+	cJSON_Delete(j);
+
+	/* A hold that has passed and no action at all are written as 0, and
+	 * a 0 reads back as none. */
+	a.engine.no_scale_in_before_ms = m1 - 1;
+	a.engine.last_action_dir = DIR_NONE;
+	j = state_to_json(&a, "web", clocks(NOW, m1));
+	e = cJSON_GetObjectItem(j, "engine");
+	assert_int_equal(cJSON_GetObjectItem(e, "no_scale_in_before_ms")->valuedouble, 0);
+	assert_int_equal(cJSON_GetObjectItem(e, "last_action_ms")->valuedouble, 0);
+	assert_int_equal(state_from_json(j, &gc, clocks(NOW, m2), &b, why, sizeof(why)), 0);
+	assert_int_equal(b.engine.no_scale_in_before_ms, 0);
+	assert_int_equal(b.engine.last_action_ms, 0);
+	cJSON_Delete(j);
+}
+
+/* A wall-clock step while the daemon runs changes no time in memory: a
+ * save after it and a load at the same instant give the same state. */
+static void test_step_while_running(void **st)
+{
+	struct group_state a, b;
+
+	(void)st;
+	sample_state(&a);
+	assert_int_equal(state_save(dir, "web", &a, clocks(NOW - HOUR_MS, NOW)), 0);
+	assert_int_equal(state_load(dir, &gc, clocks(NOW - HOUR_MS, NOW), &b), STATE_RESTORED);
+	assert_same(&a, &b);
+	assert_int_equal(state_save(dir, "web", &a, clocks(NOW + HOUR_MS, NOW)), 0);
+	assert_int_equal(state_load(dir, &gc, clocks(NOW + HOUR_MS, NOW), &b), STATE_RESTORED);
+	assert_same(&a, &b);
 }
 
 static void test_expire(void **st)
@@ -465,6 +566,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corruptions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncations_and_flips, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_step_while_running, setup, teardown),
+		cmocka_unit_test(test_restart_maps_times),
 		cmocka_unit_test(test_expire),
 		cmocka_unit_test(test_reconcile),
 		cmocka_unit_test(test_overrides),
