@@ -223,14 +223,14 @@ static void test_not_a_regular_file(void **st)
 	alarm(10);
 	assert_int_equal(state_path(dir, "web", p, sizeof(p)), 0);
 	assert_int_equal(mkfifo(p, 0600), 0);
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_SAFE);
 	assert_safe(&s);
 	/* The next save replaces it with a real state file. */
-	assert_int_equal(state_save(dir, "web", &s, NOW), 0);
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_RESTORED);
+	assert_int_equal(state_save(dir, "web", &s, clock_virtual(NOW)), 0);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_RESTORED);
 	assert_int_equal(unlink(p), 0);
 	assert_int_equal(mkdir(p, 0700), 0);
-	assert_int_equal(state_load(dir, &gc, NOW, &s), STATE_SAFE);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_SAFE);
 	assert_int_equal(rmdir(p), 0);
 	alarm(0);
 }
