@@ -23,6 +23,7 @@ enum job_kind {
 	JOB_OBSERVE,
 	JOB_SCALE_OUT,
 	JOB_SCALE_IN,
+	JOB_OPEN,                /* opens the group's driver with its options */
 };
 
 struct cpu_sample {
@@ -34,9 +35,13 @@ struct job {
 	enum job_kind kind;
 	struct group_rt *g;      /* NULL once the group is gone: drop the result */
 	const struct autoscaled_driver *drv;
-	struct autoscaled_driver_instance *handle;
-	bool close_when_done;    /* orphaned: close the handle afterwards */
-	struct autoscaled_host *host; /* with close_when_done: freed after the close */
+	struct autoscaled_driver_instance *handle; /* JOB_OPEN: the handle opened, or NULL */
+	/* The handle is not (or no longer) the group's: its group is gone, or
+	 * a reload replaced the driver options it was opened with. It is
+	 * closed once the call has ended, and the host freed after it. */
+	bool close_when_done;
+	struct autoscaled_host *host; /* with close_when_done, and for JOB_OPEN */
+	struct driver_options opts;   /* JOB_OPEN: owned copies, as the group may go first */
 	bool want_cpu;
 	int count;               /* scale: the target (out) or how many to remove (in) */
 	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
@@ -59,7 +64,7 @@ struct job {
 /* The newest failed driver operation, until one of the same kind succeeds. */
 struct group_error {
 	int64_t time_ms;         /* 0: none */
-	const char *operation;   /* "observe", "scale_out" or "scale_in" */
+	const char *operation;   /* "observe", "scale_out", "scale_in" or "open" */
 	int err;                 /* the negative errno the driver returned */
 	char message[512];       /* the driver's own words, "" if it logged none */
 };
@@ -101,7 +106,11 @@ struct group_rt {
 	struct decision last;
 	bool have_last;
 	char last_sentence[1024];
-	struct job *job;          /* the driver call in flight, if any */
+	/* The group's one driver call in flight, if any. After a reload it
+	 * may be a call of the replaced runtime, on its handle (see
+	 * job.close_when_done): no call of this runtime starts before it ends. */
+	struct job *job;
+	bool take_over;           /* group_rt_adopt() takes the old runtime's handle */
 	struct group_error last_error;
 	/* The newest observation, owned copies. */
 	struct instance_obs *instances;

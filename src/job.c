@@ -3,8 +3,10 @@
  * Driver calls go through jobs: a job runs one operation on its own thread
  * and posts itself back to the loop through a pipe shared by all groups.
  * A group has at most one job at a time, which is the driver ABI's "one call
- * at a time per handle". The worker thread owns the job until it writes it
- * to the pipe; from then on only the loop's thread touches it. */
+ * at a time per handle"; a reload hands the job of the replaced runtime to
+ * the new one, so that this holds for the group across reloads, whatever
+ * handles it goes through. The worker thread owns the job until it writes
+ * it to the pipe; from then on only the loop's thread touches it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,6 +35,7 @@ void job_free(struct job *j)
 	for (size_t i = 0; i < j->n_ids; i++)
 		free(j->ids[i]);
 	free(j->ids);
+	driver_options_free(&j->opts);
 	free(j);
 }
 
@@ -118,6 +121,9 @@ static void *job_thread(void *arg)
 		j->r = j->drv->remove_instances(j->handle, j->count, (const char *const *)j->ids, j->n_ids,
 						job_count_instance, j);
 		break;
+	case JOB_OPEN:
+		j->r = j->drv->open(j->host, j->opts.v, j->opts.n, &j->handle);
+		break;
 	}
 	driver_capture_end();
 	do
@@ -158,16 +164,21 @@ static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userd
 	(void)revents;
 	(void)userdata;
 	while ((n = read(fd, &j, sizeof(j))) == (ssize_t)sizeof(j)) {
-		if (!j->g) {
-			if (j->close_when_done) {
+		struct group_rt *g = j->g;
+
+		/* A handle the group no longer uses is closed as soon as its
+		 * last call has ended, before the group makes its next call. */
+		if (j->close_when_done) {
+			if (j->handle)
 				j->drv->close(j->handle);
-				driver_host_free(j->host);
-			}
-			job_free(j);
-			continue;
+			j->handle = NULL;
+			driver_host_free(j->host);
+			j->host = NULL;
 		}
-		j->g->job = NULL;
-		group_job_done(j);
+		if (g) {
+			g->job = NULL;
+			group_job_done(j);
+		}
 		job_free(j);
 	}
 	return 0;
