@@ -38,7 +38,8 @@ struct job {
 	struct autoscaled_driver_instance *handle; /* JOB_OPEN: the handle opened, or NULL */
 	/* The handle is not (or no longer) the group's: its group is gone, or
 	 * a reload replaced the driver options it was opened with. It is
-	 * closed once the call has ended, and the host freed after it. */
+	 * closed once the call has ended (for a group that lives on, once the
+	 * group's new handle is open), and the host freed after it. */
 	bool close_when_done;
 	struct autoscaled_host *host; /* with close_when_done, and for JOB_OPEN */
 	struct driver_options opts;   /* JOB_OPEN: owned copies, as the group may go first */
@@ -111,6 +112,13 @@ struct group_rt {
 	 * job.close_when_done): no call of this runtime starts before it ends. */
 	struct job *job;
 	bool take_over;           /* group_rt_adopt() takes the old runtime's handle */
+	/* The handle a reload replaced, once its last call has ended: closed
+	 * when this runtime's own handle is open, so that the group's backend
+	 * always has a connection (libvirt's test:///default forgets its
+	 * domains when its last connection closes). */
+	const struct autoscaled_driver *retired_drv;
+	struct autoscaled_driver_instance *retired;
+	struct autoscaled_host *retired_host;
 	struct group_error last_error;
 	/* The newest observation, owned copies. */
 	struct instance_obs *instances;

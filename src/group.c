@@ -394,12 +394,23 @@ static bool signals_reported(const struct group_rt *g)
 	return true;
 }
 
+/* Closes the handle a reload replaced, if any. */
+static void close_retired(struct group_rt *g)
+{
+	if (g->retired)
+		g->retired_drv->close(g->retired);
+	driver_host_free(g->retired_host);
+	g->retired = NULL;
+	g->retired_host = NULL;
+}
+
 /* A call that ran on the handle of a runtime a reload replaced, because the
  * driver's options changed. Its scale action was this group's and is
  * recorded as such, so that it is not made again; an observation or an
  * open through the old options is dropped. Either way the group now goes
  * through its own handle: it opens it if the reload deferred that, then
- * observes and decides afresh. */
+ * observes and decides afresh. The old handle is closed once the new one
+ * is open. */
 static void inherited_job_done(struct group_rt *g, struct job *j, int64_t t)
 {
 	static const char *const what[] = {"observation", "scale-out", "scale-in", "open"};
@@ -407,11 +418,19 @@ static void inherited_job_done(struct group_rt *g, struct job *j, int64_t t)
 	log_group(LOG_INFO, g->gc->name, NULL, NULL,
 		  "the %s through the driver options before the reload has ended; going on with the new ones",
 		  what[j->kind]);
+	close_retired(g);
+	g->retired_drv = j->drv;
+	g->retired = j->handle;
+	g->retired_host = j->host;
+	j->handle = NULL;
+	j->host = NULL;
 	if (j->kind == JOB_SCALE_OUT || j->kind == JOB_SCALE_IN) {
 		group_note_result(g, j, t);
 		group_scale_done(g, j, t);
 	}
 	start_driver_call(g);
+	if (!g->job || g->job->kind != JOB_OPEN)
+		close_retired(g);
 }
 
 void group_job_done(struct job *j)
@@ -450,6 +469,7 @@ void group_job_done(struct job *j)
 		group_scale_done(g, j, t);
 		break;
 	case JOB_OPEN:
+		close_retired(g);
 		if (j->r < 0) {
 			log_group(LOG_ERR, g->gc->name, NULL, NULL, "driver '%s' failed to open: %s; retrying",
 				  g->gc->driver, strerror(-j->r));
@@ -736,6 +756,7 @@ void group_rt_free(struct group_rt *g)
 	if (g->handle)
 		g->drv->close(g->handle);
 	driver_host_free(g->host);
+	close_retired(g);
 	driver_options_free(&g->drv_opts);
 	for (size_t i = 0; i < g->n_instances; i++)
 		free((char *)g->instances[i].id);

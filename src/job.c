@@ -166,14 +166,13 @@ static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userd
 	while ((n = read(fd, &j, sizeof(j))) == (ssize_t)sizeof(j)) {
 		struct group_rt *g = j->g;
 
-		/* A handle the group no longer uses is closed as soon as its
-		 * last call has ended, before the group makes its next call. */
-		if (j->close_when_done) {
+		/* The handle of a group that is gone is closed as soon as its
+		 * last call has ended; a group that lives on closes the handle
+		 * it no longer uses itself (group_job_done). */
+		if (j->close_when_done && !g) {
 			if (j->handle)
 				j->drv->close(j->handle);
-			j->handle = NULL;
 			driver_host_free(j->host);
-			j->host = NULL;
 		}
 		if (g) {
 			g->job = NULL;
