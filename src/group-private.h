@@ -43,6 +43,9 @@ struct job {
 	bool close_when_done;
 	struct autoscaled_host *host; /* with close_when_done, and for JOB_OPEN */
 	struct driver_options opts;   /* JOB_OPEN: owned copies, as the group may go first */
+	/* The group's name while the job runs for no group (job_orphan()). */
+	char *orphan_of;
+	struct job *next_orphan;
 	bool want_cpu;
 	int count;               /* scale: the target (out) or how many to remove (in) */
 	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
@@ -148,6 +151,15 @@ int job_pipe_init(sd_event *event);
 int job_start(struct group_rt *g, struct job *j);
 /* Frees a job and its results (NULL is fine). */
 void job_free(struct job *j);
+/* A job whose group is gone (a reload removed it) runs on; it is kept
+ * under the group's name until it ends, so that a group of that name that
+ * a later reload adds makes no call of its own before then. */
+void job_orphan(struct job *j, const char *group);
+/* Whether an orphaned job of `group` is still running. */
+bool job_orphan_running(const char *group);
+/* Takes the orphaned job of `group` off the list and returns it (NULL when
+ * there is none); its caller makes it its group's job. */
+struct job *job_claim_orphan(const char *group);
 
 /* group.c. A finished job of a group that still exists, on the loop's
  * thread; the caller frees the job afterwards. */

@@ -416,7 +416,7 @@ static void inherited_job_done(struct group_rt *g, struct job *j, int64_t t)
 	static const char *const what[] = {"observation", "scale-out", "scale-in", "open"};
 
 	log_group(LOG_INFO, g->gc->name, NULL, NULL,
-		  "the %s through the driver options before the reload has ended; going on with the new ones",
+		  "the %s started before the reload has ended; going on with the driver options of the new configuration",
 		  what[j->kind]);
 	close_retired(g);
 	g->retired_drv = j->drv;
@@ -592,9 +592,10 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	r = make_host(g);
 	if (r < 0)
 		goto fail;
-	if (old && old->job) {
+	if ((old && old->job) || job_orphan_running(gc->name)) {
 		/* The group's driver is busy with a call through the old
-		 * options. Opening a second instance now would act on the
+		 * options (or through those of a group of this name that a
+		 * reload removed). Opening a second instance now would act on the
 		 * same backend at the same time (an open repairs what looks
 		 * half done, such as the member that call is making), so the
 		 * open waits for that call (start_driver_call). The options
@@ -708,6 +709,16 @@ void group_rt_start(struct group_rt *g)
 
 	g->stopped = false;
 	g->started_ms = now_ms();
+	/* A group that a reload added again takes over the call its
+	 * predecessor left running, as a reloaded group does (group_rt_adopt). */
+	if (!g->job) {
+		struct job *j = job_claim_orphan(g->gc->name);
+
+		if (j) {
+			j->g = g;
+			g->job = j;
+		}
+	}
 	sd_event_now(g->ctx->event, CLOCK_MONOTONIC, &t);
 	/* Evaluate at once, then every interval. */
 	sd_event_add_time(g->ctx->event, &g->timer, CLOCK_MONOTONIC, t, 0, on_group_timer, g);
@@ -752,6 +763,7 @@ void group_rt_free(struct group_rt *g)
 			g->handle = NULL;
 			g->host = NULL;
 		}
+		job_orphan(j, g->gc->name);
 	}
 	if (g->handle)
 		g->drv->close(g->handle);

@@ -21,6 +21,8 @@
 /* The pipe that carries finished jobs back to the loop, one per process. */
 static int job_pipe[2] = {-1, -1};
 static sd_event_source *job_source;
+/* Jobs still running for groups that are gone, on the loop's thread. */
+static struct job *orphans;
 
 void job_free(struct job *j)
 {
@@ -36,7 +38,49 @@ void job_free(struct job *j)
 		free(j->ids[i]);
 	free(j->ids);
 	driver_options_free(&j->opts);
+	free(j->orphan_of);
 	free(j);
+}
+
+/* Takes `j` off the orphans' list, where it may or may not be. */
+static void orphan_unlink(struct job *j)
+{
+	for (struct job **p = &orphans; *p; p = &(*p)->next_orphan)
+		if (*p == j) {
+			*p = j->next_orphan;
+			break;
+		}
+	j->next_orphan = NULL;
+	free(j->orphan_of);
+	j->orphan_of = NULL;
+}
+
+void job_orphan(struct job *j, const char *group)
+{
+	/* Without the name the job is only not waited for. */
+	j->orphan_of = strdup(group);
+	if (!j->orphan_of)
+		return;
+	j->next_orphan = orphans;
+	orphans = j;
+}
+
+bool job_orphan_running(const char *group)
+{
+	for (struct job *j = orphans; j; j = j->next_orphan)
+		if (strcmp(j->orphan_of, group) == 0)
+			return true;
+	return false;
+}
+
+struct job *job_claim_orphan(const char *group)
+{
+	for (struct job *j = orphans; j; j = j->next_orphan)
+		if (strcmp(j->orphan_of, group) == 0) {
+			orphan_unlink(j);
+			return j;
+		}
+	return NULL;
 }
 
 static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
@@ -169,10 +213,13 @@ static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userd
 		/* The handle of a group that is gone is closed as soon as its
 		 * last call has ended; a group that lives on closes the handle
 		 * it no longer uses itself (group_job_done). */
-		if (j->close_when_done && !g) {
-			if (j->handle)
-				j->drv->close(j->handle);
-			driver_host_free(j->host);
+		if (!g) {
+			orphan_unlink(j);
+			if (j->close_when_done) {
+				if (j->handle)
+					j->drv->close(j->handle);
+				driver_host_free(j->host);
+			}
 		}
 		if (g) {
 			g->job = NULL;

@@ -4,6 +4,8 @@
 #     runs (SIGHUP), and again while a scale-in runs (autoscalectl reload):
 #     the pool receives exactly one call for each action, the new options
 #     are used only after that call, and the pool never passes the target;
+#     The same when a reload removes the group in the middle of a
+#     scale-out and the next one adds it again;
 #  2. groups whose configuration did not change keep their runtime: their
 #     sources are not polled again and a scale-in waiting in its
 #     stabilization window does not start that window again.
@@ -43,7 +45,7 @@ POOL_OPTIONS="fail = \"$T/no-fault\";" write_conf
 kill -HUP "$DAEMON_PID"
 check "the reload is done" wait_for 10 log_has "agent: reloaded"
 check "the call in flight reports to the new configuration" \
-	wait_for 10 log_has "the scale-out through the driver options before the reload has ended"
+	wait_for 10 log_has "the scale-out started before the reload has ended"
 check "the scale-out completes" wait_for 15 log_has "scaled out from 1 to 4"
 check "the new handle opens after the call" wait_for 10 log_has "driver 'filepool' opened"
 # Evaluations on the new handle's observations, which would repeat the
@@ -61,12 +63,36 @@ check "the scale-in to 1 starts" wait_for 15 grep -q ' remove 3$' "$T/calls"
 STEP_MS=999 POOL_OPTIONS="fail = \"$T/no-fault\";" write_conf
 check "autoscalectl reload succeeds" ctl reload
 check "the scale-in in flight reports to the new configuration" \
-	wait_for 10 log_has "the scale-in through the driver options before the reload has ended"
+	wait_for 10 log_has "the scale-in started before the reload has ended"
 check "the scale-in completes" wait_for 15 log_has "scaled in from 4 to 1"
 check "the group goes on deciding" wait_for 10 decided_after web $(($(now_ms) + 2000))
 check "the pool is at the target, 1" pool_is 1
 check "exactly one remove call (calls: $(tr '\n' ';' < "$T/calls"))" test "$(count_calls ' remove ')" -eq 1
 check "and no other set_capacity" test "$(count_calls ' set_capacity ')" -eq 2
+check "the daemon is alive" alive
+
+# Removed during a scale-out, added again before it ends: the group of the
+# second reload waits for the call of the first one's predecessor.
+handed=$(grep -c "the scale-out started before the reload has ended" "$T/daemon.log")
+set_load 80
+check "the scale-out to 8 starts" wait_for 15 grep -q ' set_capacity 1 8$' "$T/calls"
+cp "$T/autoscaled.conf" "$T/with-web.conf"
+sed -n '/^agent = {/,/^};/p' "$T/with-web.conf" > "$T/autoscaled.conf"
+echo 'groups = ( );' >> "$T/autoscaled.conf"
+kill -HUP "$DAEMON_PID"
+check "a reload removes the group" wait_for 10 log_has "reloaded .*: 0 groups"
+cp "$T/with-web.conf" "$T/autoscaled.conf"
+check "the next reload adds it again" ctl reload
+more_handed() {
+	[ "$(grep -c "the scale-out started before the reload has ended" "$T/daemon.log")" -gt "$handed" ]
+}
+check "the added group waits for the removed one's call" wait_for 15 more_handed
+check "the scale-out completes" wait_for 15 pool_is 8
+check "the group goes on deciding" wait_for 10 decided_after web $(($(now_ms) + 2000))
+check "exactly one set_capacity for it (calls: $(tr '\n' ';' < "$T/calls"))" \
+	test "$(count_calls ' set_capacity [0-9]+ 8$')" -eq 1 -a "$(count_calls ' set_capacity ')" -eq 3
+check "the pool is at the target, 8" pool_is 8
+check "no instance was created beyond it (counter $(pool_next))" test "$(pool_next)" -eq 12
 check "the daemon is alive" alive
 stop_daemon
 

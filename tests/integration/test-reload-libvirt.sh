@@ -103,7 +103,7 @@ reload_during_scale_out() {
 		ctl reload > /dev/null
 	fi
 	check "$how: reloaded while the scale-out runs" \
-		wait_for 10 log_has "the scale-out through the driver options before the reload has ended"
+		wait_for 10 log_has "the scale-out started before the reload has ended"
 	check "$how: the scale-out completes" wait_for 20 log_has "scaled out from $from to $to"
 	check "$how: the group is observed at $to" wait_for 10 current "$to"
 	check "$how: and goes on deciding" wait_for 10 decided_after $(($(now_ms) + 2000))
