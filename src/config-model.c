@@ -221,7 +221,7 @@ bool config_options_equal(const struct options *a, const struct options *b)
 	return true;
 }
 
-static bool signal_equal(const struct signal_conf *a, const struct signal_conf *b)
+bool config_signal_equal(const struct signal_conf *a, const struct signal_conf *b)
 {
 	return str_eq(a->name, b->name) && str_eq(a->source, b->source) &&
 	       config_options_equal(&a->source_options, &b->source_options) && a->type == b->type &&
@@ -284,7 +284,7 @@ bool config_group_equal(const struct group_conf *a, const struct group_conf *b)
 	    a->dry_run != b->dry_run || a->n_signals != b->n_signals || a->n_profiles != b->n_profiles)
 		return false;
 	for (size_t i = 0; i < a->n_signals; i++)
-		if (!signal_equal(&a->signals[i], &b->signals[i]))
+		if (!config_signal_equal(&a->signals[i], &b->signals[i]))
 			return false;
 	for (size_t i = 0; i < a->n_profiles; i++)
 		if (!profile_equal(&a->profiles[i], &b->profiles[i]))

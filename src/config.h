@@ -278,6 +278,7 @@ const struct profile_conf *group_default_profile(const struct group_conf *g);
  * runtime of a group whose configuration is equal in this sense, so a
  * member added to the structs above must be compared here too. */
 bool config_options_equal(const struct options *a, const struct options *b);
+bool config_signal_equal(const struct signal_conf *a, const struct signal_conf *b);
 bool config_group_equal(const struct group_conf *a, const struct group_conf *b);
 
 /* Parsing helpers shared with the command line: "90", "90s", "5m", "2h",

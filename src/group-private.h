@@ -80,6 +80,7 @@ struct signal_rt {
 	struct source *src;       /* NULL for driver-backed signals */
 	bool driver_cpu;
 	sd_event_source *timer;
+	uint64_t next_poll_usec;  /* CLOCK_MONOTONIC; 0: poll when the group starts */
 	bool polling;
 	char error[256];          /* the newest poll's error, "" when it succeeded */
 	int n_sampled;

@@ -666,6 +666,21 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 			memcpy(a->error, b->error, sizeof(a->error));
 			a->n_sampled = b->n_sampled;
 			a->reported = b->reported;
+			/* The same reader: keep it, with its poll in flight and
+			 * its schedule, so that the reload neither polls it
+			 * again nor kills a command it runs. */
+			if (a->src && b->src && config_signal_equal(a->sc, b->sc)) {
+				struct source *src = a->src;
+
+				a->src = b->src;
+				b->src = src;
+				if (b->polling)
+					source_set_userdata(a->src, a);
+				a->polling = b->polling;
+				b->polling = false;
+				if (!b->timer || sd_event_source_get_time(b->timer, &a->next_poll_usec) < 0)
+					a->next_poll_usec = 0;
+			}
 		}
 	}
 	g->st = old->st;
@@ -726,7 +741,8 @@ void group_rt_start(struct group_rt *g)
 		struct signal_rt *s = &g->signals[i];
 
 		if (s->src)
-			sd_event_add_time(g->ctx->event, &s->timer, CLOCK_MONOTONIC, t, 0, on_signal_timer, s);
+			sd_event_add_time(g->ctx->event, &s->timer, CLOCK_MONOTONIC,
+					  s->next_poll_usec ? s->next_poll_usec : t, 0, on_signal_timer, s);
 	}
 }
 

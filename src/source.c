@@ -364,3 +364,8 @@ int64_t source_poll_time(const struct source *s)
 {
 	return s->t_ms;
 }
+
+void source_set_userdata(struct source *s, void *userdata)
+{
+	s->userdata = userdata;
+}

@@ -6,6 +6,7 @@
  *   - a runtime built for changed driver options while a scale-out runs
  *     takes that call over: the pool receives one set_capacity, and the
  *     group ends at the target having observed it through its new handle;
+ *     its unchanged signal keeps its source, which is not polled again;
  *   - a runtime pointed at an equal configuration (group_rt_rebind) goes on
  *     as it was, without polling its sources again, after the
  *     configuration it was built with is freed.
@@ -233,6 +234,8 @@ static void test_driver_change_during_scale_out(void **st)
 	assert_int_equal(count_lines("pool", "next 5"), 1);
 	assert_int_equal(group_rt_current(g2, &observed), 4);
 	assert_int_equal(group_rt_state(g2)->in_flight.direction, DIR_NONE);
+	/* Its signal did not change: its source went over as it was. */
+	assert_int_equal(count_lines("polls", "poll"), 1);
 	group_rt_stop(g2);
 	group_rt_free(g2);
 	config_free(c2);
