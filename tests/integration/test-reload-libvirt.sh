@@ -54,7 +54,7 @@ decided_after() {
 	ctl --json history web 2>/dev/null | python3 -c 'import datetime, json, sys
 v = json.load(sys.stdin)["decisions"]
 t = datetime.datetime.strptime(v[-1]["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
-sys.exit(0 if int(t.timestamp() * 1000) > int(sys.argv[1]) else 1)' "$1"
+sys.exit(0 if int(t.timestamp() * 1000) > int(sys.argv[1]) else 1)' "$1" 2>/dev/null
 }
 
 # write_conf SHUTDOWN_TIMEOUT: the option that the reloads change.
