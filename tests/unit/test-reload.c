@@ -7,6 +7,8 @@
  *     takes that call over: the pool receives one set_capacity, and the
  *     group ends at the target having observed it through its new handle;
  *     its unchanged signal keeps its source, which is not polled again;
+ *   - one built for a changed signal takes the driver instance over, with
+ *     the call in flight;
  *   - a runtime pointed at an equal configuration (group_rt_rebind) goes on
  *     as it was, without polling its sources again, after the
  *     configuration it was built with is freed.
@@ -241,6 +243,40 @@ static void test_driver_change_during_scale_out(void **st)
 	config_free(c2);
 }
 
+/* Only the signal's target changes: the new runtime takes the old one's
+ * driver instance and its call in flight as they are. */
+static void test_policy_change_during_scale_out(void **st)
+{
+	struct config *c1 = load("", 400, 10), *c2;
+	struct group_ctx ctx = {.event = event, .agent_conf = &c1->agent};
+	struct group_rt *g1 = NULL, *g2 = NULL;
+	struct settled s;
+
+	(void)st;
+	assert_int_equal(group_rt_new(&ctx, &c1->groups[0], NULL, &g1), 0);
+	group_rt_start(g1);
+	assert_true(run_until(scale_out_started, NULL, 10000));
+
+	c2 = load("", 400, 11);
+	assert_false(config_group_equal(&c1->groups[0], &c2->groups[0]));
+	ctx.agent_conf = &c2->agent;
+	assert_int_equal(group_rt_new(&ctx, &c2->groups[0], g1, &g2), 0);
+	group_rt_adopt(g2, g1);
+	group_rt_stop(g1);
+	group_rt_free(g1);
+	config_free(c1);
+	group_rt_start(g2);
+
+	s = (struct settled){.g = g2, .after_ms = wall_ms() + 3 * 400 + 1000};
+	assert_true(run_until(settled_at_4, &s, 15000));
+	assert_int_equal(count_lines("calls", "set_capacity"), 1);
+	assert_int_equal(count_lines("pool", "vm-"), 4);
+	assert_int_equal(group_rt_state(g2)->in_flight.direction, DIR_NONE);
+	group_rt_stop(g2);
+	group_rt_free(g2);
+	config_free(c2);
+}
+
 static bool decided_after(void *arg)
 {
 	struct settled *s = arg;
@@ -288,6 +324,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_group_equal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_change_during_scale_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_policy_change_during_scale_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rebind_keeps_runtime, setup, teardown),
 	};
 	int r;
