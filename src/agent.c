@@ -93,10 +93,14 @@ static int on_ready_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-/* Builds runtimes for every group of `c`, adopting the state of same-named
- * groups in `old` (NULL at start-up). On failure nothing is adopted and the
- * partial result is freed. */
-static int build_groups(struct agent *a, const struct config *c, struct group_rt ***ret)
+/* Builds runtimes for every group of `c` into *ret. A group whose
+ * configuration equals that of the running group of its name (a reload)
+ * keeps the running runtime: (*ret)[i] is that one and keep[i] is set.
+ * The others are new, built to adopt the state of the running group of
+ * their name, if any, after the swap. `keep` has c->n_groups entries (NULL
+ * at start-up, when nothing runs). On failure nothing is kept or adopted
+ * and the new runtimes are freed. */
+static int build_groups(struct agent *a, const struct config *c, struct group_rt ***ret, bool *keep)
 {
 	struct group_rt **v;
 	int r;
@@ -105,15 +109,21 @@ static int build_groups(struct agent *a, const struct config *c, struct group_rt
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < c->n_groups; i++) {
-		const struct group_rt *old = NULL;
+		struct group_rt *old = NULL;
 
 		for (size_t j = 0; j < a->n_groups; j++)
 			if (strcmp(group_rt_name(a->groups[j]), c->groups[i].name) == 0)
 				old = a->groups[j];
+		if (keep && old && config_group_equal(group_rt_conf(old), &c->groups[i])) {
+			v[i] = old;
+			keep[i] = true;
+			continue;
+		}
 		r = group_rt_new(&a->ctx, &c->groups[i], old, &v[i]);
 		if (r < 0) {
 			for (size_t j = 0; j < i; j++)
-				group_rt_free(v[j]);
+				if (!keep || !keep[j])
+					group_rt_free(v[j]);
 			free(v);
 			return r;
 		}
@@ -136,6 +146,8 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	struct config_errors errs = {0};
 	struct config *c = NULL;
 	struct group_rt **groups = NULL;
+	bool *keep = NULL;
+	size_t n_kept = 0;
 	struct timespec ts;
 	int r;
 
@@ -161,8 +173,10 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	 * directory) through the shared context: it follows the new
 	 * configuration, and goes back if the new groups cannot be built. */
 	a->ctx.agent_conf = &c->agent;
-	r = build_groups(a, c, &groups);
+	keep = calloc(c->n_groups ? c->n_groups : 1, sizeof(*keep));
+	r = keep ? build_groups(a, c, &groups, keep) : -ENOMEM;
 	if (r < 0) {
+		free(keep);
 		a->ctx.agent_conf = &a->config->agent;
 		sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
 			   strerror(-r));
@@ -172,27 +186,40 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 		config_free(c);
 		return -EINVAL;
 	}
-	/* Everything is built: swap. The new groups take over the old ones'
-	 * drivers, windows and engine state by name. */
+	/* Everything is built: swap. A group whose configuration did not
+	 * change goes on as it was, now reading the new copy of it; the new
+	 * groups take over the old ones' drivers, driver calls, windows and
+	 * engine state by name. */
 	for (size_t i = 0; i < c->n_groups; i++) {
-		for (size_t j = 0; j < a->n_groups; j++)
-			if (a->groups[j] && strcmp(group_rt_name(a->groups[j]), c->groups[i].name) == 0)
+		for (size_t j = 0; j < a->n_groups; j++) {
+			if (!a->groups[j] || strcmp(group_rt_name(a->groups[j]), c->groups[i].name) != 0)
+				continue;
+			if (keep[i]) {
+				group_rt_rebind(groups[i], &c->groups[i]);
+				a->groups[j] = NULL;
+				n_kept++;
+			} else {
 				group_rt_adopt(groups[i], a->groups[j]);
+			}
+		}
 	}
 	for (size_t j = 0; j < a->n_groups; j++)
-		group_rt_stop(a->groups[j]);
+		if (a->groups[j])
+			group_rt_stop(a->groups[j]);
 	free_groups(a->groups, a->n_groups);
 	config_free(a->config);
 	a->config = c;
 	a->groups = groups;
 	a->n_groups = c->n_groups;
 	for (size_t i = 0; i < a->n_groups; i++)
-		group_rt_start(a->groups[i]);
+		if (!keep[i])
+			group_rt_start(a->groups[i]);
+	free(keep);
 	metrics_prune(a->metrics, c);
 	sd_notify(false, "READY=1");
 	agent_status(a);
-	log_info("agent: reloaded '%s': %zu group%s", a->opts->config_path, a->n_groups,
-		 a->n_groups == 1 ? "" : "s");
+	log_info("agent: reloaded '%s': %zu group%s, %zu unchanged", a->opts->config_path, a->n_groups,
+		 a->n_groups == 1 ? "" : "s", n_kept);
 	return 0;
 }
 
@@ -461,7 +488,7 @@ int agent_run(const struct agent_options *opts)
 	};
 
 	sd_notify(false, "STATUS=Opening drivers");
-	r = build_groups(&a, a.config, &a.groups);
+	r = build_groups(&a, a.config, &a.groups, NULL);
 	if (r < 0) {
 		log_errx("agent: start-up failed: %s", strerror(-r));
 		sd_notifyf(false, "STATUS=Start-up failed: %s", strerror(-r));

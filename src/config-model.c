@@ -187,3 +187,110 @@ const struct profile_conf *group_default_profile(const struct group_conf *g)
 			return &g->profiles[i];
 	return NULL;
 }
+
+/* ------------------------------------------------------------ comparison */
+
+/* Strings that may be NULL are equal when both are NULL or both hold the
+ * same text. */
+static bool str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool strv_eq(char *const *a, size_t n_a, char *const *b, size_t n_b)
+{
+	if (n_a != n_b)
+		return false;
+	for (size_t i = 0; i < n_a; i++)
+		if (!str_eq(a[i], b[i]))
+			return false;
+	return true;
+}
+
+bool config_options_equal(const struct options *a, const struct options *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct config_option *x = &a->v[i], *y = &b->v[i];
+
+		if (!str_eq(x->key, y->key) || x->type != y->type || !str_eq(x->str, y->str) || x->i != y->i ||
+		    !(x->f == y->f || (isnan(x->f) && isnan(y->f))) || !strv_eq(x->list, x->n_list, y->list, y->n_list))
+			return false;
+	}
+	return true;
+}
+
+bool config_signal_equal(const struct signal_conf *a, const struct signal_conf *b)
+{
+	return str_eq(a->name, b->name) && str_eq(a->source, b->source) &&
+	       config_options_equal(&a->source_options, &b->source_options) && a->type == b->type &&
+	       a->target == b->target && a->window_ms == b->window_ms && a->aggregation == b->aggregation &&
+	       a->tolerance == b->tolerance && a->staleness_ms == b->staleness_ms &&
+	       a->poll_interval_ms == b->poll_interval_ms && a->timeout_ms == b->timeout_ms;
+}
+
+static bool rule_equal(const struct rule_conf *a, const struct rule_conf *b)
+{
+	return str_eq(a->signal, b->signal) && a->signal_index == b->signal_index && a->window_ms == b->window_ms &&
+	       a->statistic == b->statistic && a->op == b->op && a->threshold == b->threshold &&
+	       a->direction == b->direction && a->change == b->change && a->value == b->value &&
+	       a->cooldown_ms == b->cooldown_ms;
+}
+
+static bool profile_equal(const struct profile_conf *a, const struct profile_conf *b)
+{
+	if (!str_eq(a->name, b->name) || a->kind != b->kind || a->min != b->min || a->max != b->max ||
+	    a->def != b->def || a->days != b->days || a->start_minute != b->start_minute ||
+	    a->end_minute != b->end_minute || !str_eq(a->timezone, b->timezone) || a->start_ms != b->start_ms ||
+	    a->end_ms != b->end_ms || a->n_rules != b->n_rules || a->n_targets != b->n_targets)
+		return false;
+	for (size_t i = 0; i < a->n_rules; i++)
+		if (!rule_equal(&a->rules[i], &b->rules[i]))
+			return false;
+	for (size_t i = 0; i < a->n_targets; i++)
+		if (!str_eq(a->targets[i].signal, b->targets[i].signal) ||
+		    a->targets[i].signal_index != b->targets[i].signal_index ||
+		    a->targets[i].target != b->targets[i].target)
+			return false;
+	return true;
+}
+
+static bool direction_equal(const struct direction_behavior *a, const struct direction_behavior *b)
+{
+	if (a->stabilization_ms != b->stabilization_ms || a->select != b->select || a->n_policies != b->n_policies)
+		return false;
+	for (size_t i = 0; i < a->n_policies; i++)
+		if (a->policies[i].type != b->policies[i].type || a->policies[i].value != b->policies[i].value ||
+		    a->policies[i].period_ms != b->policies[i].period_ms)
+			return false;
+	return true;
+}
+
+static bool notify_equal(const struct notify_conf *a, const struct notify_conf *b)
+{
+	return str_eq(a->webhook_url, b->webhook_url) && str_eq(a->webhook_secret_file, b->webhook_secret_file) &&
+	       a->webhook_timeout_ms == b->webhook_timeout_ms && a->webhook_retries == b->webhook_retries &&
+	       strv_eq(a->command, a->n_command, b->command, b->n_command) &&
+	       a->command_timeout_ms == b->command_timeout_ms &&
+	       strv_eq(a->pre_scale_in, a->n_pre_scale_in, b->pre_scale_in, b->n_pre_scale_in) &&
+	       a->pre_scale_in_deadline_ms == b->pre_scale_in_deadline_ms;
+}
+
+bool config_group_equal(const struct group_conf *a, const struct group_conf *b)
+{
+	if (!str_eq(a->name, b->name) || !str_eq(a->driver, b->driver) ||
+	    !config_options_equal(&a->driver_options, &b->driver_options) || a->interval_ms != b->interval_ms ||
+	    a->dry_run != b->dry_run || a->n_signals != b->n_signals || a->n_profiles != b->n_profiles)
+		return false;
+	for (size_t i = 0; i < a->n_signals; i++)
+		if (!config_signal_equal(&a->signals[i], &b->signals[i]))
+			return false;
+	for (size_t i = 0; i < a->n_profiles; i++)
+		if (!profile_equal(&a->profiles[i], &b->profiles[i]))
+			return false;
+	return direction_equal(&a->behavior.scale_out, &b->behavior.scale_out) &&
+	       direction_equal(&a->behavior.scale_in, &b->behavior.scale_in) &&
+	       a->behavior.initialization_ms == b->behavior.initialization_ms &&
+	       a->behavior.on_missing == b->behavior.on_missing && notify_equal(&a->notify, &b->notify);
+}

@@ -273,6 +273,14 @@ const struct group_conf *config_find_group(const struct config *c, const char *n
 int group_find_signal(const struct group_conf *g, const char *name);
 const struct profile_conf *group_default_profile(const struct group_conf *g);
 
+/* Whether two loads of a configuration say the same thing: every value is
+ * compared, where it was written (FILE:LINE) is not. A reload keeps the
+ * runtime of a group whose configuration is equal in this sense, so a
+ * member added to the structs above must be compared here too. */
+bool config_options_equal(const struct options *a, const struct options *b);
+bool config_signal_equal(const struct signal_conf *a, const struct signal_conf *b);
+bool config_group_equal(const struct group_conf *a, const struct group_conf *b);
+
 /* Parsing helpers shared with the command line: "90", "90s", "5m", "2h",
  * "1d", "500ms" -> milliseconds. Return 0 or -EINVAL. */
 int parse_duration_ms(const char *s, int64_t *ret);

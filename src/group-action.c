@@ -157,7 +157,7 @@ bool group_start_drain(struct group_rt *g, int count, const char *record)
 
 void group_note_result(struct group_rt *g, const struct job *j, int64_t t)
 {
-	static const char *const ops[] = {"observe", "scale_out", "scale_in"};
+	static const char *const ops[] = {"observe", "scale_out", "scale_in", "open"};
 	struct group_error *e = &g->last_error;
 
 	if (j->r >= 0) {

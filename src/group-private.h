@@ -24,6 +24,7 @@ enum job_kind {
 	JOB_OBSERVE,
 	JOB_SCALE_OUT,
 	JOB_SCALE_IN,
+	JOB_OPEN,                /* opens the group's driver with its options */
 };
 
 struct cpu_sample {
@@ -35,9 +36,17 @@ struct job {
 	enum job_kind kind;
 	struct group_rt *g;      /* NULL once the group is gone: drop the result */
 	const struct autoscaled_driver *drv;
-	struct autoscaled_driver_instance *handle;
-	bool close_when_done;    /* orphaned: close the handle afterwards */
-	struct autoscaled_host *host; /* with close_when_done: freed after the close */
+	struct autoscaled_driver_instance *handle; /* JOB_OPEN: the handle opened, or NULL */
+	/* The handle is not (or no longer) the group's: its group is gone, or
+	 * a reload replaced the driver options it was opened with. It is
+	 * closed once the call has ended (for a group that lives on, once the
+	 * group's new handle is open), and the host freed after it. */
+	bool close_when_done;
+	struct autoscaled_host *host; /* with close_when_done, and for JOB_OPEN */
+	struct driver_options opts;   /* JOB_OPEN: owned copies, as the group may go first */
+	/* The group's name while the job runs for no group (job_orphan()). */
+	char *orphan_of;
+	struct job *next_orphan;
 	bool want_cpu;
 	int count;               /* scale: the target (out) or how many to remove (in) */
 	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
@@ -60,7 +69,7 @@ struct job {
 /* The newest failed driver operation, until one of the same kind succeeds. */
 struct group_error {
 	int64_t time_ms;         /* wall clock, shown; 0: none */
-	const char *operation;   /* "observe", "scale_out" or "scale_in" */
+	const char *operation;   /* "observe", "scale_out", "scale_in" or "open" */
 	int err;                 /* the negative errno the driver returned */
 	char message[512];       /* the driver's own words, "" if it logged none */
 };
@@ -72,6 +81,7 @@ struct signal_rt {
 	struct source *src;       /* NULL for driver-backed signals */
 	bool driver_cpu;
 	sd_event_source *timer;
+	uint64_t next_poll_usec;  /* CLOCK_MONOTONIC; 0: poll when the group starts */
 	bool polling;
 	char error[256];          /* the newest poll's error, "" when it succeeded */
 	int n_sampled;
@@ -102,7 +112,18 @@ struct group_rt {
 	struct decision last;
 	bool have_last;
 	char last_sentence[1024];
-	struct job *job;          /* the driver call in flight, if any */
+	/* The group's one driver call in flight, if any. After a reload it
+	 * may be a call of the replaced runtime, on its handle (see
+	 * job.close_when_done): no call of this runtime starts before it ends. */
+	struct job *job;
+	bool take_over;           /* group_rt_adopt() takes the old runtime's handle */
+	/* The handle a reload replaced, once its last call has ended: closed
+	 * when this runtime's own handle is open, so that the group's backend
+	 * always has a connection (libvirt's test:///default forgets its
+	 * domains when its last connection closes). */
+	const struct autoscaled_driver *retired_drv;
+	struct autoscaled_driver_instance *retired;
+	struct autoscaled_host *retired_host;
 	struct group_error last_error;
 	/* The newest observation, owned copies. */
 	struct instance_obs *instances;
@@ -124,6 +145,15 @@ int job_pipe_init(sd_event *event);
 int job_start(struct group_rt *g, struct job *j);
 /* Frees a job and its results (NULL is fine). */
 void job_free(struct job *j);
+/* A job whose group is gone (a reload removed it) runs on; it is kept
+ * under the group's name until it ends, so that a group of that name that
+ * a later reload adds makes no call of its own before then. */
+void job_orphan(struct job *j, const char *group);
+/* Whether an orphaned job of `group` is still running. */
+bool job_orphan_running(const char *group);
+/* Takes the orphaned job of `group` off the list and returns it (NULL when
+ * there is none); its caller makes it its group's job. */
+struct job *job_claim_orphan(const char *group);
 
 /* group.c. A finished job of a group that still exists, on the loop's
  * thread; the caller frees the job afterwards. */

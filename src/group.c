@@ -30,22 +30,47 @@
 
 static bool same_driver(const struct group_conf *a, const struct group_conf *b)
 {
-	if (strcmp(a->driver, b->driver) != 0 || a->driver_options.n != b->driver_options.n)
-		return false;
-	for (size_t i = 0; i < a->driver_options.n; i++) {
-		const struct config_option *x = &a->driver_options.v[i], *y = &b->driver_options.v[i];
+	return strcmp(a->driver, b->driver) == 0 && config_options_equal(&a->driver_options, &b->driver_options);
+}
 
-		if (strcmp(x->key, y->key) != 0 || x->type != y->type || x->n_list != y->n_list)
-			return false;
-		if (x->type == OPTION_LIST) {
-			for (size_t k = 0; k < x->n_list; k++)
-				if (strcmp(x->list[k], y->list[k]) != 0)
-					return false;
-		} else if (strcmp(x->str ? x->str : "", y->str ? y->str : "") != 0) {
-			return false;
+/* The host a handle of this group is opened with, made once per handle. */
+static int make_host(struct group_rt *g)
+{
+	if (g->host)
+		return 0;
+	/* The host owns its copies of the names: a reload frees the
+	 * configuration the handle was opened with, and the runtime that
+	 * opened it may be gone when the driver logs. */
+	return driver_host_new(g->gc->name, g->gc->driver, g->ctx->metrics, &g->host);
+}
+
+/* Starts the group's next driver call when none is running: opening its
+ * driver when it has no handle (a reload deferred the open until the
+ * replaced runtime's call had ended, or the open failed), else an
+ * observation. A failure to start is logged by job_start() and retried at
+ * the next tick. */
+static void start_driver_call(struct group_rt *g)
+{
+	struct job *j;
+
+	if (g->job || g->stopped)
+		return;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	if (g->handle) {
+		j->kind = JOB_OBSERVE;
+		j->want_cpu = g->want_cpu;
+	} else {
+		j->kind = JOB_OPEN;
+		if (make_host(g) < 0 || driver_options_from_config(&g->gc->driver_options, &j->opts) < 0) {
+			job_free(j);
+			return;
 		}
+		j->host = g->host;
 	}
-	return true;
+	if (job_start(g, j) < 0)
+		job_free(j);
 }
 
 /* -------------------------------------------------------------- signals */
@@ -285,6 +310,7 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 		snprintf(sentence + n, sizeof(sentence) - n, "; last %s failed: %s",
 			 strcmp(e->operation, "observe") == 0     ? "observation"
 			 : strcmp(e->operation, "scale_out") == 0 ? "scale-out"
+			 : strcmp(e->operation, "open") == 0      ? "driver open"
 								  : "scale-in",
 			 e->message[0] ? e->message : strerror(-e->err));
 	}
@@ -423,14 +449,57 @@ static bool signals_reported(const struct group_rt *g)
 	return true;
 }
 
+/* Closes the handle a reload replaced, if any. */
+static void close_retired(struct group_rt *g)
+{
+	if (g->retired)
+		g->retired_drv->close(g->retired);
+	driver_host_free(g->retired_host);
+	g->retired = NULL;
+	g->retired_host = NULL;
+}
+
+/* A call that ran on the handle of a runtime a reload replaced, because the
+ * driver's options changed. Its scale action was this group's and is
+ * recorded as such, so that it is not made again; an observation or an
+ * open through the old options is dropped. Either way the group now goes
+ * through its own handle: it opens it if the reload deferred that, then
+ * observes and decides afresh. The old handle is closed once the new one
+ * is open. */
+static void inherited_job_done(struct group_rt *g, struct job *j, struct clock_now t)
+{
+	static const char *const what[] = {"observation", "scale-out", "scale-in", "open"};
+
+	log_group(LOG_INFO, g->gc->name, NULL, NULL,
+		  "the %s started before the reload has ended; going on with the driver options of the new configuration",
+		  what[j->kind]);
+	close_retired(g);
+	g->retired_drv = j->drv;
+	g->retired = j->handle;
+	g->retired_host = j->host;
+	j->handle = NULL;
+	j->host = NULL;
+	if (j->kind == JOB_SCALE_OUT || j->kind == JOB_SCALE_IN) {
+		group_note_result(g, j, t.wall_ms);
+		group_scale_done(g, j, t.mono_ms);
+	}
+	start_driver_call(g);
+	if (!g->job || g->job->kind != JOB_OPEN)
+		close_retired(g);
+}
+
 void group_job_done(struct job *j)
 {
 	struct group_rt *g = j->g;
 	struct clock_now t = clock_now();
-	static const char *const op[] = {"observe", "set_capacity", "remove_instances"};
+	static const char *const op[] = {"observe", "set_capacity", "remove_instances", "open"};
 
 	metrics_record_driver_call(g->ctx->metrics, g->gc->name, op[j->kind],
 				   (double)(t.mono_ms - j->started_ms) / 1000.0);
+	if (j->close_when_done) {
+		inherited_job_done(g, j, t);
+		return;
+	}
 	group_note_result(g, j, t.wall_ms);
 	switch (j->kind) {
 	case JOB_OBSERVE:
@@ -455,13 +524,25 @@ void group_job_done(struct job *j)
 	case JOB_SCALE_IN:
 		group_scale_done(g, j, t.mono_ms);
 		break;
+	case JOB_OPEN:
+		close_retired(g);
+		if (j->r < 0) {
+			log_group(LOG_ERR, g->gc->name, NULL, NULL, "driver '%s' failed to open: %s; retrying",
+				  g->gc->driver, strerror(-j->r));
+			metrics_record_error(g->ctx->metrics, g->gc->name, "open");
+			break;
+		}
+		g->handle = j->handle;
+		j->handle = NULL;
+		log_group(LOG_INFO, g->gc->name, NULL, NULL, "driver '%s' opened", g->gc->driver);
+		start_driver_call(g);
+		break;
 	}
 }
 
 static int on_group_timer(sd_event_source *es, uint64_t usec, void *userdata)
 {
 	struct group_rt *g = userdata;
-	struct job *j;
 
 	sd_event_source_set_time(es, usec + (uint64_t)g->gc->interval_ms * 1000);
 	sd_event_source_set_enabled(es, SD_EVENT_ON);
@@ -472,13 +553,7 @@ static int on_group_timer(sd_event_source *es, uint64_t usec, void *userdata)
 			group_evaluate(g);
 		return 0;
 	}
-	j = calloc(1, sizeof(*j));
-	if (!j)
-		return 0;
-	j->kind = JOB_OBSERVE;
-	j->want_cpu = g->want_cpu;
-	if (job_start(g, j) < 0)
-		job_free(j);
+	start_driver_call(g);
 	return 0;
 }
 
@@ -564,20 +639,39 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	}
 
 	/* The driver instance is opened last, and only when the old runtime's
-	 * instance cannot be taken over. */
-	if (!(old && old->handle && same_driver(old->gc, gc))) {
-		/* The host owns its copies of the names: a reload frees the
-		 * configuration the handle was opened with, and the runtime
-		 * that opened it may be gone when the driver logs. */
-		r = driver_host_new(gc->name, gc->driver, ctx->metrics, &g->host);
-		if (r < 0)
-			goto fail;
-		r = g->drv->open(g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
-		if (r < 0) {
-			log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' failed to open: %s", gc->driver,
-				  strerror(-r));
-			goto fail;
+	 * instance (or the one it is opening) cannot be taken over. */
+	g->take_over = old && same_driver(old->gc, gc) && (old->handle || (old->job && old->job->kind == JOB_OPEN));
+	if (g->take_over) {
+		*ret = g;
+		return 0;
+	}
+	r = make_host(g);
+	if (r < 0)
+		goto fail;
+	if ((old && old->job) || job_orphan_running(gc->name)) {
+		/* The group's driver is busy with a call through the old
+		 * options (or through those of a group of this name that a
+		 * reload removed). Opening a second instance now would act on the
+		 * same backend at the same time (an open repairs what looks
+		 * half done, such as the member that call is making), so the
+		 * open waits for that call (start_driver_call). The options
+		 * are checked now, so that a reload that cannot work is
+		 * refused as one whose open fails is. */
+		if (AUTOSCALED_DRIVER_HAS_OP(g->drv, check)) {
+			r = g->drv->check(g->host, g->drv_opts.v, g->drv_opts.n);
+			if (r < 0) {
+				log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' refused its options: %s",
+					  gc->driver, strerror(-r));
+				goto fail;
+			}
 		}
+		*ret = g;
+		return 0;
+	}
+	r = g->drv->open(g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
+	if (r < 0) {
+		log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' failed to open: %s", gc->driver, strerror(-r));
+		goto fail;
 	}
 	*ret = g;
 	return 0;
@@ -588,17 +682,29 @@ fail:
 
 void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 {
-	if (!g->handle && old->handle) {
-		g->handle = old->handle;
-		old->handle = NULL;
+	struct job *j = old->job;
+
+	if (g->take_over) {
 		driver_host_free(g->host);
+		g->handle = old->handle;
 		g->host = old->host;
+		old->handle = NULL;
 		old->host = NULL;
-		/* A call in flight on that handle now reports to the new runtime. */
-		if (old->job) {
-			old->job->g = g;
-			g->job = old->job;
-			old->job = NULL;
+	}
+	/* The old runtime's call in flight is the group's one driver call:
+	 * it reports to this runtime, which starts none of its own before it
+	 * has ended and records what it did. When the handle it runs on is
+	 * not taken over, the handle goes with the call and is closed after
+	 * it. */
+	if (j) {
+		old->job = NULL;
+		j->g = g;
+		g->job = j;
+		if (!g->take_over && !j->close_when_done) {
+			j->close_when_done = true;
+			j->host = old->host;
+			old->handle = NULL;
+			old->host = NULL;
 		}
 	}
 	for (size_t i = 0; i < g->n_signals; i++) {
@@ -616,6 +722,21 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 			memcpy(a->error, b->error, sizeof(a->error));
 			a->n_sampled = b->n_sampled;
 			a->reported = b->reported;
+			/* The same reader: keep it, with its poll in flight and
+			 * its schedule, so that the reload neither polls it
+			 * again nor kills a command it runs. */
+			if (a->src && b->src && config_signal_equal(a->sc, b->sc)) {
+				struct source *src = a->src;
+
+				a->src = b->src;
+				b->src = src;
+				if (b->polling)
+					source_set_userdata(a->src, a);
+				a->polling = b->polling;
+				b->polling = false;
+				if (!b->timer || sd_event_source_get_time(b->timer, &a->next_poll_usec) < 0)
+					a->next_poll_usec = 0;
+			}
 		}
 	}
 	g->st = old->st;
@@ -640,12 +761,35 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	g->last_error = old->last_error;
 }
 
+void group_rt_rebind(struct group_rt *g, const struct group_conf *gc)
+{
+	g->gc = gc;
+	for (size_t i = 0; i < g->n_signals; i++)
+		g->signals[i].sc = &gc->signals[i];
+	/* The last decision names its group and profile by pointer. */
+	if (g->have_last) {
+		g->last.group = gc->name;
+		if (g->last.profile_index >= 0 && (size_t)g->last.profile_index < gc->n_profiles)
+			g->last.profile = gc->profiles[g->last.profile_index].name;
+	}
+}
+
 void group_rt_start(struct group_rt *g)
 {
 	uint64_t t;
 
 	g->stopped = false;
 	g->started_ms = clock_mono_ms();
+	/* A group that a reload added again takes over the call its
+	 * predecessor left running, as a reloaded group does (group_rt_adopt). */
+	if (!g->job) {
+		struct job *j = job_claim_orphan(g->gc->name);
+
+		if (j) {
+			j->g = g;
+			g->job = j;
+		}
+	}
 	sd_event_now(g->ctx->event, CLOCK_MONOTONIC, &t);
 	/* Evaluate at once, then every interval. */
 	sd_event_add_time(g->ctx->event, &g->timer, CLOCK_MONOTONIC, t, 0, on_group_timer, g);
@@ -653,7 +797,8 @@ void group_rt_start(struct group_rt *g)
 		struct signal_rt *s = &g->signals[i];
 
 		if (s->src)
-			sd_event_add_time(g->ctx->event, &s->timer, CLOCK_MONOTONIC, t, 0, on_signal_timer, s);
+			sd_event_add_time(g->ctx->event, &s->timer, CLOCK_MONOTONIC,
+					  s->next_poll_usec ? s->next_poll_usec : t, 0, on_signal_timer, s);
 	}
 }
 
@@ -678,16 +823,24 @@ void group_rt_free(struct group_rt *g)
 	}
 	free(g->signals);
 	if (g->job) {
-		/* The worker still uses the handle: it closes it when done. */
-		g->job->g = NULL;
-		g->job->close_when_done = g->handle != NULL;
-		g->job->host = g->host;
-		g->handle = NULL;
-		g->host = NULL;
+		struct job *j = g->job;
+
+		/* The worker still uses the handle, or is opening it: it is
+		 * closed when the call has ended. A call inherited from a
+		 * replaced runtime already owns its handle. */
+		j->g = NULL;
+		if (!j->close_when_done && (j->kind == JOB_OPEN || j->handle == g->handle)) {
+			j->close_when_done = true;
+			j->host = g->host;
+			g->handle = NULL;
+			g->host = NULL;
+		}
+		job_orphan(j, g->gc->name);
 	}
 	if (g->handle)
 		g->drv->close(g->handle);
 	driver_host_free(g->host);
+	close_retired(g);
 	driver_options_free(&g->drv_opts);
 	for (size_t i = 0; i < g->n_instances; i++)
 		free((char *)g->instances[i].id);

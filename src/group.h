@@ -35,15 +35,25 @@ struct group_ctx {
 /* Builds a runtime for `gc` (borrowed; must outlive the runtime). When `old`
  * is a runtime of the same name, the new one is built so that
  * group_rt_adopt() can take over its driver, windows and state later; `old`
- * itself is not changed here. Opens the driver unless it can be adopted.
- * Returns 0 or a negative errno (the reason is logged). */
+ * itself is not changed here. Opens the driver unless it can be adopted;
+ * while `old` has a driver call in flight the open waits for that call to
+ * end (the options are only checked here). Returns 0 or a negative errno
+ * (the reason is logged). A reload keeps a group whose configuration did
+ * not change (config_group_equal) instead: see group_rt_rebind(). */
 int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const struct group_rt *old,
 		 struct group_rt **ret);
 
 /* Moves the driver instance (when the driver and its options are the same),
- * the windows of same-named signals, the engine state, the last decision and
- * any action in flight from `old` into `g`. */
+ * the windows of same-named signals, the engine state and any action in
+ * flight from `old` into `g`. A driver call in flight moves too, with the
+ * handle it runs on: `g` starts no call before it has ended, records what
+ * it did, then observes (through its own handle) and decides afresh. */
 void group_rt_adopt(struct group_rt *g, struct group_rt *old);
+
+/* Points a running runtime at `gc`, a newer load of a configuration equal
+ * to its own (config_group_equal); nothing else changes: its driver call,
+ * sources, windows, timers and state go on as they were. */
+void group_rt_rebind(struct group_rt *g, const struct group_conf *gc);
 
 /* Starts the evaluation timer and the signal polls. */
 void group_rt_start(struct group_rt *g);

@@ -3,8 +3,10 @@
  * Driver calls go through jobs: a job runs one operation on its own thread
  * and posts itself back to the loop through a pipe shared by all groups.
  * A group has at most one job at a time, which is the driver ABI's "one call
- * at a time per handle". The worker thread owns the job until it writes it
- * to the pipe; from then on only the loop's thread touches it. */
+ * at a time per handle"; a reload hands the job of the replaced runtime to
+ * the new one, so that this holds for the group across reloads, whatever
+ * handles it goes through. The worker thread owns the job until it writes
+ * it to the pipe; from then on only the loop's thread touches it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -19,6 +21,8 @@
 /* The pipe that carries finished jobs back to the loop, one per process. */
 static int job_pipe[2] = {-1, -1};
 static sd_event_source *job_source;
+/* Jobs still running for groups that are gone, on the loop's thread. */
+static struct job *orphans;
 
 void job_free(struct job *j)
 {
@@ -33,7 +37,50 @@ void job_free(struct job *j)
 	for (size_t i = 0; i < j->n_ids; i++)
 		free(j->ids[i]);
 	free(j->ids);
+	driver_options_free(&j->opts);
+	free(j->orphan_of);
 	free(j);
+}
+
+/* Takes `j` off the orphans' list, where it may or may not be. */
+static void orphan_unlink(struct job *j)
+{
+	for (struct job **p = &orphans; *p; p = &(*p)->next_orphan)
+		if (*p == j) {
+			*p = j->next_orphan;
+			break;
+		}
+	j->next_orphan = NULL;
+	free(j->orphan_of);
+	j->orphan_of = NULL;
+}
+
+void job_orphan(struct job *j, const char *group)
+{
+	/* Without the name the job is only not waited for. */
+	j->orphan_of = strdup(group);
+	if (!j->orphan_of)
+		return;
+	j->next_orphan = orphans;
+	orphans = j;
+}
+
+bool job_orphan_running(const char *group)
+{
+	for (struct job *j = orphans; j; j = j->next_orphan)
+		if (strcmp(j->orphan_of, group) == 0)
+			return true;
+	return false;
+}
+
+struct job *job_claim_orphan(const char *group)
+{
+	for (struct job *j = orphans; j; j = j->next_orphan)
+		if (strcmp(j->orphan_of, group) == 0) {
+			orphan_unlink(j);
+			return j;
+		}
+	return NULL;
 }
 
 static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
@@ -118,6 +165,9 @@ static void *job_thread(void *arg)
 		j->r = j->drv->remove_instances(j->handle, j->count, (const char *const *)j->ids, j->n_ids,
 						job_count_instance, j);
 		break;
+	case JOB_OPEN:
+		j->r = j->drv->open(j->host, j->opts.v, j->opts.n, &j->handle);
+		break;
 	}
 	driver_capture_end();
 	do
@@ -158,16 +208,23 @@ static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userd
 	(void)revents;
 	(void)userdata;
 	while ((n = read(fd, &j, sizeof(j))) == (ssize_t)sizeof(j)) {
-		if (!j->g) {
+		struct group_rt *g = j->g;
+
+		/* The handle of a group that is gone is closed as soon as its
+		 * last call has ended; a group that lives on closes the handle
+		 * it no longer uses itself (group_job_done). */
+		if (!g) {
+			orphan_unlink(j);
 			if (j->close_when_done) {
-				j->drv->close(j->handle);
+				if (j->handle)
+					j->drv->close(j->handle);
 				driver_host_free(j->host);
 			}
-			job_free(j);
-			continue;
 		}
-		j->g->job = NULL;
-		group_job_done(j);
+		if (g) {
+			g->job = NULL;
+			group_job_done(j);
+		}
 		job_free(j);
 	}
 	return 0;

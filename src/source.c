@@ -14,9 +14,9 @@
 struct source {
 	const struct source_ops *ops;
 	struct source_env env;
+	/* Nothing here points into the configuration: a reload hands a
+	 * source to the runtime of a newer one (source_set_userdata()). */
 	char *signal;
-	const char *file;
-	int line;
 	int64_t timeout_ms;
 	bool busy;
 	int64_t t_ms;
@@ -208,8 +208,6 @@ int source_new(const struct signal_conf *sc, const struct source_env *env, struc
 		return -ENOMEM;
 	s->ops = ops;
 	s->env = *env;
-	s->file = sc->file;
-	s->line = sc->line;
 	s->timeout_ms = sc->timeout_ms > 0 ? sc->timeout_ms : SOURCE_DEFAULT_TIMEOUT_MS;
 	s->signal = strdup(sc->name ? sc->name : "");
 	s->priv = ops->priv_size ? calloc(1, ops->priv_size) : NULL;
@@ -363,4 +361,9 @@ int64_t source_timeout_ms(const struct source *s)
 int64_t source_poll_time(const struct source *s)
 {
 	return s->t_ms;
+}
+
+void source_set_userdata(struct source *s, void *userdata)
+{
+	s->userdata = userdata;
 }

@@ -58,6 +58,10 @@ int source_poll(struct source *s, int64_t now_ms, source_done_fn done, void *use
  * with NULL. */
 void source_free(struct source *s);
 
+/* Makes a poll in flight on S report to USERDATA instead of the one given
+ * to source_poll(): for a reload that hands S to a new owner. */
+void source_set_userdata(struct source *s, void *userdata);
+
 /* The type name ("prometheus") and signal name of S, for messages. */
 const char *source_type_name(const struct source *s);
 const char *source_signal_name(const struct source *s);

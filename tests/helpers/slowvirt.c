@@ -1,0 +1,71 @@
+/* slowvirt: preloaded into the daemon (LD_PRELOAD), it stands between the
+ * libvirt driver and libvirt's test hypervisor, whose calls all return at
+ * once, so that a test can give a scale-out the duration a real one has
+ * and count what the hypervisor was asked to do.
+ *
+ * Environment:
+ *   SLOWVIRT_LOG      a file: a line per domain defined, "define NAME", and
+ *                     per domain start asked for, "start NAME"
+ *   SLOWVIRT_DELAY_MS how long each domain start takes (default 0)
+ *
+ * The daemon resolves the driver module's libvirt symbols through the
+ * global scope, where a preloaded object comes first; the real functions
+ * are found with RTLD_NEXT. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <libvirt/libvirt.h>
+
+typedef virDomainPtr (*define_fn)(virConnectPtr, const char *);
+typedef int (*create_fn)(virDomainPtr);
+
+static void log_line(const char *what, virDomainPtr dom)
+{
+	const char *path = getenv("SLOWVIRT_LOG");
+	FILE *f;
+
+	if (path && (f = fopen(path, "a"))) {
+		fprintf(f, "%s %s\n", what, virDomainGetName(dom));
+		fclose(f);
+	}
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+
+	while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+virDomainPtr virDomainDefineXML(virConnectPtr conn, const char *xml)
+{
+	define_fn real = (define_fn)dlsym(RTLD_NEXT, "virDomainDefineXML");
+	virDomainPtr dom;
+
+	if (!real)
+		return NULL;
+	dom = real(conn, xml);
+	if (dom)
+		log_line("define", dom);
+	return dom;
+}
+
+int virDomainCreate(virDomainPtr dom)
+{
+	create_fn real = (create_fn)dlsym(RTLD_NEXT, "virDomainCreate");
+	const char *delay = getenv("SLOWVIRT_DELAY_MS");
+
+	if (!real)
+		return -1;
+	log_line("start", dom);
+	if (delay)
+		pause_ms(strtol(delay, NULL, 10));
+	return real(dom);
+}
