@@ -6,6 +6,7 @@
  * anything is swapped; if any of that fails the running configuration stays,
  * and the journal and STATUS= say why. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <systemd/sd-daemon.h>
@@ -27,6 +29,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "sources/cloud_worker.h"
+#include "state.h"
 
 /* READY=1 waits for the first observation of every group, but no longer
  * than this: a dead host must not keep the unit in "activating". */
@@ -47,6 +50,7 @@ struct agent {
 	struct notifier *notifier;
 	struct admin *admin;
 	int64_t started_ms;
+	int lock_fd; /* the state directory's lock (state_lock), or -1 */
 };
 
 static void agent_status(struct agent *a)
@@ -128,6 +132,32 @@ static void free_groups(struct group_rt **v, size_t n)
 	free(v);
 }
 
+/* Takes the lock of state directory `dir` into *fd (see state_lock), so
+ * that a second daemon never writes the same state files or takes over the
+ * admin socket. Returns 0 or a negative errno after logging why, naming the
+ * other daemon's pid when it holds the lock. */
+static int lock_state_directory(const char *dir, int *fd, char *err, size_t err_len)
+{
+	long pid = 0;
+	int r = state_lock(dir, &pid);
+
+	if (r >= 0) {
+		*fd = r;
+		return 0;
+	}
+	if (r == -EBUSY && pid > 0)
+		snprintf(err, err_len, "another autoscaled (pid %ld) is running with state directory '%s'", pid, dir);
+	else if (r == -EBUSY)
+		snprintf(err, err_len, "another autoscaled is running with state directory '%s' (its pid is not yet written)",
+			 dir);
+	else
+		snprintf(err, err_len, "cannot lock state directory '%s': %s", dir, strerror(-r));
+	log_errx("agent: %s", err);
+	return r;
+}
+
+static void ensure_directory(const char *path, mode_t mode);
+
 /* Reloads the configuration; returns 0, or -EINVAL with the first error in
  * err when the running configuration stays. */
 static int agent_reload(struct agent *a, char *err, size_t err_len)
@@ -136,7 +166,7 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	struct config *c = NULL;
 	struct group_rt **groups = NULL;
 	struct timespec ts;
-	int r;
+	int r, new_lock = -1;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=Reloading %s",
@@ -156,12 +186,26 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 		config_errors_clear(&errs);
 		return -EINVAL;
 	}
+	/* A new state directory is locked before any group reads it; the old
+	 * lock is released only once the new configuration runs. */
+	if (strcmp(c->agent.state_directory, a->config->agent.state_directory) != 0) {
+		ensure_directory(c->agent.state_directory, 0750);
+		r = lock_state_directory(c->agent.state_directory, &new_lock, err, err_len);
+		if (r < 0) {
+			sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
+				   err);
+			config_free(c);
+			return -EINVAL;
+		}
+	}
 	/* The groups read the agent's settings (state directory, driver
 	 * directory) through the shared context: it follows the new
 	 * configuration, and goes back if the new groups cannot be built. */
 	a->ctx.agent_conf = &c->agent;
 	r = build_groups(a, c, &groups);
 	if (r < 0) {
+		if (new_lock >= 0)
+			close(new_lock);
 		a->ctx.agent_conf = &a->config->agent;
 		sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
 			   strerror(-r));
@@ -183,6 +227,10 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	free_groups(a->groups, a->n_groups);
 	config_free(a->config);
 	a->config = c;
+	if (new_lock >= 0) {
+		close(a->lock_fd);
+		a->lock_fd = new_lock;
+	}
 	a->groups = groups;
 	a->n_groups = c->n_groups;
 	for (size_t i = 0; i < a->n_groups; i++)
@@ -396,7 +444,8 @@ static void raise_fd_limit(void)
 
 int agent_run(const struct agent_options *opts)
 {
-	struct agent a = {.opts = opts, .started_ms = wall_ms()};
+	struct agent a = {.opts = opts, .started_ms = wall_ms(), .lock_fd = -1};
+	char err[PATH_MAX + 128];
 	struct config_errors errs = {0};
 	sigset_t mask;
 	int r;
@@ -443,6 +492,12 @@ int agent_run(const struct agent_options *opts)
 		goto out;
 	}
 	ensure_directory(a.config->agent.state_directory, 0750);
+	/* Before anything touches the state files or the admin socket. */
+	r = lock_state_directory(a.config->agent.state_directory, &a.lock_fd, err, sizeof(err));
+	if (r < 0) {
+		sd_notifyf(false, "STATUS=%s", err);
+		goto out;
+	}
 	ensure_parent(a.config->agent.admin_socket, 0755);
 	r = http_new(a.event, &a.http);
 	if (r < 0) {
@@ -500,6 +555,8 @@ out:
 	http_free(a.http);
 	config_free(a.config);
 	sd_event_unref(a.event);
+	if (a.lock_fd >= 0)
+		close(a.lock_fd);
 	if (r < 0)
 		log_errx("agent: stopped on error: %s", strerror(-r));
 	else
