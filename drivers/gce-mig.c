@@ -428,10 +428,16 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 	const char *region = cloud_opt(o, n, "region"), *name = cloud_opt(o, n, "name");
 	const char *base = cloud_opt(o, n, "compute_base"), *ps = cloud_opt(o, n, "page_size");
 
-	if (cloud_opt_check_keys(host, WHO, o, n, known_options) < 0)
+	static const char *const required[] = { "project", "name", NULL };
+
+	/* Both checks run, so that one pass reports every problem. */
+	int bad_keys = cloud_opt_check_keys(host, WHO, o, n, known_options);
+
+	if (cloud_opt_require(host, WHO, o, n, required) < 0 || bad_keys < 0)
 		return -EINVAL;
-	if (!project || !name || !!zone == !!region) {
-		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": options project, name and one of zone or region are required");
+	if (!!zone == !!region) {
+		cloud_opt_error(host, WHO, NULL, "give exactly one of the options 'zone' (a zonal group) or 'region' "
+				"(a regional group)");
 		return -EINVAL;
 	}
 	h->host = host;
@@ -443,7 +449,7 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 		long v = strtol(ps, &end, 10);
 
 		if (*end || v < 1 || v > 500) {
-			host->log(host, AUTOSCALED_LOG_ERROR, WHO ": option page_size = '%s' must be 1 to 500", ps);
+			cloud_opt_error(host, WHO, NULL, "option page_size = '%s' must be 1 to 500", ps);
 			return -EINVAL;
 		}
 		h->page_size = (int)v;
@@ -521,9 +527,12 @@ static int gce_open(const struct autoscaled_host *host, const struct autoscaled_
 static int gce_check(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n)
 {
 	struct autoscaled_driver_instance h = { 0 };
+	struct rest_client c = { .host = host, .who = WHO };
 	struct gauth g;
 	int rc = parse_options(host, o, n, &h);
 
+	if (rc == 0)
+		rc = cloud_opt_retry(&c, o, n);
 	if (rc == 0 && (rc = init_auth(host, o, n, &g)) == 0)
 		gauth_fini(&g);
 	return rc;

@@ -513,7 +513,8 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		/* The host owns its copies of the names: a reload frees the
 		 * configuration the handle was opened with, and the runtime
 		 * that opened it may be gone when the driver logs. */
-		r = driver_host_new(gc->name, gc->driver, ctx->metrics, &g->host);
+		driver_section_where(gc, err, sizeof(err));
+		r = driver_host_new(gc->name, gc->driver, err[0] ? err : NULL, ctx->metrics, &g->host);
 		if (r < 0)
 			goto fail;
 		r = g->drv->open(g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);

@@ -115,6 +115,31 @@ int source_opt_num(const struct signal_conf *sc, const char *key, double min, do
 	return 0;
 }
 
+int source_opt_duration(const struct signal_conf *sc, const char *key, int64_t min_ms, int64_t max_ms, int64_t def_ms,
+			int64_t *ret, char *err, size_t errlen)
+{
+	const struct config_option *o = source_option(sc, key);
+	char lo[32], hi[32];
+	int64_t ms;
+
+	if (!o) {
+		*ret = def_ms;
+		return 0;
+	}
+	snprintf(lo, sizeof(lo), "%.3gs", (double)min_ms / 1000);
+	snprintf(hi, sizeof(hi), "%.3gs", (double)max_ms / 1000);
+	/* Numbers are seconds, as for the core's duration keys. */
+	if (o->type == OPTION_INT || o->type == OPTION_FLOAT)
+		ms = isfinite(o->f) && fabs(o->f) < 1e12 ? (int64_t)llround(o->f * 1000) : INT64_MAX;
+	else if (o->type != OPTION_STRING || !o->str || parse_duration_ms(o->str, &ms) < 0)
+		return source_opt_error(sc, o, err, errlen, "option '%s' must be a duration (%s)", key,
+					CONFIG_DURATION_HELP);
+	if (ms < min_ms || ms > max_ms)
+		return source_opt_error(sc, o, err, errlen, "option '%s' must be between %s and %s", key, lo, hi);
+	*ret = ms;
+	return 0;
+}
+
 int source_opt_bool(const struct signal_conf *sc, const char *key, bool def, bool *ret, char *err, size_t errlen)
 {
 	const struct config_option *o = source_option(sc, key);

@@ -159,7 +159,7 @@ static void test_wrong_types(void **state)
 	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n  min = \"two\";\n  max = 4.5;\n"
 		      "  interval = \"5x\";\n  signals = { };\n} );\n",
 		      "main.conf:4: 'min' must be an integer", "main.conf:5: 'max' must be an integer",
-		      "main.conf:6: invalid duration '5x' for 'interval' (use seconds or a string such as \"90s\", \"5m\" or \"500ms\")",
+		      "main.conf:6: invalid duration '5x' for 'interval' (use seconds or a string such as \"90s\", \"1h30m\", \"90min\", \"1.5h\" or \"500ms\")",
 		      "main.conf:7: 'signals' must be a list ( ... ) of groups", NULL);
 	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
 				 "    target = \"high\"; aggregation = \"mean\"; } );\n" GROUP_TAIL,
@@ -779,9 +779,17 @@ static void test_durations(void **state)
 	} good[] = {
 		{ "90", 90000 }, { "90s", 90000 }, { "5m", 300000 }, { "2h", 7200000 }, { "1d", 86400000 },
 		{ "500ms", 500 }, { "0", 0 }, { "1.5", 1500 }, { "1.5m", 90000 }, { "1h30m", 5400000 },
-		{ "0.25s", 250 },
+		{ "0.25s", 250 }, { "90min", 5400000 }, { "1.5h", 5400000 }, { "90sec", 90000 }, { "2d12h", 216000000 },
+		{ "1h30m15s500ms", 5415500 }, { "1min30s", 90000 }, { "0.0005s", 1 }, { "36500d", INT64_C(3153600000000) },
 	};
-	static const char *const bad[] = { "", "s", "-5s", "5 m", "5x", "1m30", "m5", "1.2.3s", "99999999999d", " 5s" };
+	/* Not durations: signs, blanks, unknown or repeated units, units out
+	 * of order, a fraction without digits, exponents. */
+	static const char *const bad[] = { "", "s", "-5s", "+5s", "5 m", "5x", "1m30", "m5", "1.2.3s", " 5s", "5s ",
+					   "1hr", "90mins", "30m1h", "1m1min", "5s5s", "1.s", ".5s", "1e3", "1e3s",
+					   "5S", "nan", "inf" };
+	/* Beyond the limit of a hundred years, however it is spelt. */
+	static const char *const range[] = { "99999999999d", "36501d", "876001h", "99999999999999999999999999",
+					     "3153600000001ms" };
 	int64_t ms;
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -794,6 +802,12 @@ static void test_durations(void **state)
 		ms = 42;
 		if (parse_duration_ms(bad[i], &ms) != -EINVAL)
 			fail_msg("'%s' accepted", bad[i]);
+		assert_int_equal(ms, 42);
+	}
+	for (size_t i = 0; i < sizeof(range) / sizeof(range[0]); i++) {
+		ms = 42;
+		if (parse_duration_ms(range[i], &ms) != -ERANGE)
+			fail_msg("'%s' not refused as out of range", range[i]);
 		assert_int_equal(ms, 42);
 	}
 	assert_int_equal(parse_duration_ms(NULL, &ms), -EINVAL);
