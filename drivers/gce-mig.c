@@ -427,18 +427,16 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 	const char *project = cloud_opt(o, n, "project"), *zone = cloud_opt(o, n, "zone");
 	const char *region = cloud_opt(o, n, "region"), *name = cloud_opt(o, n, "name");
 	const char *base = cloud_opt(o, n, "compute_base"), *ps = cloud_opt(o, n, "page_size");
-
 	static const char *const required[] = { "project", "name", NULL };
+	/* Every check runs, so that one pass reports every problem. */
+	int bad = cloud_opt_check_keys(host, WHO, o, n, known_options) < 0;
 
-	/* Both checks run, so that one pass reports every problem. */
-	int bad_keys = cloud_opt_check_keys(host, WHO, o, n, known_options);
+	bad |= cloud_opt_require(host, WHO, o, n, required) < 0;
 
-	if (cloud_opt_require(host, WHO, o, n, required) < 0 || bad_keys < 0)
-		return -EINVAL;
 	if (!!zone == !!region) {
 		cloud_opt_error(host, WHO, NULL, "give exactly one of the options 'zone' (a zonal group) or 'region' "
 				"(a regional group)");
-		return -EINVAL;
+		bad = 1;
 	}
 	h->host = host;
 	h->unstable_limit_ms = 30 * 60000;
@@ -450,13 +448,15 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 
 		if (*end || v < 1 || v > 500) {
 			cloud_opt_error(host, WHO, NULL, "option page_size = '%s' must be 1 to 500", ps);
-			return -EINVAL;
+			bad = 1;
+		} else {
+			h->page_size = (int)v;
 		}
-		h->page_size = (int)v;
 	}
-	if (cloud_opt_victims(host, WHO, o, n, &h->victims) < 0 ||
-	    cloud_opt_duration(host, WHO, o, n, "unstable_limit", &h->unstable_limit_ms) < 0 ||
-	    cloud_opt_duration(host, WHO, o, n, "operation_timeout", &h->op_timeout_ms) < 0)
+	bad |= cloud_opt_victims(host, WHO, o, n, &h->victims) < 0;
+	bad |= cloud_opt_duration(host, WHO, o, n, "unstable_limit", &h->unstable_limit_ms) < 0;
+	bad |= cloud_opt_duration(host, WHO, o, n, "operation_timeout", &h->op_timeout_ms) < 0;
+	if (bad)
 		return -EINVAL;
 	if (cloud_base_url(base ? base : "https://compute.googleapis.com/compute/v1", "https", h->base,
 			   sizeof(h->base)) < 0 ||

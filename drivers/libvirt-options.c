@@ -192,7 +192,8 @@ int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled
 			}
 		}
 	}
-	if (r == 0 && !o.template_name) {
+	/* Reported even after other problems, so that one pass lists them all. */
+	if (r != -ENOMEM && !o.template_name) {
 		const char *where = autoscaled_option_where(host, NULL);
 
 		host->log(host, AUTOSCALED_LOG_ERROR, "%s%slibvirt: missing required option 'template' (the domain to clone)",

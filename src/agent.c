@@ -28,6 +28,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "preflight.h"
 #include "sources/cloud_worker.h"
 #include "state.h"
 
@@ -175,6 +176,12 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	log_info("agent: reloading '%s'", a->opts->config_path);
 
 	r = config_load(a->opts->config_path, &c, &errs);
+	/* What -n checks beyond the file (drivers and their options, sources)
+	 * is checked before anything of the running configuration changes. */
+	if (r == 0 && (r = preflight_check(c, &errs)) < 0) {
+		config_free(c);
+		c = NULL;
+	}
 	if (r < 0) {
 		for (size_t i = 0; i < errs.n; i++)
 			log_errx("%s", errs.v[i]);
@@ -452,6 +459,10 @@ int agent_run(const struct agent_options *opts)
 
 	sd_notifyf(false, "STATUS=Reading %s", opts->config_path);
 	r = config_load(opts->config_path, &a.config, &errs);
+	if (r == 0 && (r = preflight_check(a.config, &errs)) < 0) {
+		config_free(a.config);
+		a.config = NULL;
+	}
 	if (r < 0) {
 		for (size_t i = 0; i < errs.n; i++)
 			log_errx("%s", errs.v[i]);

@@ -218,6 +218,7 @@ struct notify_conf {
 struct group_conf {
 	char *name;
 	char *driver;
+	int driver_line;           /* of the `driver` key, 0 when absent */
 	struct options driver_options;
 	int64_t interval_ms;       /* evaluation interval (default: agent's) */
 	bool dry_run;

@@ -12,6 +12,7 @@
 #include "driver.h"
 #include "explain.h"
 #include "log.h"
+#include "preflight.h"
 #include "simulate.h"
 
 #define DEFAULT_CONFIG SYSCONFDIR "/autoscaled/autoscaled.conf"
@@ -46,6 +47,12 @@ static int check_config(const char *path, bool quiet)
 	int r;
 
 	r = config_load(path, &c, &errs);
+	/* "configuration OK" means the daemon can start with it: the drivers
+	 * and sources are checked as start-up checks them. */
+	if (r == 0 && (r = preflight_check(c, &errs)) < 0) {
+		config_free(c);
+		c = NULL;
+	}
 	if (r < 0) {
 		if (errs.n == 0)
 			fprintf(stderr, "%s: %s\n", path, strerror(-r));

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "preflight.h"
 #include "schedule.h"
 
 static char dir[PATH_MAX];
@@ -321,38 +322,76 @@ static void test_duplicates(void **state)
 
 static void test_drivers_and_sources(void **state)
 {
-	char drivers[PATH_MAX + 16], text[2 * PATH_MAX];
-	char *saved = getenv("AUTOSCALED_DRIVER_DIR") ? strdup(getenv("AUTOSCALED_DRIVER_DIR")) : NULL;
-	struct config *c;
-
-	unsetenv("AUTOSCALED_DRIVER_DIR");
+	/* The file holds driver names that can be a plugin's file name;
+	 * whether such a plugin is installed is preflight's question. */
 	expect_errors("groups = (\n  { name = \"a\"; driver = \"libvrt\"; min = 1; max = 2; },\n"
 		      "  { name = \"b\"; driver = \"custom\"; min = 1; max = 2; },\n"
 		      "  { name = \"c\"; driver = \"../../bin/sh\"; min = 1; max = 2;\n"
 		      "    signals = ( { name = \"q\"; source = \"prometeus\"; type = \"average\"; target = 5; },\n"
 		      "                { name = \"r\"; source = \"statsd\"; type = \"average\"; target = 5; } ); }\n);\n",
-		      "main.conf:2: unknown driver 'libvrt' (did you mean 'libvirt'?)",
-		      "main.conf:3: unknown driver 'custom'", "main.conf:4: unknown driver '../../bin/sh'",
+		      "main.conf:4: invalid driver name '../../bin/sh' (a plugin's file name: 1 to 64 letters a-z, digits, '_' or '-')",
 		      "main.conf:5: unknown source 'prometeus' (did you mean 'prometheus'?)",
 		      "main.conf:6: unknown source 'statsd'", NULL);
+}
 
-	/* A plugin file in the driver directory makes a driver known, from
-	 * the environment or from agent.driver_directory. */
+/* Runs preflight on TEXT (which must load) and returns its errors joined
+ * by newlines (static). */
+static const char *preflight_text(const char *text)
+{
+	static char out[8192];
+	struct config_errors e = { 0 };
+	struct config *c = load_ok(text);
+	size_t n = 0;
+
+	out[0] = '\0';
+	preflight_check(c, &e);
+	for (size_t i = 0; i < e.n; i++)
+		n += (size_t)snprintf(out + n, n < sizeof(out) ? sizeof(out) - n : 0, "%s\n", e.v[i]);
+	config_errors_clear(&e);
+	config_free(c);
+	return out;
+}
+
+static void test_preflight_drivers(void **state)
+{
+	char drivers[PATH_MAX + 16], text[2 * PATH_MAX], want[4 * PATH_MAX];
+	char *saved = getenv("AUTOSCALED_DRIVER_DIR") ? strdup(getenv("AUTOSCALED_DRIVER_DIR")) : NULL;
+	const char *out;
+
+	if (!saved)
+		skip();
+	/* A misspelt driver gets the installed driver it is closest to. */
+	out = preflight_text("groups = ( { name = \"a\"; driver = \"libvrt\";\n"
+			     "  driver_options = { template = \"t\"; }; min = 1; max = 2; } );\n");
+	snprintf(want, sizeof(want), "main.conf:1: unknown driver 'libvrt' (did you mean 'libvirt'?): no 'libvrt.so' in '%s'",
+		 saved);
+	if (!strstr(out, want))
+		fail_msg("got: %s\nwant: %s", out, want);
+	/* The driver's own check runs: a missing option is an error at the
+	 * group's driver_options. */
+	out = preflight_text("groups = ( { name = \"a\"; driver = \"libvirt\";\n"
+			     "  driver_options = { uri = \"test:///default\"; }; min = 1; max = 2; } );\n");
+	if (!strstr(out, "main.conf:2: libvirt: missing required option 'template'"))
+		fail_msg("got: %s", out);
+
+	/* The directory is the loader's: the environment's when set, and
+	 * only then agent.driver_directory; a plugin elsewhere is not found. */
 	snprintf(drivers, sizeof(drivers), "%s/drivers", dir);
 	write_file("drivers/custom.so", "");
-	setenv("AUTOSCALED_DRIVER_DIR", drivers, 1);
-	c = load_ok("groups = ( { name = \"b\"; driver = \"custom\"; min = 1; max = 2; } );\n");
-	assert_string_equal(c->groups[0].driver, "custom");
-	config_free(c);
-	unsetenv("AUTOSCALED_DRIVER_DIR");
 	snprintf(text, sizeof(text),
 		 "agent = { driver_directory = \"%s\"; };\ngroups = ( { name = \"b\"; driver = \"custom\"; min = 1; max = 2; } );\n",
 		 drivers);
-	c = load_ok(text);
-	assert_string_equal(c->agent.driver_directory, drivers);
-	config_free(c);
-	if (saved)
-		setenv("AUTOSCALED_DRIVER_DIR", saved, 1);
+	out = preflight_text(text);
+	snprintf(want, sizeof(want), "main.conf:2: unknown driver 'custom': no 'custom.so' in '%s'", saved);
+	if (!strstr(out, want))
+		fail_msg("got: %s\nwant: %s", out, want);
+	unsetenv("AUTOSCALED_DRIVER_DIR");
+	out = preflight_text(text);
+	/* Found there, and loaded as the daemon would: it is no module. */
+	snprintf(want, sizeof(want), "main.conf:2: driver 'custom': cannot load '%s/custom.so'", drivers);
+	if (!strstr(out, want))
+		fail_msg("got: %s\nwant: %s", out, want);
+	setenv("AUTOSCALED_DRIVER_DIR", saved, 1);
 	free(saved);
 }
 
@@ -444,7 +483,7 @@ static void test_every_error_reported(void **state)
 		      "main.conf:1: 'interval' must be between 1s and 3600s, not -1s",
 		      "main.conf:1: 'dry_run' must be a boolean (true or false)",
 		      "main.conf:3: invalid group name 'a/b' (use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit)",
-		      "main.conf:3: unknown driver 'nope'", "main.conf:3: 'min' (5) is greater than 'max' (1)",
+		      "main.conf:3: 'min' (5) is greater than 'max' (1)",
 		      "main.conf:4: missing required key 'name'", "main.conf:4: missing required key 'source'",
 		      "main.conf:4: missing required key 'type'",
 		      "main.conf:4: signal 's' has no 'target' and no rule reads it", NULL);
@@ -877,6 +916,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_undefined_signal_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drivers_and_sources, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_preflight_drivers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wildcard_include, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_include_plain_and_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_every_error_reported, setup, teardown),
