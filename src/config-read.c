@@ -128,10 +128,11 @@ static void agent_defaults(struct config_ctx *x)
 
 	a->interval_ms = 15 * MS_PER_SEC;
 	cfg_notify_defaults(&a->notify);
-	/* Fixed paths, not prefix-relative ones: they are systemd's
-	 * StateDirectory= and RuntimeDirectory= of the unit. */
-	a->state_directory = strdup("/var/lib/autoscaled");
-	a->admin_socket = strdup("/run/autoscaled/admin.sock");
+	/* configure's paths (/var/lib/autoscaled and /run/autoscaled by
+	 * default, the unit's StateDirectory= and RuntimeDirectory=), the same
+	 * autoscalectl looks for. */
+	a->state_directory = strdup(AUTOSCALED_STATE_DIRECTORY);
+	a->admin_socket = strdup(AUTOSCALED_ADMIN_SOCKET);
 	if (!a->state_directory || !a->admin_socket)
 		x->oom = true;
 }

@@ -236,8 +236,8 @@ struct group_conf {
 
 struct agent_conf {
 	int64_t interval_ms;       /* default 15 s */
-	char *state_directory;     /* default /var/lib/autoscaled */
-	char *admin_socket;        /* default /run/autoscaled/admin.sock */
+	char *state_directory;     /* default AUTOSCALED_STATE_DIRECTORY (configure), /var/lib/autoscaled */
+	char *admin_socket;        /* default AUTOSCALED_ADMIN_SOCKET (configure), /run/autoscaled/admin.sock */
 	char *admin_group;         /* group owning the socket, NULL = root's */
 	char *metrics_listen;      /* "127.0.0.1:9851"; NULL = off */
 	char *driver_directory;    /* NULL = built-in default or AUTOSCALED_DRIVER_DIR */

@@ -15,7 +15,7 @@
 #include "preflight.h"
 #include "simulate.h"
 
-#define DEFAULT_CONFIG SYSCONFDIR "/autoscaled/autoscaled.conf"
+#define DEFAULT_CONFIG AUTOSCALED_CONFIG_FILE
 
 static void usage(FILE *f)
 {
@@ -35,6 +35,11 @@ static void usage(FILE *f)
 		"      --list-drivers    list the driver plugins found, and exit\n"
 		"  -V, --version         print the version and exit\n"
 		"  -h, --help            print this help and exit\n"
+		"\n"
+		"Default paths (agent.state_directory and agent.admin_socket change the last two):\n"
+		"  configuration    " AUTOSCALED_CONFIG_FILE "\n"
+		"  state directory  " AUTOSCALED_STATE_DIRECTORY "\n"
+		"  admin socket     " AUTOSCALED_ADMIN_SOCKET "\n"
 		"\n"
 		"See autoscaled(8) and autoscaled.conf(5).\n");
 }
