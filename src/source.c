@@ -192,14 +192,23 @@ static int on_defer(sd_event_source *es, void *userdata);
 
 static int check_keys(const struct signal_conf *sc, const struct source_ops *ops, char *err, size_t errlen)
 {
+	size_t n_known = 0;
+
+	while (ops->options && ops->options[n_known])
+		n_known++;
 	for (size_t i = 0; i < sc->source_options.n; i++) {
 		const struct config_option *o = &sc->source_options.v[i];
 		bool known = false;
+		const char *near;
 
-		for (const char *const *k = ops->options; k && *k && !known; k++)
-			known = strcmp(*k, o->key) == 0;
-		if (!known)
-			return source_opt_error(sc, o, err, errlen, "unknown option '%s'", o->key);
+		for (size_t k = 0; k < n_known && !known; k++)
+			known = strcmp(ops->options[k], o->key) == 0;
+		if (known)
+			continue;
+		/* The suggestion core keys get. */
+		near = config_near_miss(o->key, ops->options, n_known);
+		return source_opt_error(sc, o, err, errlen, "unknown option '%s'%s%s%s", o->key,
+					near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
 	}
 	return 0;
 }

@@ -79,8 +79,8 @@ expect_line "$tmp/opts.conf:7: gce-mig: option operation_timeout = '5 min' is no
 	"a driver's duration is checked in the one duration syntax"
 expect_line "$tmp/opts.conf:9: unknown driver 'libvrt' (did you mean 'libvirt'?)" \
 	"an unknown driver gets a suggestion from the installed drivers"
-expect_line "$tmp/opts.conf:11: signal 'q': source 'exec': unknown option 'comand'" \
-	"a source's options are checked"
+expect_line "$tmp/opts.conf:11: signal 'q': source 'exec': unknown option 'comand' (did you mean 'command'?)" \
+	"a source's options are checked, with the near miss"
 
 # The driver is looked up exactly where the daemon loads it from: the
 # environment's directory wins over agent.driver_directory, and a build
