@@ -434,8 +434,8 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 	bad |= cloud_opt_require(host, WHO, o, n, required) < 0;
 
 	if (!!zone == !!region) {
-		cloud_opt_error(host, WHO, NULL, "give exactly one of the options 'zone' (a zonal group) or 'region' "
-				"(a regional group)");
+		cloud_opt_error(host, WHO, NULL, "give exactly one of zone or region: 'zone' for a zonal group, 'region' "
+				"for a regional one");
 		bad = 1;
 	}
 	h->host = host;
