@@ -2,7 +2,7 @@
 """Every configuration the project ships is one the daemon starts with.
 
 Each one (etc/, bench/configs/, the examples of autoscaled.conf(5) and the
-README's) is first checked with `autoscaled -n` exactly as shipped, then
+README's, and the signals of docs/sources.md, each in a group) is first checked with `autoscaled -n` exactly as shipped, then
 started for real: only what must point at the test targets is rewritten
 (libvirt URIs to the test hypervisor, cloud endpoints to the emulators, the
 state directory, the admin socket and the metrics port), the daemon runs
@@ -75,6 +75,15 @@ def shipped():
         out.append(("autoscaled.conf(5) examples", man[0], {"conf.d/workers.conf": man[1]}))
     for i, text in enumerate(readme_examples()):
         out.append(("README.md example %d" % (i + 1), text, {}))
+    # docs/sources.md shows signals; each runs in a group of its own.
+    docs = open(os.path.join(top_srcdir, "docs", "sources.md")).read()
+    signals = [b for b in re.findall(r"^```\n(\{.*?)^```$", docs, re.S | re.M) if "source = " in b]
+    check(len(signals) >= 2, "docs/sources.md has its signal examples", len(signals))
+    for i, sig in enumerate(signals):
+        out.append(("docs/sources.md signal %d" % (i + 1),
+                    'groups = ( { name = "docs"; driver = "libvirt";\n'
+                    '  driver_options = { uri = "test:///default"; template = "test"; }; min = 1; max = 2;\n'
+                    "  signals = ( %s ); } );\n" % sig, {}))
     return out
 
 
@@ -202,7 +211,7 @@ def main():
     tmp = tempfile.TemporaryDirectory(prefix="autoscaled-shipped.")
     try:
         configs = shipped()
-        check(len(configs) >= 8, "every shipped configuration is found (%d)" % len(configs),
+        check(len(configs) >= 10, "every shipped configuration is found (%d)" % len(configs),
               [c[0] for c in configs])
         for i, (name, text, includes) in enumerate(configs):
             d = os.path.join(tmp.name, str(i))
