@@ -729,8 +729,8 @@ static void test_defaults(void **state)
 	const struct profile_conf *p;
 
 	assert_int_equal(c->agent.interval_ms, 15000);
-	assert_string_equal(c->agent.state_directory, "/var/lib/autoscaled");
-	assert_string_equal(c->agent.admin_socket, "/run/autoscaled/admin.sock");
+	assert_string_equal(c->agent.state_directory, AUTOSCALED_STATE_DIRECTORY);
+	assert_string_equal(c->agent.admin_socket, AUTOSCALED_ADMIN_SOCKET);
 	assert_null(c->agent.admin_group);
 	assert_null(c->agent.metrics_listen);
 	assert_null(c->agent.driver_directory);
