@@ -562,19 +562,19 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 	const char *sub = cloud_opt(o, n, "subscription"), *rg = cloud_opt(o, n, "resource_group");
 	const char *name = cloud_opt(o, n, "name"), *base = cloud_opt(o, n, "arm_base");
 	const char *api = cloud_opt(o, n, "api_version");
+	static const char *const required[] = { "subscription", "resource_group", "name", NULL };
+	/* Every check runs, so that one pass reports every problem. */
+	int bad = cloud_opt_check_keys(host, WHO, o, n, known_options) < 0;
 
-	if (cloud_opt_check_keys(host, WHO, o, n, known_options) < 0)
-		return -EINVAL;
-	if (!sub || !rg || !name) {
-		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": options subscription, resource_group and name are required");
-		return -EINVAL;
-	}
+	bad |= cloud_opt_require(host, WHO, o, n, required) < 0;
+
 	h->host = host;
 	h->op_timeout_ms = 15 * 60000;
 	h->poll_ms = 5000;
-	if (cloud_opt_victims(host, WHO, o, n, &h->victims) < 0 ||
-	    cloud_opt_duration(host, WHO, o, n, "operation_timeout", &h->op_timeout_ms) < 0 ||
-	    cloud_opt_duration(host, WHO, o, n, "poll_interval", &h->poll_ms) < 0)
+	bad |= cloud_opt_victims(host, WHO, o, n, &h->victims) < 0;
+	bad |= cloud_opt_duration(host, WHO, o, n, "operation_timeout", &h->op_timeout_ms) < 0;
+	bad |= cloud_opt_duration(host, WHO, o, n, "poll_interval", &h->poll_ms) < 0;
+	if (bad)
 		return -EINVAL;
 	if (cloud_base_url(base ? base : "https://management.azure.com", "https", arm, arm_size) < 0 ||
 	    snprintf(h->name, sizeof(h->name), "%s", name) >= (int)sizeof(h->name) ||
@@ -651,10 +651,13 @@ static int az_open(const struct autoscaled_host *host, const struct autoscaled_o
 static int az_check(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n)
 {
 	struct autoscaled_driver_instance h = { 0 };
+	struct rest_client c = { .host = host, .who = WHO };
 	struct azauth a;
 	char arm[512];
 	int rc = parse_options(host, o, n, &h, arm, sizeof(arm));
 
+	if (rc == 0)
+		rc = cloud_opt_retry(&c, o, n);
 	if (rc == 0 && (rc = init_auth(host, o, n, arm, &a)) == 0)
 		azauth_fini(&a);
 	return rc;

@@ -509,12 +509,16 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 	const char *project = cloud_opt(o, n, "project"), *zone = cloud_opt(o, n, "zone");
 	const char *region = cloud_opt(o, n, "region"), *name = cloud_opt(o, n, "name");
 	const char *base = cloud_opt(o, n, "compute_base"), *ps = cloud_opt(o, n, "page_size");
+	static const char *const required[] = { "project", "name", NULL };
+	/* Every check runs, so that one pass reports every problem. */
+	int bad = cloud_opt_check_keys(host, WHO, o, n, known_options) < 0;
 
-	if (cloud_opt_check_keys(host, WHO, o, n, known_options) < 0)
-		return -EINVAL;
-	if (!project || !name || !!zone == !!region) {
-		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": options project, name and one of zone or region are required");
-		return -EINVAL;
+	bad |= cloud_opt_require(host, WHO, o, n, required) < 0;
+
+	if (!!zone == !!region) {
+		cloud_opt_error(host, WHO, NULL, "give exactly one of zone or region: 'zone' for a zonal group, 'region' "
+				"for a regional one");
+		bad = 1;
 	}
 	h->host = host;
 	h->unstable_limit_ms = 30 * 60000;
@@ -525,14 +529,16 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 		long v = strtol(ps, &end, 10);
 
 		if (*end || v < 1 || v > 500) {
-			host->log(host, AUTOSCALED_LOG_ERROR, WHO ": option page_size = '%s' must be 1 to 500", ps);
-			return -EINVAL;
+			cloud_opt_error(host, WHO, NULL, "option page_size = '%s' must be 1 to 500", ps);
+			bad = 1;
+		} else {
+			h->page_size = (int)v;
 		}
-		h->page_size = (int)v;
 	}
-	if (cloud_opt_victims(host, WHO, o, n, &h->victims) < 0 ||
-	    cloud_opt_duration(host, WHO, o, n, "unstable_limit", &h->unstable_limit_ms) < 0 ||
-	    cloud_opt_duration(host, WHO, o, n, "operation_timeout", &h->op_timeout_ms) < 0)
+	bad |= cloud_opt_victims(host, WHO, o, n, &h->victims) < 0;
+	bad |= cloud_opt_duration(host, WHO, o, n, "unstable_limit", &h->unstable_limit_ms) < 0;
+	bad |= cloud_opt_duration(host, WHO, o, n, "operation_timeout", &h->op_timeout_ms) < 0;
+	if (bad)
 		return -EINVAL;
 	if (cloud_base_url(base ? base : "https://compute.googleapis.com/compute/v1", "https", h->base,
 			   sizeof(h->base)) < 0 ||
@@ -603,9 +609,12 @@ static int gce_open(const struct autoscaled_host *host, const struct autoscaled_
 static int gce_check(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n)
 {
 	struct autoscaled_driver_instance h = { 0 };
+	struct rest_client c = { .host = host, .who = WHO };
 	struct gauth g;
 	int rc = parse_options(host, o, n, &h);
 
+	if (rc == 0)
+		rc = cloud_opt_retry(&c, o, n);
 	if (rc == 0 && (rc = init_auth(host, o, n, &g)) == 0)
 		gauth_fini(&g);
 	return rc;

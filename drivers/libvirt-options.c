@@ -20,11 +20,46 @@ void lv_options_free(struct lv_options *o)
 	*o = (struct lv_options){ 0 };
 }
 
+/* Every option the driver reads, for the near-miss suggestion. */
+static const char *const known_keys[] = {
+	"uri", "weights", "template", "name_pattern", "pool", "volume_mode", "victim_policy", "shutdown_mode",
+	"ready_port", "ready_timeout", "shutdown_timeout", NULL,
+};
+
+/* Logs a problem with option `o` (NULL: one that is missing) as a
+ * configuration error, "FILE:LINE: libvirt: ...". */
 static int bad(const struct autoscaled_host *host, const struct autoscaled_option *o, const char *why)
 {
-	host->log(host, AUTOSCALED_LOG_ERROR, "libvirt: option '%s'%s%s%s: %s", o->key, o->where ? " (" : "",
-		  o->where ? o->where : "", o->where ? ")" : "", why);
+	const char *where = autoscaled_option_where(host, o);
+
+	host->log(host, AUTOSCALED_LOG_ERROR, "%s%slibvirt: option '%s': %s", where ? where : "", where ? ": " : "",
+		  o ? o->key : "?", why);
 	return -EINVAL;
+}
+
+static int unknown(const struct autoscaled_host *host, const struct autoscaled_option *o)
+{
+	const char *where = autoscaled_option_where(host, o), *near = autoscaled_near_miss(host, o->key, known_keys);
+
+	host->log(host, AUTOSCALED_LOG_ERROR, "%s%slibvirt: unknown option '%s'%s%s%s", where ? where : "",
+		  where ? ": " : "", o->key, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+	return -EINVAL;
+}
+
+/* A duration option within [lo_ms, hi_ms], in autoscaled.conf(5)'s syntax. */
+static int parse_duration(const struct autoscaled_host *host, const struct autoscaled_option *o, int64_t lo_ms,
+			  int64_t hi_ms, const char *range, int64_t *ret)
+{
+	char why[256];
+	int64_t ms;
+
+	if (!o->value || autoscaled_parse_duration(host, o->value, &ms) < 0 || ms < lo_ms || ms > hi_ms) {
+		snprintf(why, sizeof(why), "'%s' is not a duration from %s (such as \"30\", \"90s\" or \"1m30s\")",
+			 o->value ? o->value : "(a list)", range);
+		return bad(host, o, why);
+	}
+	*ret = ms;
+	return 0;
 }
 
 static int parse_enum(const struct autoscaled_host *host, const struct autoscaled_option *o, const char *const *names,
@@ -51,7 +86,7 @@ int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled
 	static const char *const policies[] = { "newest", "oldest", "least-busy", NULL };
 	static const char *const shutdowns[] = { "acpi", "agent", NULL };
 	struct lv_options o = { .shutdown_timeout_ms = 60 * 1000, .ready_timeout_ms = 1000 };
-	const struct autoscaled_option *weights = NULL;
+	const struct autoscaled_option *weights = NULL, *pattern = NULL;
 	int r = 0, e;
 
 	for (size_t i = 0; i < n; i++) {
@@ -86,6 +121,7 @@ int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled
 			dst = &o.template_name;
 		} else if (strcmp(p->key, "name_pattern") == 0) {
 			dst = &o.name_pattern;
+			pattern = p;
 		} else if (strcmp(p->key, "pool") == 0) {
 			dst = &o.pool;
 		} else if (strcmp(p->key, "volume_mode") == 0) {
@@ -112,23 +148,13 @@ int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled
 			else
 				o.ready_port = (int)port;
 		} else if (strcmp(p->key, "ready_timeout") == 0) {
-			char *end = NULL;
-			double s = p->value ? strtod(p->value, &end) : -1;
-
-			if (!p->value || end == p->value || *end || !(s >= 0.01 && s <= 30))
-				r = bad(host, p, "give seconds from 0.01 to 30");
-			else
-				o.ready_timeout_ms = (int64_t)llround(s * 1000);
+			if ((e = parse_duration(host, p, 10, 30 * 1000, "10ms to 30s", &o.ready_timeout_ms)) < 0)
+				r = e;
 		} else if (strcmp(p->key, "shutdown_timeout") == 0) {
-			char *end = NULL;
-			double s = p->value ? strtod(p->value, &end) : -1;
-
-			if (!p->value || end == p->value || *end || !(s >= 0 && s <= 3600))
-				r = bad(host, p, "give seconds from 0 to 3600");
-			else
-				o.shutdown_timeout_ms = (int64_t)llround(s * 1000);
+			if ((e = parse_duration(host, p, 0, 3600 * 1000, "0 to 1h", &o.shutdown_timeout_ms)) < 0)
+				r = e;
 		} else {
-			r = bad(host, p, "unknown option of the libvirt driver (see --list-drivers and autoscaled.conf(5))");
+			r = unknown(host, p);
 		}
 		if (dst) {
 			if (!p->value || !*p->value) {
@@ -166,8 +192,12 @@ int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled
 			}
 		}
 	}
-	if (r == 0 && !o.template_name) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "libvirt: option 'template' is required: the domain to clone");
+	/* Reported even after other problems, so that one pass lists them all. */
+	if (r != -ENOMEM && !o.template_name) {
+		const char *where = autoscaled_option_where(host, NULL);
+
+		host->log(host, AUTOSCALED_LOG_ERROR, "%s%slibvirt: missing required option 'template' (the domain to clone)",
+			  where ? where : "", where ? ": " : "");
 		r = -EINVAL;
 	}
 	if (r == 0 && !o.name_pattern && !(o.name_pattern = strdup("%g-%n")))
@@ -178,10 +208,12 @@ int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled
 
 		if (!first || strstr(first + 2, "%n") || lv_expand_name(o.name_pattern, host->group, 1, name,
 									   sizeof(name) - 16) < 0) {
+			const char *where = autoscaled_option_where(host, pattern);
+
 			host->log(host, AUTOSCALED_LOG_ERROR,
-				  "libvirt: option 'name_pattern' \"%s\" must contain %%n exactly once, only %%g, %%n "
+				  "%s%slibvirt: option 'name_pattern' \"%s\" must contain %%n exactly once, only %%g, %%n "
 				  "and %%%% as escapes, and expand to fewer than %d characters",
-				  o.name_pattern, LV_NAME_MAX - 16);
+				  where ? where : "", where ? ": " : "", o.name_pattern, LV_NAME_MAX - 16);
 			r = -EINVAL;
 		}
 	}

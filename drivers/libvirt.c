@@ -30,9 +30,9 @@ static const char config_help[] =
 	"pool = string              storage pool for new volumes (the template volume's pool)\n"
 	"victim_policy = string     newest | oldest | least-busy (\"newest\")\n"
 	"shutdown_mode = string     acpi | agent: how to ask a guest to stop (\"acpi\")\n"
-	"shutdown_timeout = number  seconds to wait for a graceful stop before destroying (60)\n"
+	"shutdown_timeout = duration wait for a graceful stop before destroying, up to 1h (60s)\n"
 	"ready_port = number        a member is ready only once this TCP port of its first address answers (off)\n"
-	"ready_timeout = number     seconds to wait for ready_port, all members at once (1)\n"
+	"ready_timeout = duration   wait for ready_port, all members at once, 10ms to 30s (1s)\n"
 	"Members carry <autoscaled:member group=...> in the namespace " LV_NS ";\n"
 	"remove that metadata (virsh metadata DOMAIN " LV_NS " --remove) to take a domain out of the pool.\n";
 

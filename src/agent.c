@@ -6,6 +6,7 @@
  * anything is swapped; if any of that fails the running configuration stays,
  * and the journal and STATUS= say why. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <systemd/sd-daemon.h>
@@ -27,7 +29,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "preflight.h"
 #include "sources/cloud_worker.h"
+#include "state.h"
 
 /* READY=1 waits for the first observation of every group, but no longer
  * than this: a dead host must not keep the unit in "activating". */
@@ -48,6 +52,7 @@ struct agent {
 	struct notifier *notifier;
 	struct admin *admin;
 	int64_t started_ms;  /* monotonic: the uptime survives a clock step */
+	int lock_fd; /* the state directory's lock (state_lock), or -1 */
 };
 
 static void agent_status(struct agent *a)
@@ -139,6 +144,32 @@ static void free_groups(struct group_rt **v, size_t n)
 	free(v);
 }
 
+/* Takes the lock of state directory `dir` into *fd (see state_lock), so
+ * that a second daemon never writes the same state files or takes over the
+ * admin socket. Returns 0 or a negative errno after logging why, naming the
+ * other daemon's pid when it holds the lock. */
+static int lock_state_directory(const char *dir, int *fd, char *err, size_t err_len)
+{
+	long pid = 0;
+	int r = state_lock(dir, &pid);
+
+	if (r >= 0) {
+		*fd = r;
+		return 0;
+	}
+	if (r == -EBUSY && pid > 0)
+		snprintf(err, err_len, "another autoscaled (pid %ld) is running with state directory '%s'", pid, dir);
+	else if (r == -EBUSY)
+		snprintf(err, err_len, "another autoscaled is running with state directory '%s' (its pid is not yet written)",
+			 dir);
+	else
+		snprintf(err, err_len, "cannot lock state directory '%s': %s", dir, strerror(-r));
+	log_errx("agent: %s", err);
+	return r;
+}
+
+static void ensure_directory(const char *path, mode_t mode);
+
 /* Reloads the configuration; returns 0, or -EINVAL with the first error in
  * err when the running configuration stays. */
 static int agent_reload(struct agent *a, char *err, size_t err_len)
@@ -149,7 +180,7 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	bool *keep = NULL;
 	size_t n_kept = 0;
 	struct timespec ts;
-	int r;
+	int r, new_lock = -1;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=Reloading %s",
@@ -158,6 +189,12 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	log_info("agent: reloading '%s'", a->opts->config_path);
 
 	r = config_load(a->opts->config_path, &c, &errs);
+	/* What -n checks beyond the file (drivers and their options, sources)
+	 * is checked before anything of the running configuration changes. */
+	if (r == 0 && (r = preflight_check(c, &errs)) < 0) {
+		config_free(c);
+		c = NULL;
+	}
 	if (r < 0) {
 		for (size_t i = 0; i < errs.n; i++)
 			log_errx("%s", errs.v[i]);
@@ -169,6 +206,18 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 		config_errors_clear(&errs);
 		return -EINVAL;
 	}
+	/* A new state directory is locked before any group reads it; the old
+	 * lock is released only once the new configuration runs. */
+	if (strcmp(c->agent.state_directory, a->config->agent.state_directory) != 0) {
+		ensure_directory(c->agent.state_directory, 0750);
+		r = lock_state_directory(c->agent.state_directory, &new_lock, err, err_len);
+		if (r < 0) {
+			sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
+				   err);
+			config_free(c);
+			return -EINVAL;
+		}
+	}
 	/* The groups read the agent's settings (state directory, driver
 	 * directory) through the shared context: it follows the new
 	 * configuration, and goes back if the new groups cannot be built. */
@@ -177,6 +226,8 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	r = keep ? build_groups(a, c, &groups, keep) : -ENOMEM;
 	if (r < 0) {
 		free(keep);
+		if (new_lock >= 0)
+			close(new_lock);
 		a->ctx.agent_conf = &a->config->agent;
 		sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
 			   strerror(-r));
@@ -209,6 +260,10 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	free_groups(a->groups, a->n_groups);
 	config_free(a->config);
 	a->config = c;
+	if (new_lock >= 0) {
+		close(a->lock_fd);
+		a->lock_fd = new_lock;
+	}
 	a->groups = groups;
 	a->n_groups = c->n_groups;
 	for (size_t i = 0; i < a->n_groups; i++)
@@ -416,13 +471,18 @@ static void raise_fd_limit(void)
 
 int agent_run(const struct agent_options *opts)
 {
-	struct agent a = {.opts = opts, .started_ms = clock_mono_ms()};
+	struct agent a = {.opts = opts, .started_ms = clock_mono_ms(), .lock_fd = -1};
+	char err[PATH_MAX + 128];
 	struct config_errors errs = {0};
 	sigset_t mask;
 	int r;
 
 	sd_notifyf(false, "STATUS=Reading %s", opts->config_path);
 	r = config_load(opts->config_path, &a.config, &errs);
+	if (r == 0 && (r = preflight_check(a.config, &errs)) < 0) {
+		config_free(a.config);
+		a.config = NULL;
+	}
 	if (r < 0) {
 		for (size_t i = 0; i < errs.n; i++)
 			log_errx("%s", errs.v[i]);
@@ -463,6 +523,12 @@ int agent_run(const struct agent_options *opts)
 		goto out;
 	}
 	ensure_directory(a.config->agent.state_directory, 0750);
+	/* Before anything touches the state files or the admin socket. */
+	r = lock_state_directory(a.config->agent.state_directory, &a.lock_fd, err, sizeof(err));
+	if (r < 0) {
+		sd_notifyf(false, "STATUS=%s", err);
+		goto out;
+	}
 	ensure_parent(a.config->agent.admin_socket, 0755);
 	r = http_new(a.event, &a.http);
 	if (r < 0) {
@@ -520,6 +586,8 @@ out:
 	http_free(a.http);
 	config_free(a.config);
 	sd_event_unref(a.event);
+	if (a.lock_fd >= 0)
+		close(a.lock_fd);
 	if (r < 0)
 		log_errx("agent: stopped on error: %s", strerror(-r));
 	else

@@ -18,7 +18,8 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#define DEFAULT_SOCKET RUNSTATEDIR "/autoscaled/admin.sock"
+/* The daemon's default agent.admin_socket: one definition, in configure. */
+#define DEFAULT_SOCKET AUTOSCALED_ADMIN_SOCKET
 #define MAX_RESPONSE (16 * 1024 * 1024)
 #define TIMEOUT_S 30L
 

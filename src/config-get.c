@@ -6,7 +6,7 @@
  *   missing required key 'KEY'
  *   'KEY' must be a string | a boolean (true or false) | an integer | a number
  *   'KEY' must be a duration (seconds, or a string such as "90s" or "5m")
- *   invalid duration 'VALUE' for 'KEY' (use seconds or a string such as "90s", "5m" or "500ms")
+ *   invalid duration 'VALUE' for 'KEY' (use seconds or a string such as "90s", "1h30m", "90min", "1.5h" or "500ms")
  *   'KEY' must be a group { ... }
  *   'KEY' must be a list ( ... ) of groups
  *   each entry of 'KEY' must be a group { ... }
@@ -195,9 +195,8 @@ int cfg_get_duration(struct config_ctx *x, const config_setting_t *s, const char
 		break;
 	case CONFIG_TYPE_STRING:
 		if (parse_duration_ms(config_setting_get_string(m), &ms) < 0) {
-			cfg_error(x, m,
-				  "invalid duration '%s' for '%s' (use seconds or a string such as \"90s\", \"5m\" or \"500ms\")",
-				  config_setting_get_string(m), key);
+			cfg_error(x, m, "invalid duration '%s' for '%s' (%s)", config_setting_get_string(m), key,
+				  CONFIG_DURATION_HELP);
 			return -1;
 		}
 		break;
@@ -370,6 +369,8 @@ int cfg_get_options(struct config_ctx *x, const config_setting_t *s, const char 
 		x->oom = true;
 		return -1;
 	}
+	o->file = cfg_file_name(x, g);
+	o->line = (int)g->line;
 	for (size_t i = 0; i < n; i++) {
 		const config_setting_t *m = config_setting_get_elem(g, (unsigned)i);
 		struct config_option *v = &o->v[o->n];

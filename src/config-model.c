@@ -44,48 +44,69 @@ const char *direction_name(enum scale_direction d)
 
 /* -------------------------------------------------------------- durations */
 
+/* The units of the duration grammar, largest first; a duration names each
+ * at most once, in this order ("1h30m", not "30m1h"). */
+static const struct {
+	const char *name;
+	int64_t ms;
+	int rank;
+} units[] = {
+	{ "d", 86400 * MS_PER_SEC, 0 },
+	{ "h", 3600 * MS_PER_SEC, 1 },
+	{ "min", 60 * MS_PER_SEC, 2 },
+	{ "ms", 1, 4 },  /* before "m", which is its prefix */
+	{ "m", 60 * MS_PER_SEC, 2 },
+	{ "sec", MS_PER_SEC, 3 },
+	{ "s", MS_PER_SEC, 3 },
+};
+
 int parse_duration_ms(const char *s, int64_t *ret)
 {
 	double total = 0;
+	int last_rank = -1;
 	const char *p = s;
 
 	if (!s || !*s)
 		return -EINVAL;
-	/* A sequence of NUMBER UNIT ("1h30m"); a lone number means seconds. */
+	/* A sequence of NUMBER UNIT ("1h30m", "90min", "1.5h"); a lone
+	 * number means seconds. No sign and no blanks. */
 	while (*p) {
 		double v = 0, scale = 1;
-		bool digits = false;
+		int digits = 0;
+		size_t u;
 
-		for (; *p >= '0' && *p <= '9'; p++, digits = true)
+		for (; *p >= '0' && *p <= '9'; p++, digits++)
 			v = v * 10 + (*p - '0');
-		if (*p == '.') {
-			for (p++; *p >= '0' && *p <= '9'; p++, digits = true) {
+		if (digits && *p == '.') {
+			int frac = 0;
+
+			for (p++; *p >= '0' && *p <= '9'; p++, frac++) {
 				scale /= 10;
 				v += (*p - '0') * scale;
 			}
+			if (!frac)
+				return -EINVAL;
 		}
 		if (!digits)
 			return -EINVAL;
-		if (strncmp(p, "ms", 2) == 0) {
-			p += 2;
-		} else if (*p == 's') {
-			v *= 1000, p++;
-		} else if (*p == 'm') {
-			v *= 60 * 1000, p++;
-		} else if (*p == 'h') {
-			v *= 3600 * 1000, p++;
-		} else if (*p == 'd') {
-			v *= 86400 * 1000, p++;
-		} else if (*p == '\0' && p != s && total == 0 && strpbrk(s, "smhd") == NULL) {
-			v *= 1000;
-		} else {
-			return -EINVAL;
+		if (*p == '\0' && last_rank < 0) {
+			total = v * MS_PER_SEC;
+			break;
 		}
-		total += v;
-		/* A hundred years is more than any setting means. */
-		if (total > 100.0 * 365 * 86400 * 1000)
+		for (u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+			if (strncmp(p, units[u].name, strlen(units[u].name)) == 0 &&
+			    !(p[strlen(units[u].name)] >= 'a' && p[strlen(units[u].name)] <= 'z'))
+				break;
+		if (u == sizeof(units) / sizeof(units[0]) || units[u].rank <= last_rank)
 			return -EINVAL;
+		last_rank = units[u].rank;
+		p += strlen(units[u].name);
+		total += v * (double)units[u].ms;
 	}
+	/* A hundred years is more than any setting means, and keeps every
+	 * sum of durations far from overflowing int64_t. */
+	if (!(total <= CONFIG_MAX_DURATION_MS))
+		return -ERANGE;
 	*ret = (int64_t)llround(total);
 	return 0;
 }

@@ -5,7 +5,7 @@
  *
  * Messages of this file (besides those of config-get.c):
  *
- *   unknown driver 'NAME' (did you mean 'NEAR'?)   or  unknown driver 'NAME'
+ *   invalid driver name 'NAME' (a plugin's file name: 1 to 64 letters a-z, digits, '_' or '-')
  *   unknown source 'NAME' (did you mean 'NEAR'?)   or  unknown source 'NAME'
  *   duplicate group name 'NAME' (first defined at FILE:LINE)
  *   duplicate signal name 'NAME' (first defined at FILE:LINE)
@@ -28,8 +28,6 @@
 #include "config-private.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
-
-static const char *const builtin_drivers[] = { "libvirt", "gce-mig", "azure-vmss" };
 
 static const char *const known_sources[] = {
 	"prometheus", "haproxy", "redis", "http_json", "exec", "libvirt_cpu", "replay", "gce_monitoring", "azure_monitor",
@@ -130,43 +128,25 @@ static void agent_defaults(struct config_ctx *x)
 
 	a->interval_ms = 15 * MS_PER_SEC;
 	cfg_notify_defaults(&a->notify);
-	/* Fixed paths, not prefix-relative ones: they are systemd's
-	 * StateDirectory= and RuntimeDirectory= of the unit. */
-	a->state_directory = strdup("/var/lib/autoscaled");
-	a->admin_socket = strdup("/run/autoscaled/admin.sock");
+	/* configure's paths (/var/lib/autoscaled and /run/autoscaled by
+	 * default, the unit's StateDirectory= and RuntimeDirectory=), the same
+	 * autoscalectl looks for. */
+	a->state_directory = strdup(AUTOSCALED_STATE_DIRECTORY);
+	a->admin_socket = strdup(AUTOSCALED_ADMIN_SOCKET);
 	if (!a->state_directory || !a->admin_socket)
 		x->oom = true;
 }
 
 /* ---------------------------------------------------------------- drivers */
 
-static bool driver_in_dir(const char *dir, const char *name)
+/* Whether the driver exists is for preflight.c, which looks it up as the
+ * loader does; the file only needs a name that can be a plugin's file name
+ * (never a path). */
+static bool driver_name_valid(const char *name)
 {
-	char *p;
-	bool found;
+	size_t len = strlen(name);
 
-	if (!dir || !*dir || asprintf(&p, "%s/%s.so", dir, name) < 0)
-		return false;
-	found = access(p, F_OK) == 0;
-	free(p);
-	return found;
-}
-
-static bool driver_known(struct config_ctx *x, const char *name)
-{
-	for (size_t i = 0; i < N_ELEMS(builtin_drivers); i++)
-		if (strcmp(name, builtin_drivers[i]) == 0)
-			return true;
-	/* A plugin is a file name: never look up a path. */
-	if (name[0] == '\0' || name[0] == '.' || strchr(name, '/'))
-		return false;
-	if (driver_in_dir(getenv("AUTOSCALED_DRIVER_DIR"), name) || driver_in_dir(x->c->agent.driver_directory, name))
-		return true;
-#ifdef DRIVERDIR
-	if (driver_in_dir(DRIVERDIR, name))
-		return true;
-#endif
-	return false;
+	return len > 0 && len <= 64 && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == len;
 }
 
 static void unknown_name(struct config_ctx *x, const config_setting_t *m, const char *what, const char *name,
@@ -304,9 +284,12 @@ static void read_group(struct config_ctx *x, const config_setting_t *s, struct g
 	cfg_get_name(x, s, "group", &g->name);
 	if (cfg_get_string(x, s, "driver", &g->driver) == 0)
 		cfg_need(x, s, "driver");
-	else if (g->driver && !driver_known(x, g->driver))
-		unknown_name(x, config_setting_get_member(s, "driver"), "driver", g->driver, builtin_drivers,
-			     N_ELEMS(builtin_drivers));
+	else if (g->driver && !driver_name_valid(g->driver))
+		cfg_error(x, config_setting_get_member(s, "driver"),
+			  "invalid driver name '%s' (a plugin's file name: 1 to 64 letters a-z, digits, '_' or '-')",
+			  g->driver);
+	if (config_setting_get_member(s, "driver"))
+		g->driver_line = (int)config_setting_get_member(s, "driver")->line;
 	cfg_get_options(x, s, "driver_options", &g->driver_options);
 	cfg_get_duration(x, s, "interval", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &g->interval_ms);
 	/* The agent's dry_run is a safety switch for every group; a group

@@ -83,7 +83,7 @@ static size_t edit_distance(const char *a, const char *b)
 	return d[la][lb];
 }
 
-const char *cfg_near_miss(const char *word, const char *const *known, size_t n_known)
+const char *config_near_miss(const char *word, const char *const *known, size_t n_known)
 {
 	size_t len = strlen(word), best = SIZE_MAX, limit;
 	const char *ret = NULL;
@@ -99,6 +99,11 @@ const char *cfg_near_miss(const char *word, const char *const *known, size_t n_k
 		}
 	}
 	return best <= limit ? ret : NULL;
+}
+
+const char *cfg_near_miss(const char *word, const char *const *known, size_t n_known)
+{
+	return config_near_miss(word, known, n_known);
 }
 
 /* ----------------------------------------------------------------- errors */

@@ -111,6 +111,8 @@ struct config_option {
 struct options {
 	struct config_option *v;
 	size_t n;
+	const char *file; /* where the block is: borrowed from struct config's file table, NULL when absent */
+	int line;
 };
 
 /* Lookup helpers; return NULL when the key is absent. */
@@ -216,6 +218,7 @@ struct notify_conf {
 struct group_conf {
 	char *name;
 	char *driver;
+	int driver_line;           /* of the `driver` key, 0 when absent */
 	struct options driver_options;
 	int64_t interval_ms;       /* evaluation interval (default: agent's) */
 	bool dry_run;
@@ -233,8 +236,8 @@ struct group_conf {
 
 struct agent_conf {
 	int64_t interval_ms;       /* default 15 s */
-	char *state_directory;     /* default /var/lib/autoscaled */
-	char *admin_socket;        /* default /run/autoscaled/admin.sock */
+	char *state_directory;     /* default AUTOSCALED_STATE_DIRECTORY (configure), /var/lib/autoscaled */
+	char *admin_socket;        /* default AUTOSCALED_ADMIN_SOCKET (configure), /run/autoscaled/admin.sock */
 	char *admin_group;         /* group owning the socket, NULL = root's */
 	char *metrics_listen;      /* "127.0.0.1:9851"; NULL = off */
 	char *driver_directory;    /* NULL = built-in default or AUTOSCALED_DRIVER_DIR */
@@ -281,9 +284,23 @@ bool config_options_equal(const struct options *a, const struct options *b);
 bool config_signal_equal(const struct signal_conf *a, const struct signal_conf *b);
 bool config_group_equal(const struct group_conf *a, const struct group_conf *b);
 
-/* Parsing helpers shared with the command line: "90", "90s", "5m", "2h",
- * "1d", "500ms" -> milliseconds. Return 0 or -EINVAL. */
+/* The one duration grammar of the project (autoscaled.conf(5), DURATIONS),
+ * used by the configuration, drivers (through the host ABI), sources, the
+ * admin API and the command line: one or more NUMBER UNIT terms, largest
+ * unit first and each unit at most once ("1h30m", "90min", "1.5h", "500ms",
+ * "2d"), or a lone NUMBER meaning seconds ("90", "2.5"). NUMBER is decimal
+ * digits with an optional fraction; units are d, h, min or m, s or sec, and
+ * ms. Stores milliseconds (rounded) in *ret and returns 0, or returns
+ * -EINVAL for anything else (a sign, blanks, an unknown unit) and -ERANGE
+ * beyond CONFIG_MAX_DURATION_MS; *ret is written only on success. */
+#define CONFIG_MAX_DURATION_MS (INT64_C(100) * 365 * 86400 * MS_PER_SEC)
 int parse_duration_ms(const char *s, int64_t *ret);
+/* How messages about a bad duration say what is expected. */
+#define CONFIG_DURATION_HELP "use seconds or a string such as \"90s\", \"1h30m\", \"90min\", \"1.5h\" or \"500ms\""
+
+/* The word of `known` that `word` is most likely a typo of (by edit
+ * distance, scaled to its length), or NULL when none is close enough. */
+const char *config_near_miss(const char *word, const char *const *known, size_t n_known);
 
 const char *aggregation_name(enum aggregation a);
 const char *signal_type_name(enum signal_type t);

@@ -407,6 +407,7 @@ struct driver_host {
 	struct autoscaled_host host;
 	struct metrics *metrics; /* the agent's registry; it outlives every handle */
 	char *driver;
+	char *where;
 	char group[];
 };
 
@@ -422,20 +423,36 @@ static void host_metric(const struct autoscaled_host *host, enum autoscaled_metr
 	metrics_record_driver_metric(box->metrics, box->group, box->driver, metric, label, value);
 }
 
-int driver_host_new(const char *group, const char *driver, struct metrics *metrics, struct autoscaled_host **ret)
+void driver_section_where(const struct group_conf *gc, char *buf, size_t len)
+{
+	const char *file = gc->driver_options.file ? gc->driver_options.file : gc->file;
+	int line = gc->driver_options.file ? gc->driver_options.line : gc->line;
+
+	if (file)
+		snprintf(buf, len, "%s:%d", file, line);
+	else
+		snprintf(buf, len, "%s", "");
+}
+
+int driver_host_new(const char *group, const char *driver, const char *where, struct metrics *metrics,
+		    struct autoscaled_host **ret)
 {
 	struct driver_host *box = calloc(1, sizeof(*box) + strlen(group) + 1);
 
 	if (!box)
 		return -ENOMEM;
 	box->driver = strdup(driver);
-	if (!box->driver) {
+	box->where = where ? strdup(where) : NULL;
+	if (!box->driver || (where && !box->where)) {
+		free(box->driver);
+		free(box->where);
 		free(box);
 		return -ENOMEM;
 	}
 	strcpy(box->group, group);
 	box->metrics = metrics;
 	driver_host_init(&box->host, box->group, box);
+	box->host.where = box->where;
 	*ret = &box->host;
 	return 0;
 }
@@ -448,7 +465,26 @@ void driver_host_free(struct autoscaled_host *host)
 		return;
 	box = (struct driver_host *)host;
 	free(box->driver);
+	free(box->where);
 	free(box);
+}
+
+static int host_parse_duration(const struct autoscaled_host *host, const char *text, int64_t *ret_ms)
+{
+	(void)host;
+	return parse_duration_ms(text, ret_ms);
+}
+
+static const char *host_near_miss(const struct autoscaled_host *host, const char *word, const char *const *known)
+{
+	size_t n = 0;
+
+	(void)host;
+	if (!word || !known)
+		return NULL;
+	while (known[n])
+		n++;
+	return config_near_miss(word, known, n);
 }
 
 void driver_host_init(struct autoscaled_host *host, const char *group, void *userdata)
@@ -460,5 +496,7 @@ void driver_host_init(struct autoscaled_host *host, const char *group, void *use
 		.userdata = userdata,
 		.log = host_log,
 		.metric = host_metric,
+		.parse_duration = host_parse_duration,
+		.near_miss = host_near_miss,
 	};
 }

@@ -74,18 +74,26 @@ void driver_options_free(struct driver_options *o);
 /* Fills `host` with this daemon's callbacks for a driver instance serving
  * `group` (borrowed; must outlive the driver instance), for tools and
  * tests: its log callback writes through log_group() with the group as
- * GROUP=, and its metric callback drops what a driver publishes. Pass
- * userdata NULL. */
+ * GROUP=, its metric callback drops what a driver publishes, durations and
+ * near misses are the configuration's (parse_duration_ms,
+ * config_near_miss), and `where` is NULL. Pass userdata NULL. */
 void driver_host_init(struct autoscaled_host *host, const char *group, void *userdata);
 
 /* The daemon's host for one driver instance: it owns copies of the group
- * and driver names, and its metric callback records into `metrics` (the
+ * and driver names and of `where` (the "FILE:LINE" of the group's driver
+ * section, or NULL), and its metric callback records into `metrics` (the
  * agent's registry, which must outlive it; NULL drops metrics). Keep it
  * with the handle until after close(), then driver_host_free() it
  * (NULL is fine). Returns 0 or -ENOMEM. */
 struct metrics;
-int driver_host_new(const char *group, const char *driver, struct metrics *metrics, struct autoscaled_host **ret);
+int driver_host_new(const char *group, const char *driver, const char *where, struct metrics *metrics,
+		    struct autoscaled_host **ret);
 void driver_host_free(struct autoscaled_host *host);
+
+/* Writes "FILE:LINE" of group gc's driver section into buf: its
+ * driver_options block, else the group; "" when the group has no location
+ * (a configuration built in memory). */
+void driver_section_where(const struct group_conf *gc, char *buf, size_t len);
 
 /* Until driver_capture_end(), the newest warning or error a driver logs
  * through a host of driver_host_init() on the calling thread is also copied

@@ -36,12 +36,15 @@ static bool same_driver(const struct group_conf *a, const struct group_conf *b)
 /* The host a handle of this group is opened with, made once per handle. */
 static int make_host(struct group_rt *g)
 {
+	char where[512];
+
 	if (g->host)
 		return 0;
 	/* The host owns its copies of the names: a reload frees the
 	 * configuration the handle was opened with, and the runtime that
 	 * opened it may be gone when the driver logs. */
-	return driver_host_new(g->gc->name, g->gc->driver, g->ctx->metrics, &g->host);
+	driver_section_where(g->gc, where, sizeof(where));
+	return driver_host_new(g->gc->name, g->gc->driver, where[0] ? where : NULL, g->ctx->metrics, &g->host);
 }
 
 /* Starts the group's next driver call when none is running: opening its

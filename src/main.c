@@ -12,9 +12,10 @@
 #include "driver.h"
 #include "explain.h"
 #include "log.h"
+#include "preflight.h"
 #include "simulate.h"
 
-#define DEFAULT_CONFIG SYSCONFDIR "/autoscaled/autoscaled.conf"
+#define DEFAULT_CONFIG AUTOSCALED_CONFIG_FILE
 
 static void usage(FILE *f)
 {
@@ -35,6 +36,11 @@ static void usage(FILE *f)
 		"  -V, --version         print the version and exit\n"
 		"  -h, --help            print this help and exit\n"
 		"\n"
+		"Default paths (agent.state_directory and agent.admin_socket change the last two):\n"
+		"  configuration    " AUTOSCALED_CONFIG_FILE "\n"
+		"  state directory  " AUTOSCALED_STATE_DIRECTORY "\n"
+		"  admin socket     " AUTOSCALED_ADMIN_SOCKET "\n"
+		"\n"
 		"See autoscaled(8) and autoscaled.conf(5).\n");
 }
 
@@ -46,6 +52,12 @@ static int check_config(const char *path, bool quiet)
 	int r;
 
 	r = config_load(path, &c, &errs);
+	/* "configuration OK" means the daemon can start with it: the drivers
+	 * and sources are checked as start-up checks them. */
+	if (r == 0 && (r = preflight_check(c, &errs)) < 0) {
+		config_free(c);
+		c = NULL;
+	}
 	if (r < 0) {
 		if (errs.n == 0)
 			fprintf(stderr, "%s: %s\n", path, strerror(-r));

@@ -115,6 +115,31 @@ int source_opt_num(const struct signal_conf *sc, const char *key, double min, do
 	return 0;
 }
 
+int source_opt_duration(const struct signal_conf *sc, const char *key, int64_t min_ms, int64_t max_ms, int64_t def_ms,
+			int64_t *ret, char *err, size_t errlen)
+{
+	const struct config_option *o = source_option(sc, key);
+	char lo[32], hi[32];
+	int64_t ms;
+
+	if (!o) {
+		*ret = def_ms;
+		return 0;
+	}
+	snprintf(lo, sizeof(lo), "%.3gs", (double)min_ms / 1000);
+	snprintf(hi, sizeof(hi), "%.3gs", (double)max_ms / 1000);
+	/* Numbers are seconds, as for the core's duration keys. */
+	if (o->type == OPTION_INT || o->type == OPTION_FLOAT)
+		ms = isfinite(o->f) && fabs(o->f) < 1e12 ? (int64_t)llround(o->f * 1000) : INT64_MAX;
+	else if (o->type != OPTION_STRING || !o->str || parse_duration_ms(o->str, &ms) < 0)
+		return source_opt_error(sc, o, err, errlen, "option '%s' must be a duration (%s)", key,
+					CONFIG_DURATION_HELP);
+	if (ms < min_ms || ms > max_ms)
+		return source_opt_error(sc, o, err, errlen, "option '%s' must be between %s and %s", key, lo, hi);
+	*ret = ms;
+	return 0;
+}
+
 int source_opt_bool(const struct signal_conf *sc, const char *key, bool def, bool *ret, char *err, size_t errlen)
 {
 	const struct config_option *o = source_option(sc, key);
@@ -167,14 +192,23 @@ static int on_defer(sd_event_source *es, void *userdata);
 
 static int check_keys(const struct signal_conf *sc, const struct source_ops *ops, char *err, size_t errlen)
 {
+	size_t n_known = 0;
+
+	while (ops->options && ops->options[n_known])
+		n_known++;
 	for (size_t i = 0; i < sc->source_options.n; i++) {
 		const struct config_option *o = &sc->source_options.v[i];
 		bool known = false;
+		const char *near;
 
-		for (const char *const *k = ops->options; k && *k && !known; k++)
-			known = strcmp(*k, o->key) == 0;
-		if (!known)
-			return source_opt_error(sc, o, err, errlen, "unknown option '%s'", o->key);
+		for (size_t k = 0; k < n_known && !known; k++)
+			known = strcmp(ops->options[k], o->key) == 0;
+		if (known)
+			continue;
+		/* The suggestion core keys get. */
+		near = config_near_miss(o->key, ops->options, n_known);
+		return source_opt_error(sc, o, err, errlen, "unknown option '%s'%s%s%s", o->key,
+					near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
 	}
 	return 0;
 }

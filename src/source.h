@@ -123,6 +123,10 @@ int source_opt_str(const struct signal_conf *sc, const char *key, bool required,
 int source_opt_num(const struct signal_conf *sc, const char *key, double min, double max, double def, double *ret,
 		   char *err, size_t errlen);
 int source_opt_bool(const struct signal_conf *sc, const char *key, bool def, bool *ret, char *err, size_t errlen);
+/* A duration in the syntax of autoscaled.conf(5) (parse_duration_ms), or a
+ * number of seconds, within [MIN_MS, MAX_MS], into milliseconds. */
+int source_opt_duration(const struct signal_conf *sc, const char *key, int64_t min_ms, int64_t max_ms, int64_t def_ms,
+			int64_t *ret, char *err, size_t errlen);
 /* A string or a list of strings, copied into a NULL-terminated vector. */
 int source_opt_list(const struct signal_conf *sc, const char *key, char ***ret, size_t *n, char *err,
 		    size_t errlen);

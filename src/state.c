@@ -649,3 +649,60 @@ bool state_dry_run(const struct group_state *s, bool configured)
 {
 	return s->dry_run == STATE_DRY_RUN_ON || (s->dry_run == STATE_DRY_RUN_CONFIG && configured);
 }
+
+/* ------------------------------------------------------------------ lock */
+
+/* The pid a lock holder wrote, or 0 when the file holds none yet (the
+ * holder takes the lock before it writes). */
+static long lock_holder(int fd)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	char *end;
+	long pid;
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	pid = strtol(buf, &end, 10);
+	return end != buf && (*end == '\n' || *end == '\0') && pid > 0 ? pid : 0;
+}
+
+int state_lock(const char *dir, long *ret_pid)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char path[PATH_MAX], pid[32];
+	struct stat st;
+	int fd, r;
+
+	if (snprintf(path, sizeof(path), "%s/autoscaled.lock", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	/* O_NOFOLLOW and the type check: the lock file is ours, never a link
+	 * someone planted, and never a FIFO that would block the open. */
+	errno = 0;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		r = errno ? -errno : -EINVAL;
+		close(fd);
+		return r;
+	}
+	/* An OFD lock belongs to this descriptor, not to the process: a
+	 * thread or a forked child cannot release it by closing another
+	 * descriptor of the same file, as a POSIX record lock would. */
+	if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+		r = errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
+		if (r == -EBUSY && ret_pid)
+			*ret_pid = lock_holder(fd);
+		close(fd);
+		return r;
+	}
+	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, strlen(pid), 0) != (ssize_t)strlen(pid)) {
+		r = -errno;
+		close(fd);
+		return r ? r : -EIO;
+	}
+	return fd;
+}

@@ -149,4 +149,14 @@ const char *state_apply_overrides(const struct group_state *s, struct decision *
  * `configured`. */
 bool state_dry_run(const struct group_state *s, bool configured);
 
+/* Makes this process the only daemon using state directory `dir`: takes an
+ * open-file-description write lock on "<dir>/autoscaled.lock" and writes
+ * the process's pid into it. The lock lasts as long as the returned
+ * descriptor stays open (the process keeps it until exit; it is
+ * close-on-exec, so commands the daemon runs do not hold it). Returns the
+ * descriptor, -EBUSY when another process holds the lock (its pid, read
+ * from the file, in *ret_pid; 0 when it has not written it yet), or another
+ * negative errno. Does not log. */
+int state_lock(const char *dir, long *ret_pid);
+
 #endif

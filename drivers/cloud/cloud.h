@@ -84,11 +84,22 @@ int cloud_json_count(const cJSON *v, int max, int *ret);
 /* The value of option `key`, or NULL. */
 const char *cloud_opt(const struct autoscaled_option *o, size_t n, const char *key);
 
+/* Logs a problem with option `o` (NULL: the driver section, for one that
+ * is missing) as a configuration error: "FILE:LINE: WHO: message". */
+void cloud_opt_error(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Logs "missing required option 'KEY'" for each of `required`
+ * (NULL-terminated) that is absent; returns 0 or -EINVAL. */
+int cloud_opt_require(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
+		      size_t n, const char *const *required);
+
 /* Applies retry_attempts, retry_base, retry_max and http_timeout to c.
  * Returns 0 or -EINVAL after logging the bad option. */
 int cloud_opt_retry(struct rest_client *c, const struct autoscaled_option *o, size_t n);
 
-/* Parses a duration option into *ms (unchanged when absent). */
+/* Parses a duration option into *ms (unchanged when absent), in the
+ * host's one duration syntax (autoscaled_parse_duration). */
 int cloud_opt_duration(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
 		       size_t n, const char *key, int64_t *ms);
 
@@ -96,7 +107,8 @@ int cloud_opt_duration(const struct autoscaled_host *host, const char *who, cons
 int cloud_opt_victims(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o, size_t n,
 		      enum cloud_victims *ret);
 
-/* Checks that every option key is in `known` (NULL-terminated). */
+/* Checks that every option key is in `known` (NULL-terminated); an unknown
+ * one is reported with the host's near-miss suggestion. */
 int cloud_opt_check_keys(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
 			 size_t n, const char *const *known);
 

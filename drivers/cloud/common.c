@@ -1,5 +1,6 @@
 /* Members, victims and options shared by the cloud drivers (cloud.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,24 +189,59 @@ int cloud_json_count(const cJSON *v, int max, int *ret)
 	return -EBADMSG;
 }
 
-const char *cloud_opt(const struct autoscaled_option *o, size_t n, const char *key)
+static const struct autoscaled_option *opt_find(const struct autoscaled_option *o, size_t n, const char *key)
 {
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(o[i].key, key) == 0)
-			return o[i].value;
+			return &o[i];
 	return NULL;
+}
+
+const char *cloud_opt(const struct autoscaled_option *o, size_t n, const char *key)
+{
+	const struct autoscaled_option *v = opt_find(o, n, key);
+
+	return v ? v->value : NULL;
+}
+
+void cloud_opt_error(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
+		     const char *fmt, ...)
+{
+	const char *where = autoscaled_option_where(host, o);
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	host->log(host, AUTOSCALED_LOG_ERROR, "%s%s%s: %s", where ? where : "", where ? ": " : "", who, msg);
+}
+
+int cloud_opt_require(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
+		      size_t n, const char *const *required)
+{
+	int rc = 0;
+
+	for (size_t k = 0; required[k]; k++) {
+		if (!cloud_opt(o, n, required[k])) {
+			cloud_opt_error(host, who, NULL, "missing required option '%s'", required[k]);
+			rc = -EINVAL;
+		}
+	}
+	return rc;
 }
 
 int cloud_opt_duration(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
 		       size_t n, const char *key, int64_t *ms)
 {
-	const char *v = cloud_opt(o, n, key);
+	const struct autoscaled_option *v = opt_find(o, n, key);
 
-	if (!v)
+	if (!v || !v->value)
 		return 0;
-	if (rest_parse_duration(v, ms) < 0) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: option %s = '%s' is not a duration like 30s, 5m or 500ms", who,
-			  key, v);
+	if (autoscaled_parse_duration(host, v->value, ms) < 0) {
+		cloud_opt_error(host, who, v,
+				"option %s = '%s' is not a duration (such as \"30\", \"90s\", \"1h30m\" or \"500ms\")",
+				key, v->value);
 		return -EINVAL;
 	}
 	return 0;
@@ -213,15 +249,14 @@ int cloud_opt_duration(const struct autoscaled_host *host, const char *who, cons
 
 int cloud_opt_retry(struct rest_client *c, const struct autoscaled_option *o, size_t n)
 {
-	const char *v = cloud_opt(o, n, "retry_attempts");
+	const struct autoscaled_option *v = opt_find(o, n, "retry_attempts");
 	char *end;
 
-	if (v) {
-		long a = strtol(v, &end, 10);
+	if (v && v->value) {
+		long a = strtol(v->value, &end, 10);
 
-		if (*end || a < 1 || a > 20) {
-			c->host->log(c->host, AUTOSCALED_LOG_ERROR, "%s: option retry_attempts = '%s' must be 1 to 20",
-				     c->who, v);
+		if (end == v->value || *end || a < 1 || a > 20) {
+			cloud_opt_error(c->host, c->who, v, "option retry_attempts = '%s' must be 1 to 20", v->value);
 			return -EINVAL;
 		}
 		c->attempts = (int)a;
@@ -238,14 +273,14 @@ int cloud_opt_retry(struct rest_client *c, const struct autoscaled_option *o, si
 int cloud_opt_victims(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o, size_t n,
 		      enum cloud_victims *ret)
 {
-	const char *v = cloud_opt(o, n, "victim_policy");
+	const struct autoscaled_option *v = opt_find(o, n, "victim_policy");
 
-	if (!v || strcmp(v, "newest") == 0)
+	if (!v || !v->value || strcmp(v->value, "newest") == 0)
 		*ret = CLOUD_VICTIMS_NEWEST;
-	else if (strcmp(v, "oldest") == 0)
+	else if (strcmp(v->value, "oldest") == 0)
 		*ret = CLOUD_VICTIMS_OLDEST;
 	else {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: option victim_policy = '%s' must be newest or oldest", who, v);
+		cloud_opt_error(host, who, v, "option victim_policy = '%s' must be newest or oldest", v->value);
 		return -EINVAL;
 	}
 	return 0;
@@ -262,11 +297,13 @@ int cloud_opt_check_keys(const struct autoscaled_host *host, const char *who, co
 		while (known[k] && strcmp(known[k], o[i].key) != 0)
 			k++;
 		if (!known[k]) {
-			host->log(host, AUTOSCALED_LOG_ERROR, "%s: %s%sunknown option '%s'", who,
-				  o[i].where ? o[i].where : "", o[i].where ? ": " : "", o[i].key);
+			const char *near = autoscaled_near_miss(host, o[i].key, known);
+
+			cloud_opt_error(host, who, &o[i], "unknown option '%s'%s%s%s", o[i].key,
+					near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
 			rc = -EINVAL;
 		} else if (!o[i].value) {
-			host->log(host, AUTOSCALED_LOG_ERROR, "%s: option '%s' must be a single value", who, o[i].key);
+			cloud_opt_error(host, who, &o[i], "option '%s' must be a single value", o[i].key);
 			rc = -EINVAL;
 		}
 	}

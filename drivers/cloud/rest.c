@@ -544,34 +544,6 @@ int rest_uuid4(char out[37])
 	return 0;
 }
 
-int rest_parse_duration(const char *s, int64_t *ret_ms)
-{
-	char *end;
-	double v;
-	int64_t mult = 1000;
-
-	if (!s || !*s)
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -EINVAL;
-	if (strcmp(end, "ms") == 0)
-		mult = 1;
-	else if (strcmp(end, "s") == 0 || *end == '\0')
-		mult = 1000;
-	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-		mult = 60000;
-	else if (strcmp(end, "h") == 0)
-		mult = 3600000;
-	else
-		return -EINVAL;
-	if (v * (double)mult > 1e15)
-		return -EINVAL;
-	*ret_ms = (int64_t)(v * (double)mult);
-	return 0;
-}
-
 int rest_escape(const char *s, char *out, size_t size)
 {
 	static const char hex[] = "0123456789ABCDEF";

@@ -122,10 +122,6 @@ int64_t rest_mono_ms(void);
 /* A random UUID v4 as 36 characters + NUL. Returns 0 or -EIO. */
 int rest_uuid4(char out[37]);
 
-/* Parses "30s", "5m", "2h", "1500ms" or a bare number of seconds into ms.
- * Returns 0 or -EINVAL. */
-int rest_parse_duration(const char *s, int64_t *ret_ms);
-
 /* URL-encodes s into out (bounded). Returns 0 or -ENAMETOOLONG. */
 int rest_escape(const char *s, char *out, size_t size);
 

@@ -42,9 +42,11 @@
 #ifndef AUTOSCALED_DRIVER_H
 #define AUTOSCALED_DRIVER_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -116,11 +118,77 @@ struct autoscaled_host {
 	 * runs an operation (and from open/close). */
 	void (*metric)(const struct autoscaled_host *host, enum autoscaled_metric metric, const char *label,
 		       double value);
+	/* Appended by a minor revision of ABI 1; optional, as `metric` is
+	 * (AUTOSCALED_HOST_HAS). Parses a duration written as autoscaled.conf(5)
+	 * spells every duration ("90", "90s", "1h30m", "90min", "1.5h",
+	 * "500ms"; a bare number is seconds) into milliseconds, so that a
+	 * driver's options read as the core's do. Returns 0, -EINVAL for text
+	 * that is not a duration, -ERANGE for one beyond the host's limit; *ret_ms
+	 * is written only on success. No logging; callable from any thread.
+	 * autoscaled_parse_duration() below falls back when a host lacks it. */
+	int (*parse_duration)(const struct autoscaled_host *host, const char *text, int64_t *ret_ms);
+	/* Appended with parse_duration; optional. "FILE:LINE" of the group's
+	 * driver section (its driver_options, else the group), for a problem
+	 * that no single option carries, such as a required option that is
+	 * missing; NULL when unknown. A message about the configuration starts
+	 * with the location (the option's `where`, else this), as the host's
+	 * own configuration errors do: "FILE:LINE: NAME: message". */
+	const char *where;
+	/* Appended with parse_duration; optional. Returns the entry of `known`
+	 * (NULL-terminated) that `word` is most likely a typo of, as the host
+	 * suggests for its own keys, or NULL when none is close. */
+	const char *(*near_miss)(const struct autoscaled_host *host, const char *word, const char *const *known);
 };
 
 /* True when host h was built with member `m` in its struct and sets it. */
 #define AUTOSCALED_HOST_HAS(h, m) \
 	((h)->struct_size >= offsetof(struct autoscaled_host, m) + sizeof((h)->m) && (h)->m != NULL)
+
+/* Parses a duration option through host->parse_duration. A host older than
+ * that member gets the one form every host understood, a plain number of
+ * seconds ("30", "2.5"), so a driver still runs there with such values.
+ * Returns 0 or a negative errno as parse_duration does. */
+static inline int autoscaled_parse_duration(const struct autoscaled_host *host, const char *text, int64_t *ret_ms)
+{
+	double v = 0;
+	int digits = 0, dot = 0;
+
+	if (AUTOSCALED_HOST_HAS(host, parse_duration))
+		return host->parse_duration(host, text, ret_ms);
+	for (const char *p = text; p && *p; p++) {
+		if (*p == '.' && !dot++)
+			continue;
+		if (*p < '0' || *p > '9' || ++digits > 12)
+			return -EINVAL;
+	}
+	if (!digits)
+		return -EINVAL;
+	for (const char *p = text; *p; p++)
+		if (*p != '.')
+			v = v * 10 + (*p - '0');
+	for (const char *p = strchr(text, '.'); p && *++p;)
+		v /= 10;
+	*ret_ms = (int64_t)(v * 1000 + 0.5);
+	return 0;
+}
+
+/* The location a message about option `o` starts with (see host->where):
+ * the option's own, else the driver section's, else NULL. */
+static inline const char *autoscaled_option_where(const struct autoscaled_host *host,
+						  const struct autoscaled_option *o)
+{
+	if (o && o->where)
+		return o->where;
+	return AUTOSCALED_HOST_HAS(host, where) ? host->where : NULL;
+}
+
+/* The likely intended word for a misspelt `word`, or NULL (and always NULL
+ * in a host without near_miss). */
+static inline const char *autoscaled_near_miss(const struct autoscaled_host *host, const char *word,
+					       const char *const *known)
+{
+	return AUTOSCALED_HOST_HAS(host, near_miss) ? host->near_miss(host, word, known) : NULL;
+}
 
 enum autoscaled_instance_state {
 	AUTOSCALED_INSTANCE_PROVISIONING = 0, /* being created or booting, not yet running */

@@ -7,7 +7,7 @@
  *
  * Options: subscription, resource_group, name (required); credentials
  * (client_secret|managed_identity), tenant, client_id, secret_file,
- * login_host, arm_base, scope, imds_base, resource, max_age (seconds). */
+ * login_host, arm_base, scope, imds_base, resource, max_age (a duration). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,7 +119,6 @@ static int az_init(struct source *s, const struct signal_conf *sc, char *err, si
 	struct az_mon *m = calloc(1, sizeof(*m));
 	char *sub = NULL, *rg = NULL, *name = NULL, *cred = NULL, *tenant = NULL, *id = NULL, *secret = NULL;
 	char *login = NULL, *arm = NULL, *scope = NULL, *imds = NULL, *resource = NULL, b[512], def_scope[600];
-	double max_age;
 	int r;
 
 	if (!m)
@@ -136,9 +135,9 @@ static int az_init(struct source *s, const struct signal_conf *sc, char *err, si
 	    (r = source_opt_str(sc, "scope", false, NULL, &scope, err, errlen)) < 0 ||
 	    (r = source_opt_str(sc, "imds_base", false, NULL, &imds, err, errlen)) < 0 ||
 	    (r = source_opt_str(sc, "resource", false, "https://management.azure.com/", &resource, err, errlen)) < 0 ||
-	    (r = source_opt_num(sc, "max_age", 60, 86400, 300, &max_age, err, errlen)) < 0)
+	    (r = source_opt_duration(sc, "max_age", 60 * 1000, 86400 * 1000, 300 * 1000, &m->max_age_ms, err,
+				     errlen)) < 0)
 		goto out;
-	m->max_age_ms = (int64_t)(max_age * 1000);
 	if (cloud_base_url(arm, "https", b, sizeof(b)) < 0) {
 		r = source_opt_error(sc, source_option(sc, "arm_base"), err, errlen, "arm_base too long");
 		goto out;

@@ -54,11 +54,19 @@ static void host_log(const struct autoscaled_host *host, enum autoscaled_log_lev
 	}
 }
 
+/* The cloud code parses its duration options as the configuration does. */
+static int host_parse_duration(const struct autoscaled_host *host, const char *text, int64_t *ret_ms)
+{
+	(void)host;
+	return parse_duration_ms(text, ret_ms);
+}
+
 const struct autoscaled_host cloud_source_host = {
 	.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
 	.struct_size = sizeof(struct autoscaled_host),
 	.group = "",
 	.log = host_log,
+	.parse_duration = host_parse_duration,
 };
 
 static void job_unref(struct cloud_job *j)

@@ -6,7 +6,7 @@
  * reading, not a value.
  *
  * Options: project, group (required); credentials (metadata|key_file),
- * key_file, metadata_host, scopes, monitoring_base, max_age (seconds). */
+ * key_file, metadata_host, scopes, monitoring_base, max_age (a duration). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,7 +123,6 @@ static int gce_init(struct source *s, const struct signal_conf *sc, char *err, s
 	struct gce_mon *m = calloc(1, sizeof(*m));
 	char *project = NULL, *group = NULL, *cred = NULL, *key = NULL, *mhost = NULL, *scopes = NULL, *base = NULL;
 	char filter[512], efilter[1536], b[512];
-	double max_age;
 	int r;
 
 	if (!m)
@@ -137,9 +136,9 @@ static int gce_init(struct source *s, const struct signal_conf *sc, char *err, s
 				errlen)) < 0 ||
 	    (r = source_opt_str(sc, "monitoring_base", false, "https://monitoring.googleapis.com/v3", &base, err,
 				errlen)) < 0 ||
-	    (r = source_opt_num(sc, "max_age", 60, 86400, 300, &max_age, err, errlen)) < 0)
+	    (r = source_opt_duration(sc, "max_age", 60 * 1000, 86400 * 1000, 300 * 1000, &m->max_age_ms, err,
+				     errlen)) < 0)
 		goto out;
-	m->max_age_ms = (int64_t)(max_age * 1000);
 	if (!cred)
 		cred = strdup(key ? "key_file" : "metadata");
 	if (cred && strcmp(cred, "metadata") == 0) {

@@ -91,6 +91,15 @@ err=$(ctl reload 2>&1); rc=$?
 check "a broken reload: exit 1 naming file and line (rc $rc)" test $rc -eq 1 -a -n "$(echo "$err" | grep 'autoscaled.conf:1:')"
 cp "$T/good.conf" "$T/autoscaled.conf"
 check "the daemon still serves after the broken reload" eval 'ctl show web >/dev/null'
+# A file that reads well but whose source refuses an option: the reload
+# checks what -n checks before it replaces anything, and says where.
+sed -e 's/command = \[/comand = [/' "$T/good.conf" > "$T/autoscaled.conf"
+line=$(grep -n 'comand = ' "$T/autoscaled.conf" | cut -d: -f1)
+err=$(ctl reload 2>&1); rc=$?
+check "a reload with a bad source option: exit 1 naming the option at its line (rc $rc: $err)" \
+	test $rc -eq 1 -a -n "$(echo "$err" | grep "autoscaled.conf:$line: signal 'queue': source 'exec': unknown option 'comand'")"
+cp "$T/good.conf" "$T/autoscaled.conf"
+check "the daemon still serves after the refused reload" eval 'ctl show web >/dev/null'
 
 # Raw requests a client library could make.
 if command -v curl >/dev/null; then

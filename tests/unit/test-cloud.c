@@ -16,6 +16,7 @@
 #include "cloud/auth.h"
 #include "cloud/cloud.h"
 #include "cloud/rest.h"
+#include "driver.h"
 
 static char last_log[512];
 
@@ -31,24 +32,73 @@ static void test_log(const struct autoscaled_host *host, enum autoscaled_log_lev
 static const struct autoscaled_host host = { .abi_version = AUTOSCALED_DRIVER_ABI_VERSION, .struct_size = sizeof(host),
 					     .group = "t", .log = test_log };
 
+/* Duration options of the cloud drivers go through the host's one parser:
+ * every form autoscaled.conf(5) names, with the option's FILE:LINE first in
+ * a message about a bad one. */
 static void durations(void **state)
 {
-	int64_t ms = -1;
+	static const struct {
+		const char *text;
+		int64_t ms;
+	} good[] = {
+		{ "30s", 30000 }, { "5m", 300000 }, { "90min", 5400000 }, { "1h30m", 5400000 }, { "1.5h", 5400000 },
+		{ "1500ms", 1500 }, { "10", 10000 }, { "2d", 172800000 }, { "2.5", 2500 },
+	};
+	static const char *const bad[] = { "ten", "-1s", "", "5 m", "30m1h", "1hr", "1e3s" };
+	struct autoscaled_host h;
+	struct autoscaled_option o = { .key = "operation_timeout", .where = "/etc/a.conf:12" };
+	int64_t ms;
 
-	assert_int_equal(rest_parse_duration("30s", &ms), 0);
-	assert_int_equal(ms, 30000);
-	assert_int_equal(rest_parse_duration("5m", &ms), 0);
-	assert_int_equal(ms, 300000);
-	assert_int_equal(rest_parse_duration("2h", &ms), 0);
-	assert_int_equal(ms, 7200000);
-	assert_int_equal(rest_parse_duration("1500ms", &ms), 0);
-	assert_int_equal(ms, 1500);
-	assert_int_equal(rest_parse_duration("10", &ms), 0);
-	assert_int_equal(ms, 10000);
-	assert_int_equal(rest_parse_duration("ten", &ms), -EINVAL);
-	assert_int_equal(rest_parse_duration("-1s", &ms), -EINVAL);
-	assert_int_equal(rest_parse_duration("3d", &ms), -EINVAL);
-	assert_int_equal(rest_parse_duration("", &ms), -EINVAL);
+	driver_host_init(&h, "t", NULL);
+	h.log = test_log;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ms = -1;
+		o.value = good[i].text;
+		if (cloud_opt_duration(&h, "gce-mig", &o, 1, "operation_timeout", &ms) != 0)
+			fail_msg("'%s' refused: %s", good[i].text, last_log);
+		assert_int_equal(ms, good[i].ms);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ms = 42;
+		o.value = bad[i];
+		last_log[0] = '\0';
+		if (cloud_opt_duration(&h, "gce-mig", &o, 1, "operation_timeout", &ms) != -EINVAL)
+			fail_msg("'%s' accepted", bad[i]);
+		assert_int_equal(ms, 42);
+		assert_true(strncmp(last_log, "/etc/a.conf:12: gce-mig: option operation_timeout = '", 53) == 0);
+	}
+	/* A host older than parse_duration: plain seconds still work, and
+	 * nothing else is taken for a number. */
+	h.struct_size = offsetof(struct autoscaled_host, parse_duration);
+	o.value = "2.5";
+	assert_int_equal(cloud_opt_duration(&h, "gce-mig", &o, 1, "operation_timeout", &ms), 0);
+	assert_int_equal(ms, 2500);
+	o.value = "5m";
+	assert_int_equal(cloud_opt_duration(&h, "gce-mig", &o, 1, "operation_timeout", &ms), -EINVAL);
+}
+
+/* A misspelt or missing option is reported at its FILE:LINE (the driver
+ * section's for a missing one) with the near-miss suggestion. */
+static void option_errors(void **state)
+{
+	static const char *const known[] = { "project", "zone", "name", NULL };
+	static const char *const required[] = { "project", "name", NULL };
+	struct autoscaled_option o[] = {
+		{ .key = "projet", .value = "p", .where = "/etc/a.conf:3" },
+		{ .key = "name", .value = "web", .where = "/etc/a.conf:4" },
+	};
+	struct autoscaled_host h;
+
+	driver_host_init(&h, "t", NULL);
+	h.log = test_log;
+	h.where = "/etc/a.conf:2";
+	assert_int_equal(cloud_opt_check_keys(&h, "gce-mig", o, 2, known), -EINVAL);
+	assert_string_equal(last_log, "/etc/a.conf:3: gce-mig: unknown option 'projet' (did you mean 'project'?)");
+	assert_int_equal(cloud_opt_require(&h, "gce-mig", o, 2, required), -EINVAL);
+	assert_string_equal(last_log, "/etc/a.conf:2: gce-mig: missing required option 'project'");
+	o[0].key = "project";
+	assert_int_equal(cloud_opt_check_keys(&h, "gce-mig", o, 2, known), 0);
+	assert_int_equal(cloud_opt_require(&h, "gce-mig", o, 2, required), 0);
 }
 
 static void times(void **state)
@@ -323,8 +373,9 @@ static void base_urls(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(durations),    cmocka_unit_test(times),        cmocka_unit_test(uuids),
-		cmocka_unit_test(victims),      cmocka_unit_test(carry),        cmocka_unit_test(tokens),       cmocka_unit_test(token_lifetimes), cmocka_unit_test(retry_after),
+		cmocka_unit_test(durations),      cmocka_unit_test(option_errors), cmocka_unit_test(times),
+		cmocka_unit_test(uuids),          cmocka_unit_test(victims),       cmocka_unit_test(carry),
+		cmocka_unit_test(tokens),         cmocka_unit_test(token_lifetimes), cmocka_unit_test(retry_after),
 		cmocka_unit_test(error_bodies), cmocka_unit_test(escaping),     cmocka_unit_test(private_files),
 		cmocka_unit_test(base_urls),
 	};

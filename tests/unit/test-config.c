@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "preflight.h"
 #include "schedule.h"
 
 static char dir[PATH_MAX];
@@ -159,7 +160,7 @@ static void test_wrong_types(void **state)
 	expect_errors("groups = ( {\n  name = \"web\";\n  driver = \"libvirt\";\n  min = \"two\";\n  max = 4.5;\n"
 		      "  interval = \"5x\";\n  signals = { };\n} );\n",
 		      "main.conf:4: 'min' must be an integer", "main.conf:5: 'max' must be an integer",
-		      "main.conf:6: invalid duration '5x' for 'interval' (use seconds or a string such as \"90s\", \"5m\" or \"500ms\")",
+		      "main.conf:6: invalid duration '5x' for 'interval' (use seconds or a string such as \"90s\", \"1h30m\", \"90min\", \"1.5h\" or \"500ms\")",
 		      "main.conf:7: 'signals' must be a list ( ... ) of groups", NULL);
 	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
 				 "    target = \"high\"; aggregation = \"mean\"; } );\n" GROUP_TAIL,
@@ -321,38 +322,76 @@ static void test_duplicates(void **state)
 
 static void test_drivers_and_sources(void **state)
 {
-	char drivers[PATH_MAX + 16], text[2 * PATH_MAX];
-	char *saved = getenv("AUTOSCALED_DRIVER_DIR") ? strdup(getenv("AUTOSCALED_DRIVER_DIR")) : NULL;
-	struct config *c;
-
-	unsetenv("AUTOSCALED_DRIVER_DIR");
+	/* The file holds driver names that can be a plugin's file name;
+	 * whether such a plugin is installed is preflight's question. */
 	expect_errors("groups = (\n  { name = \"a\"; driver = \"libvrt\"; min = 1; max = 2; },\n"
 		      "  { name = \"b\"; driver = \"custom\"; min = 1; max = 2; },\n"
 		      "  { name = \"c\"; driver = \"../../bin/sh\"; min = 1; max = 2;\n"
 		      "    signals = ( { name = \"q\"; source = \"prometeus\"; type = \"average\"; target = 5; },\n"
 		      "                { name = \"r\"; source = \"statsd\"; type = \"average\"; target = 5; } ); }\n);\n",
-		      "main.conf:2: unknown driver 'libvrt' (did you mean 'libvirt'?)",
-		      "main.conf:3: unknown driver 'custom'", "main.conf:4: unknown driver '../../bin/sh'",
+		      "main.conf:4: invalid driver name '../../bin/sh' (a plugin's file name: 1 to 64 letters a-z, digits, '_' or '-')",
 		      "main.conf:5: unknown source 'prometeus' (did you mean 'prometheus'?)",
 		      "main.conf:6: unknown source 'statsd'", NULL);
+}
 
-	/* A plugin file in the driver directory makes a driver known, from
-	 * the environment or from agent.driver_directory. */
+/* Runs preflight on TEXT (which must load) and returns its errors joined
+ * by newlines (static). */
+static const char *preflight_text(const char *text)
+{
+	static char out[8192];
+	struct config_errors e = { 0 };
+	struct config *c = load_ok(text);
+	size_t n = 0;
+
+	out[0] = '\0';
+	preflight_check(c, &e);
+	for (size_t i = 0; i < e.n; i++)
+		n += (size_t)snprintf(out + n, n < sizeof(out) ? sizeof(out) - n : 0, "%s\n", e.v[i]);
+	config_errors_clear(&e);
+	config_free(c);
+	return out;
+}
+
+static void test_preflight_drivers(void **state)
+{
+	char drivers[PATH_MAX + 16], text[2 * PATH_MAX], want[4 * PATH_MAX];
+	char *saved = getenv("AUTOSCALED_DRIVER_DIR") ? strdup(getenv("AUTOSCALED_DRIVER_DIR")) : NULL;
+	const char *out;
+
+	if (!saved)
+		skip();
+	/* A misspelt driver gets the installed driver it is closest to. */
+	out = preflight_text("groups = ( { name = \"a\"; driver = \"libvrt\";\n"
+			     "  driver_options = { template = \"t\"; }; min = 1; max = 2; } );\n");
+	snprintf(want, sizeof(want), "main.conf:1: unknown driver 'libvrt' (did you mean 'libvirt'?): no 'libvrt.so' in '%s'",
+		 saved);
+	if (!strstr(out, want))
+		fail_msg("got: %s\nwant: %s", out, want);
+	/* The driver's own check runs: a missing option is an error at the
+	 * group's driver_options. */
+	out = preflight_text("groups = ( { name = \"a\"; driver = \"libvirt\";\n"
+			     "  driver_options = { uri = \"test:///default\"; }; min = 1; max = 2; } );\n");
+	if (!strstr(out, "main.conf:2: libvirt: missing required option 'template'"))
+		fail_msg("got: %s", out);
+
+	/* The directory is the loader's: the environment's when set, and
+	 * only then agent.driver_directory; a plugin elsewhere is not found. */
 	snprintf(drivers, sizeof(drivers), "%s/drivers", dir);
 	write_file("drivers/custom.so", "");
-	setenv("AUTOSCALED_DRIVER_DIR", drivers, 1);
-	c = load_ok("groups = ( { name = \"b\"; driver = \"custom\"; min = 1; max = 2; } );\n");
-	assert_string_equal(c->groups[0].driver, "custom");
-	config_free(c);
-	unsetenv("AUTOSCALED_DRIVER_DIR");
 	snprintf(text, sizeof(text),
 		 "agent = { driver_directory = \"%s\"; };\ngroups = ( { name = \"b\"; driver = \"custom\"; min = 1; max = 2; } );\n",
 		 drivers);
-	c = load_ok(text);
-	assert_string_equal(c->agent.driver_directory, drivers);
-	config_free(c);
-	if (saved)
-		setenv("AUTOSCALED_DRIVER_DIR", saved, 1);
+	out = preflight_text(text);
+	snprintf(want, sizeof(want), "main.conf:2: unknown driver 'custom': no 'custom.so' in '%s'", saved);
+	if (!strstr(out, want))
+		fail_msg("got: %s\nwant: %s", out, want);
+	unsetenv("AUTOSCALED_DRIVER_DIR");
+	out = preflight_text(text);
+	/* Found there, and loaded as the daemon would: it is no module. */
+	snprintf(want, sizeof(want), "main.conf:2: driver 'custom': cannot load '%s/custom.so'", drivers);
+	if (!strstr(out, want))
+		fail_msg("got: %s\nwant: %s", out, want);
+	setenv("AUTOSCALED_DRIVER_DIR", saved, 1);
 	free(saved);
 }
 
@@ -507,7 +546,7 @@ static void test_every_error_reported(void **state)
 		      "main.conf:1: 'interval' must be between 1s and 3600s, not -1s",
 		      "main.conf:1: 'dry_run' must be a boolean (true or false)",
 		      "main.conf:3: invalid group name 'a/b' (use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit)",
-		      "main.conf:3: unknown driver 'nope'", "main.conf:3: 'min' (5) is greater than 'max' (1)",
+		      "main.conf:3: 'min' (5) is greater than 'max' (1)",
 		      "main.conf:4: missing required key 'name'", "main.conf:4: missing required key 'source'",
 		      "main.conf:4: missing required key 'type'",
 		      "main.conf:4: signal 's' has no 'target' and no rule reads it", NULL);
@@ -753,8 +792,8 @@ static void test_defaults(void **state)
 	const struct profile_conf *p;
 
 	assert_int_equal(c->agent.interval_ms, 15000);
-	assert_string_equal(c->agent.state_directory, "/var/lib/autoscaled");
-	assert_string_equal(c->agent.admin_socket, "/run/autoscaled/admin.sock");
+	assert_string_equal(c->agent.state_directory, AUTOSCALED_STATE_DIRECTORY);
+	assert_string_equal(c->agent.admin_socket, AUTOSCALED_ADMIN_SOCKET);
 	assert_null(c->agent.admin_group);
 	assert_null(c->agent.metrics_listen);
 	assert_null(c->agent.driver_directory);
@@ -842,9 +881,17 @@ static void test_durations(void **state)
 	} good[] = {
 		{ "90", 90000 }, { "90s", 90000 }, { "5m", 300000 }, { "2h", 7200000 }, { "1d", 86400000 },
 		{ "500ms", 500 }, { "0", 0 }, { "1.5", 1500 }, { "1.5m", 90000 }, { "1h30m", 5400000 },
-		{ "0.25s", 250 },
+		{ "0.25s", 250 }, { "90min", 5400000 }, { "1.5h", 5400000 }, { "90sec", 90000 }, { "2d12h", 216000000 },
+		{ "1h30m15s500ms", 5415500 }, { "1min30s", 90000 }, { "0.0005s", 1 }, { "36500d", INT64_C(3153600000000) },
 	};
-	static const char *const bad[] = { "", "s", "-5s", "5 m", "5x", "1m30", "m5", "1.2.3s", "99999999999d", " 5s" };
+	/* Not durations: signs, blanks, unknown or repeated units, units out
+	 * of order, a fraction without digits, exponents. */
+	static const char *const bad[] = { "", "s", "-5s", "+5s", "5 m", "5x", "1m30", "m5", "1.2.3s", " 5s", "5s ",
+					   "1hr", "90mins", "30m1h", "1m1min", "5s5s", "1.s", ".5s", "1e3", "1e3s",
+					   "5S", "nan", "inf" };
+	/* Beyond the limit of a hundred years, however it is spelt. */
+	static const char *const range[] = { "99999999999d", "36501d", "876001h", "99999999999999999999999999",
+					     "3153600000001ms" };
 	int64_t ms;
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -857,6 +904,12 @@ static void test_durations(void **state)
 		ms = 42;
 		if (parse_duration_ms(bad[i], &ms) != -EINVAL)
 			fail_msg("'%s' accepted", bad[i]);
+		assert_int_equal(ms, 42);
+	}
+	for (size_t i = 0; i < sizeof(range) / sizeof(range[0]); i++) {
+		ms = 42;
+		if (parse_duration_ms(range[i], &ms) != -ERANGE)
+			fail_msg("'%s' not refused as out of range", range[i]);
 		assert_int_equal(ms, 42);
 	}
 	assert_int_equal(parse_duration_ms(NULL, &ms), -EINVAL);
@@ -926,6 +979,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_undefined_signal_messages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drivers_and_sources, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_preflight_drivers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wildcard_include, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_include_plain_and_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_files, setup, teardown),

@@ -752,40 +752,86 @@ static void test_read_cpu_without_cpu_time(void **state)
 static void test_bad_options(void **state)
 {
 	struct opts o = { .n = 0 };
+	struct autoscaled_host h;
+	struct lv_options parsed;
 
+	/* The daemon's own host: durations and near misses are the core's,
+	 * and a missing option is reported at the driver section. */
+	driver_host_init(&h, "web", NULL);
+	h.log = capture_log;
+	h.where = "/etc/a.conf:5";
 	opts_set(&o, "template=t");
 	opts_set(&o, "victim_policy=random");
-	assert_int_equal(drv->check(&host, o.v, o.n), -EINVAL);
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
 	assert_non_null(strstr(logbuf, "option 'victim_policy': 'random' is not one of newest, oldest, least-busy"));
 	o.n = 0;
 	opts_set(&o, "template=t");
 	opts_set(&o, "name_pattern=%g-x");
-	assert_int_equal(drv->check(&host, o.v, o.n), -EINVAL);
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
 	assert_non_null(strstr(logbuf, "must contain %n exactly once"));
 	o.n = 0;
+	logbuf[0] = '\0';
 	opts_set(&o, "uri=test:///default");
-	assert_int_equal(drv->check(&host, o.v, o.n), -EINVAL);
-	assert_non_null(strstr(logbuf, "option 'template' is required"));
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_string_equal(logbuf, "/etc/a.conf:5: libvirt: missing required option 'template' (the domain to clone)\n");
+	o.n = 0;
+	logbuf[0] = '\0';
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timout=30");
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "libvirt: unknown option 'shutdown_timout' (did you mean 'shutdown_timeout'?)"));
 	o.n = 0;
 	opts_set(&o, "template=t");
 	opts_set(&o, "colour=blue");
-	assert_int_equal(drv->check(&host, o.v, o.n), -EINVAL);
-	assert_non_null(strstr(logbuf, "option 'colour': unknown option"));
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "libvirt: unknown option 'colour'"));
 	o.n = 0;
 	opts_set(&o, "template=t");
 	opts_set(&o, "uri=[test:///default,test:///x]");
 	opts_set(&o, "weights=[1]");
-	assert_int_equal(drv->check(&host, o.v, o.n), -EINVAL);
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
 	assert_non_null(strstr(logbuf, "give one weight per uri"));
 	o.n = 0;
 	opts_set(&o, "template=t");
 	opts_set(&o, "shutdown_timeout=-3");
-	assert_int_equal(drv->check(&host, o.v, o.n), -EINVAL);
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timeout=2h");
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "'2h' is not a duration from 0 to 1h"));
 	o.n = 0;
 	opts_set(&o, "template=t");
 	opts_set(&o, "volume_mode=overlay");
 	opts_set(&o, "shutdown_mode=agent");
-	assert_int_equal(drv->check(&host, o.v, o.n), 0);
+	assert_int_equal(drv->check(&h, o.v, o.n), 0);
+
+	/* Durations in the one grammar of autoscaled.conf(5). */
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timeout=1m30s");
+	opts_set(&o, "ready_timeout=500ms");
+	assert_int_equal(lv_options_parse(&h, o.v, o.n, &parsed), 0);
+	assert_int_equal(parsed.shutdown_timeout_ms, 90000);
+	assert_int_equal(parsed.ready_timeout_ms, 500);
+	lv_options_free(&parsed);
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timeout=2min");
+	assert_int_equal(lv_options_parse(&h, o.v, o.n, &parsed), 0);
+	assert_int_equal(parsed.shutdown_timeout_ms, 120000);
+	lv_options_free(&parsed);
+	/* Bare seconds, as before, in this host and in one without
+	 * parse_duration. */
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timeout=45");
+	assert_int_equal(lv_options_parse(&h, o.v, o.n, &parsed), 0);
+	assert_int_equal(parsed.shutdown_timeout_ms, 45000);
+	lv_options_free(&parsed);
+	assert_int_equal(lv_options_parse(&host, o.v, o.n, &parsed), 0);
+	assert_int_equal(parsed.shutdown_timeout_ms, 45000);
+	lv_options_free(&parsed);
 }
 
 static void test_names(void **state)

@@ -222,6 +222,32 @@ static void test_host(void **state)
 	h.struct_size = offsetof(struct autoscaled_host, metric);
 	assert_false(AUTOSCALED_HOST_HAS(&h, metric));
 	h.struct_size = sizeof(h);
+	/* The members appended after `metric`: the core's duration grammar
+	 * and near misses, hidden from a driver by an older host's size, where
+	 * the driver falls back to plain seconds and no suggestion. */
+	{
+		static const char *const known[] = { "template", "uri", NULL };
+		int64_t ms = 0;
+
+		assert_true(AUTOSCALED_HOST_HAS(&h, parse_duration));
+		assert_true(AUTOSCALED_HOST_HAS(&h, near_miss));
+		assert_int_equal(autoscaled_parse_duration(&h, "1h30m", &ms), 0);
+		assert_int_equal(ms, 5400000);
+		assert_int_equal(autoscaled_parse_duration(&h, "90min", &ms), 0);
+		assert_int_equal(ms, 5400000);
+		assert_int_equal(autoscaled_parse_duration(&h, "90 min", &ms), -EINVAL);
+		assert_string_equal(autoscaled_near_miss(&h, "templat", known), "template");
+		assert_null(autoscaled_near_miss(&h, "colour", known));
+		assert_null(autoscaled_option_where(&h, NULL));
+		h.struct_size = offsetof(struct autoscaled_host, parse_duration);
+		assert_false(AUTOSCALED_HOST_HAS(&h, parse_duration));
+		assert_false(AUTOSCALED_HOST_HAS(&h, near_miss));
+		assert_int_equal(autoscaled_parse_duration(&h, "2.5", &ms), 0);
+		assert_int_equal(ms, 2500);
+		assert_int_equal(autoscaled_parse_duration(&h, "90min", &ms), -EINVAL);
+		assert_null(autoscaled_near_miss(&h, "templat", known));
+		h.struct_size = sizeof(h);
+	}
 	assert_non_null(h.log);
 	h.log(&h, AUTOSCALED_LOG_INFO, "test: host log reaches %s", "stderr");
 }

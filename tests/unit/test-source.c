@@ -153,7 +153,7 @@ static void test_option_errors_name_their_line(void **state)
 	struct source *s = NULL;
 
 	assert_int_equal(source_new(&sc, &env, &s, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "b.conf:8: signal 'queue': source 'fake': unknown option 'valeu'");
+	assert_string_equal(err, "b.conf:8: signal 'queue': source 'fake': unknown option 'valeu' (did you mean 'value'?)");
 	o[1] = opt_str("value", "abc", "c.conf", 3);
 	sc = conf("fake", &o[1], 1);
 	assert_int_equal(source_new(&sc, &env, &s, err, sizeof(err)), -EINVAL);
