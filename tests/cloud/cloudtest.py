@@ -3,6 +3,7 @@ driver plugin, temporary files and test keys."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -108,3 +109,98 @@ def rsa_key(directory):
 
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="autoscaled-cloud-")
+
+
+# A process the test depends on (the daemon, a server it started) that dies
+# fails every wait at once instead of letting each run out its timeout; the
+# first wait to see it gone says so, with its exit status and the last lines
+# of its log, as TAP comments.
+_watched = []
+
+
+class Watched:
+    def __init__(self, proc, name, log_path):
+        self.proc = proc
+        self.name = name
+        self.log_path = log_path
+        self.told = False
+
+
+def watch(proc, name="autoscaled", log_path=None):
+    """proc (a Popen) must stay alive while the test waits."""
+    _watched.append(Watched(proc, name, log_path))
+    return proc
+
+
+def unwatch(proc):
+    """proc may end from now on (the test is stopping it)."""
+    _watched[:] = [w for w in _watched if w.proc is not proc]
+
+
+def log_tail(path, n=25):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read().splitlines()[-n:]
+    except OSError:
+        return []
+
+
+def dead():
+    """The watched processes that are gone; each is reported once."""
+    gone = []
+    for w in _watched:
+        if w.proc.poll() is None:
+            continue
+        gone.append(w)
+        if w.told:
+            continue
+        w.told = True
+        print("# %s (pid %d) is gone (exit status %s); the waits that need it fail at once" %
+              (w.name, w.proc.pid, w.proc.returncode), flush=True)
+        if w.log_path:
+            print("# last lines of %s:" % w.log_path, flush=True)
+            for line in log_tail(w.log_path):
+                print("#   " + line, flush=True)
+    return gone
+
+
+def wait_for(pred, timeout, interval=0.2):
+    """Calls pred() until it returns a true value (returned) or timeout
+    seconds have passed (the last value, false). Returns at once when a
+    watched process is gone and pred() still fails (what the process did
+    before it died is still seen)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        gone = dead()
+        v = pred()
+        if v or gone or time.monotonic() >= deadline:
+            return v
+        time.sleep(interval)
+
+
+def start_daemon(conf, log_path, args=(), env=None, name="autoscaled"):
+    """The built daemon in the foreground on conf, its output in log_path,
+    watched."""
+    daemon = os.environ.get("AUTOSCALED", os.path.join(top_builddir, "autoscaled"))
+    log = open(log_path, "a")
+    try:
+        proc = subprocess.Popen([daemon, "-f", "-c", conf] + list(args), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=dict(os.environ, **(env or {})))
+    finally:
+        log.close()
+    return watch(proc, name, log_path)
+
+
+def stop(proc, timeout=15, sig=signal.SIGTERM):
+    """Stops a process the test started; its exit status, None when it had
+    to be killed."""
+    unwatch(proc)
+    if proc.poll() is not None:
+        return proc.returncode
+    proc.send_signal(sig)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None

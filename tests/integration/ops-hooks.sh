@@ -8,9 +8,11 @@
 command -v python3 >/dev/null || skip_all "python3 is not installed"
 
 echo "hook-secret-42" > "$T/secret"
-python3 "$top_srcdir/tests/helpers/webhook-receiver.py" "$T/port" "$T/requests" "hook-secret-42" 200 &
+python3 "$top_srcdir/tests/helpers/webhook-receiver.py" "$T/port" "$T/requests" "hook-secret-42" 200 \
+	> "$T/receiver.log" 2>&1 &
 EXTRA_PIDS=$!
-wait_for 10 test -s "$T/port" || { not_ok "the webhook receiver starts"; tap_done; exit 1; }
+watch_pid "$EXTRA_PIDS" webhook-receiver "$T/receiver.log"
+wait_for 30 test -s "$T/port" || { not_ok "the webhook receiver starts"; tap_done; exit 1; }
 port=$(cat "$T/port")
 
 # The drain hook refuses vm-4 (its work cannot move) and drains the others.

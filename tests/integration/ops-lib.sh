@@ -13,7 +13,7 @@ export AUTOSCALED_DRIVER_DIR
 [ -x "$CTL" ] || skip_all "autoscalectl is not built"
 [ -f "$POOL_DRIVERS/filepool.so" ] || skip_all "the filepool test driver is not built"
 
-T=$(mktemp -d /tmp/autoscaled-ops.XXXXXX)
+T=$(mktemp -d "${TMPDIR:-/tmp}/autoscaled-ops.XXXXXX")
 chmod 755 "$T"
 mkdir -p "$T/state"
 echo "next 1" > "$T/pool"
@@ -38,16 +38,8 @@ pool_size() { echo $(($(wc -l < "$T/pool") - 1)); }
 
 set_load() { echo "$1" > "$T/load.tmp" && mv "$T/load.tmp" "$T/load"; }
 
-# wait_for SECONDS COMMAND...: polls every 0.2 s.
-wait_for() {
-	local n=$(($1 * 5)); shift
-	while [ "$n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.2
-		n=$((n - 1))
-	done
-	return 1
-}
+# wait_for SECONDS COMMAND... is tap.sh's: it fails at once when the
+# daemon (or a server of watch_pid) is gone.
 
 pool_is() { [ "$(pool_size)" -eq "$1" ]; }
 
@@ -76,22 +68,33 @@ groups = ( {
 CONF
 }
 
+# daemon_answers: the admin socket answers (a socket file alone may be
+# the stale one of a daemon killed with -9).
+daemon_answers() { test -S "$T/admin.sock" && ctl status >/dev/null 2>&1; }
+
+# start_daemon: starts the daemon on $T/autoscaled.conf, watched (see
+# watch_pid), and returns once its admin socket answers; fails at once
+# when it exits instead.
 start_daemon() {
 	"$AUTOSCALED" -f -c "$T/autoscaled.conf" >> "$T/daemon.log" 2>&1 &
 	DAEMON_PID=$!
-	wait_for 10 test -S "$T/admin.sock"
+	watch_pid "$DAEMON_PID" autoscaled "$T/daemon.log"
+	wait_for 30 daemon_answers
 }
 
+# stop_daemon: SIGTERM; returns the daemon's exit status.
 stop_daemon() {
+	local rc
 	[ -n "$DAEMON_PID" ] || return 0
-	kill -TERM "$DAEMON_PID" 2>/dev/null
-	wait "$DAEMON_PID" 2>/dev/null
+	stop_pid "$DAEMON_PID" TERM 2>/dev/null
+	rc=$?
 	DAEMON_PID=
+	return $rc
 }
 
 kill9_daemon() {
-	kill -9 "$DAEMON_PID" 2>/dev/null
-	wait "$DAEMON_PID" 2>/dev/null
+	[ -n "$DAEMON_PID" ] || return 0
+	stop_pid "$DAEMON_PID" KILL 2>/dev/null
 	DAEMON_PID=
 }
 

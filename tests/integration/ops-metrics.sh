@@ -53,7 +53,8 @@ YML
 prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/tsdb" \
 	--web.listen-address="127.0.0.1:$PPORT" > "$T/prometheus.log" 2>&1 &
 EXTRA_PIDS=$!
-check "prometheus is ready" wait_for 20 curl -sf "http://127.0.0.1:$PPORT/-/ready" -o /dev/null
+watch_pid "$EXTRA_PIDS" prometheus "$T/prometheus.log"
+check "prometheus is ready" wait_for 30 curl -sf "http://127.0.0.1:$PPORT/-/ready" -o /dev/null
 
 query() {
 	curl -s --get "http://127.0.0.1:$PPORT/api/v1/query" --data-urlencode "query=$1" |

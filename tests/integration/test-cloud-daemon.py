@@ -16,7 +16,7 @@ import time
 
 top_srcdir = os.environ.get("top_srcdir", ".")
 sys.path.insert(0, os.path.join(top_srcdir, "tests", "cloud"))
-from cloudtest import private_file, rsa_key, tempdir  # noqa: E402
+from cloudtest import private_file, rsa_key, start_daemon, stop, tempdir, wait_for  # noqa: E402
 from gce import GceEmulator  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
 
@@ -54,15 +54,6 @@ def show(sock, group):
         return json.loads(p.stdout) if p.returncode == 0 else {}
     except ValueError:
         return {}
-
-
-def wait_for(pred, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return pred()
 
 
 def main():
@@ -111,8 +102,7 @@ def main():
         f.write('agent = { state_directory = "%s/state"; admin_socket = "%s/admin.sock"; };\n' % (d, d))
         f.write("groups = (%s\n);\n" % ",".join(groups))
     log_path = os.path.join(d, "daemon.log")
-    log = open(log_path, "w")
-    proc = subprocess.Popen([DAEMON, "-f", "-c", conf], stdout=log, stderr=subprocess.STDOUT)
+    proc = start_daemon(conf, log_path)
     zonal = gce.group("p1", "zones", "europe-west1-b", "web")
     regional = gce.group("p1", "regions", "europe-west1", "api")
     uni = az.sets[("sub1", "rg1", "web")]
@@ -121,7 +111,7 @@ def main():
     try:
         # Load 0 on 2 instances: everything scales in to the minimum of 1
         # once the 4 s window has passed.
-        ok = wait_for(lambda: sizes() == (1, 1, 1, 1), 30)
+        ok = wait_for(lambda: sizes() == (1, 1, 1, 1), 60)
         check(ok, "an idle queue scales every group in to min 1", sizes())
         gce.clear()
         az.clear()
@@ -129,7 +119,7 @@ def main():
         with open(load, "w") as f:
             f.write("30\n")
         t0 = time.time()
-        ok = wait_for(lambda: sizes() == (6, 6, 6, 6), 40)
+        ok = wait_for(lambda: sizes() == (6, 6, 6, 6), 60)
         check(ok, "a queue of 30 at 5/instance scales every group out to 6 (%.1f s)" % (time.time() - t0), sizes())
         time.sleep(3)
         resizes = [r for r in gce.find("POST", r"/resize$")]
@@ -145,7 +135,7 @@ def main():
         with open(load, "w") as f:
             f.write("0\n")
         t1 = time.time()
-        ok = wait_for(lambda: sizes() == (1, 1, 1, 1), 40)
+        ok = wait_for(lambda: sizes() == (1, 1, 1, 1), 60)
         check(ok, "the drained queue scales every group back in to 1 (%.1f s)" % (time.time() - t1), sizes())
         check(time.time() - t1 >= 4, "not before the 4 s scale-in window passed")
         check(not gce.find("POST", r"/resize$") and not az.find("PATCH", r"virtualMachineScaleSets/[^/]+$"),
@@ -164,7 +154,7 @@ def main():
             f.write("10\n")
         record = lambda: show(sock, "mig-zonal").get("last_decision") or {}  # noqa: E731
         ok = wait_for(lambda: "ZONE_RESOURCE_POOL_EXHAUSTED" in
-                      ((record().get("last_error") or {}).get("message") or ""), 20)
+                      ((record().get("last_error") or {}).get("message") or ""), 40)
         rec = record()
         check(ok and rec["last_error"]["operation"] == "scale_out",
               "a resize operation ending in error puts it in the decision record", json.dumps(rec))
@@ -174,24 +164,19 @@ def main():
         check(zonal["target"] == 1, "the failed resize left the MIG at 1", zonal["target"])
         gce.op_error = None
         ok = wait_for(lambda: zonal["target"] == 2 and show(sock, "mig-zonal").get("last_error", 0) is None and
-                      "last_error" in record() and record()["last_error"] is None, 30)
+                      "last_error" in record() and record()["last_error"] is None, 60)
         check(ok, "once a resize succeeds, the error is gone from the view and the record",
               json.dumps(show(sock, "mig-zonal")))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        rc = stop(proc)
         gce.stop()
         az.stop()
-        log.close()
     with open(log_path) as f:
         text = f.read()
     leaked = [t for t in list(gce.tokens) + list(az.tokens) if t and t in text]
     check(not leaked and SECRET not in text and "PRIVATE KEY" not in text,
           "no token, secret or key in the daemon's log")
-    check(proc.returncode == 0, "the daemon stops cleanly", proc.returncode)
+    check(rc == 0, "the daemon stops cleanly", rc)
     print("1..%d" % len(results))
     for i, (good, name, detail) in enumerate(results, 1):
         print("%s %d - %s" % ("ok" if good else "not ok", i, name))
