@@ -40,6 +40,11 @@ def probe(driver, options, ops, timeout=120, env=None):
     start = time.time()
     proc = subprocess.run(args + list(ops), capture_output=True, text=True, timeout=timeout,
                           env=dict(os.environ, **(env or {})))
+    # 0: every operation succeeded, 1: one failed (which tests may want);
+    # anything else (a usage error, a crash, a sanitizer's report) fails
+    # the test at once, whatever it looks at next.
+    check(proc.returncode in (0, 1), "cloud-probe exited with status %d" % proc.returncode, proc.stderr[-3000:],
+          proc.stdout)
     return Result(proc, time.time() - start)
 
 
