@@ -100,3 +100,23 @@ kill9_daemon() {
 
 # Milliseconds since the epoch, as the call log writes them.
 now_ms() { date +%s%3N; }
+
+# evaluated_since MS N [GROUP]: the daemon has made N decisions on GROUP
+# (web) after MS, by the admin API's history (every evaluation is one).
+evaluated_since() {
+	[ "$(ctl --json history "${3:-web}" 2>/dev/null | python3 -c 'import datetime, json, sys
+n = 0
+for d in json.load(sys.stdin)["decisions"]:
+    t = datetime.datetime.strptime(d["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+    n += t.timestamp() * 1000 > int(sys.argv[1])
+print(n)' "$1" 2>/dev/null)" -ge "$2" ] 2>/dev/null
+}
+
+# wait_evaluations N [SECONDS [GROUP]]: waits (30 s by default) until the
+# daemon has evaluated GROUP N more times: that nothing happens is shown by
+# decisions that did not act, not by time that passed.
+wait_evaluations() {
+	local since
+	since=$(now_ms)
+	wait_for "${2:-30}" evaluated_since "$since" "$1" "${3:-web}"
+}

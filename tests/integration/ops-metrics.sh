@@ -17,7 +17,7 @@ print(a.getsockname()[1], b.getsockname()[1])')
 write_conf "" "metrics_listen = \"127.0.0.1:$MPORT\";"
 set_load 30
 start_daemon || { not_ok "the daemon starts"; tap_done; exit 1; }
-check "the pool reaches 3" wait_for 10 pool_is 3
+check "the pool reaches 3" wait_for 30 pool_is 3
 
 # The gauge of the current count follows one evaluation after the action.
 scrape_has() { curl -sf "http://127.0.0.1:$MPORT/metrics" | grep -qx "$1"; }
@@ -65,7 +65,7 @@ query_is() { test "$(query "$1")" = "$2"; }
 check "PromQL: autoscaled_group_desired_instances{group=\"web\"} is 3" \
 	wait_for 20 query_is 'autoscaled_group_desired_instances{group="web"}' 3
 set_load 70
-check "the pool follows the load to 7" wait_for 10 pool_is 7
+check "the pool follows the load to 7" wait_for 30 pool_is 7
 check "PromQL: the desired count follows to 7" \
 	wait_for 20 query_is 'autoscaled_group_desired_instances{group="web"}' 7
 check "PromQL: the scrape target is up" test "$(query 'up{job="autoscaled"}')" = 1

@@ -12,14 +12,13 @@
 # RC to its status and TOOK to its duration in seconds (one decimal), and
 # succeeds when that is under MAX seconds.
 took_less() {
-	local max=$1 t0
+	local max=$1 t0 t1
 	shift
-	uptime_cs
-	t0=$UPTIME_CS
+	read -r t0 _ </proc/uptime
 	"$@" >"$T/out" 2>&1
 	RC=$?
-	uptime_cs
-	TOOK=$(awk -v d=$((UPTIME_CS - t0)) 'BEGIN { printf "%.1f", d / 100 }')
+	read -r t1 _ </proc/uptime
+	TOOK=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
 	sed 's/^/# | /' "$T/out"
 	awk -v t="$TOOK" -v m="$max" 'BEGIN { exit !(t < m) }'
 }
