@@ -1,6 +1,7 @@
 """Helpers of the cloud driver tests: TAP output, running the probe against a
 driver plugin, temporary files and test keys."""
 
+import datetime
 import json
 import os
 import signal
@@ -181,6 +182,31 @@ def wait_for(pred, timeout, interval=0.2):
         if v or gone or time.monotonic() >= deadline:
             return v
         time.sleep(interval)
+
+
+def evaluations_since(sock, group, since):
+    """How many decisions (one per evaluation) the daemon on admin socket
+    sock made on group after since (seconds since the epoch), by the admin
+    API's history."""
+    ctl = os.path.join(top_builddir, "autoscalectl")
+    p = subprocess.run([ctl, "-s", sock, "--json", "history", group], capture_output=True, text=True, timeout=30)
+    try:
+        decisions = json.loads(p.stdout)["decisions"] if p.returncode == 0 else []
+    except ValueError:
+        return 0
+    n = 0
+    for d in decisions:
+        t = datetime.datetime.strptime(d["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+        n += t.timestamp() > since
+    return n
+
+
+def wait_evaluations(sock, groups, n, timeout=30):
+    """Waits until the daemon has evaluated each of groups n more times:
+    that nothing happens is shown by decisions that did not act, not by
+    time that passed."""
+    since = time.time()
+    return wait_for(lambda: all(evaluations_since(sock, g, since) >= n for g in groups), timeout)
 
 
 def start_daemon(conf, log_path, args=(), env=None, name="autoscaled"):

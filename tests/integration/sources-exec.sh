@@ -32,11 +32,10 @@ else
 	not_ok "a hung command is killed after its timeout"
 fi
 gc=$(cat "$TMP/grandchild" 2>/dev/null)
-sleep 0.2
 # Gone means no such process, or a zombie waiting for an init that may not
-# reap (containers).
-state=$(awk '{ print $3 }' "/proc/$gc/stat" 2>/dev/null)
-if [ -n "$gc" ] && { [ -z "$state" ] || [ "$state" = Z ]; }; then
+# reap (containers): pid_alive says no to both. SIGKILL is delivered
+# asynchronously, so give it a moment.
+if [ -n "$gc" ] && wait_for 10 eval '! pid_alive "$gc"'; then
 	ok "the timeout kills the process group (grandchild $gc is gone)"
 else
 	not_ok "the timeout kills the process group"
@@ -46,9 +45,7 @@ fi
 # Freeing the source mid-run kills the command and reaps it.
 probe -k 300 "$(x "timeout = 5000; shell = true; command = \"echo \$\$ > $TMP/victim; exec sleep 30\";")"
 v=$(cat "$TMP/victim" 2>/dev/null)
-sleep 0.2
-state=$(awk '{ print $3 }' "/proc/$v/stat" 2>/dev/null)
-if probe_status_is 1 && grep -q "s0 cancelled" "$TMP/out" && [ -n "$v" ] && { [ -z "$state" ] || [ "$state" = Z ]; }; then
+if probe_status_is 1 && grep -q "s0 cancelled" "$TMP/out" && [ -n "$v" ] && wait_for 10 eval '! pid_alive "$v"'; then
 	ok "freeing a source mid-run kills its command"
 else
 	not_ok "freeing a source mid-run kills its command"

@@ -16,7 +16,7 @@ import time
 
 top_srcdir = os.environ.get("top_srcdir", ".")
 sys.path.insert(0, os.path.join(top_srcdir, "tests", "cloud"))
-from cloudtest import private_file, rsa_key, start_daemon, stop, tempdir, wait_for  # noqa: E402
+from cloudtest import private_file, rsa_key, start_daemon, stop, tempdir, wait_evaluations, wait_for  # noqa: E402
 from gce import GceEmulator  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
 
@@ -121,7 +121,9 @@ def main():
         t0 = time.time()
         ok = wait_for(lambda: sizes() == (6, 6, 6, 6), 60)
         check(ok, "a queue of 30 at 5/instance scales every group out to 6 (%.1f s)" % (time.time() - t0), sizes())
-        time.sleep(3)
+        sock = os.path.join(d, "admin.sock")
+        check(wait_evaluations(sock, ["mig-zonal", "mig-regional", "vmss-uniform", "vmss-flex"], 3),
+              "three more evaluations of every group at 6")
         resizes = [r for r in gce.find("POST", r"/resize$")]
         check(len(resizes) == 2, "one resize per MIG, no duplicate", json.dumps([r["rawquery"] for r in resizes]))
         check(all(r["query"].get("requestId") for r in resizes), "every resize carries a requestId")
@@ -147,7 +149,6 @@ def main():
         aremoved = sum(len(r["json"]["instanceIds"]) for r in adels)
         check(aremoved == 10, "the scale sets lose exactly 5 instances each (%d deleted)" % aremoved)
         # The zone runs out of capacity: the resize operation ends in error.
-        sock = os.path.join(d, "admin.sock")
         gce.op_error = {"code": "ZONE_RESOURCE_POOL_EXHAUSTED",
                         "message": "The zone 'europe-west1-b' does not have enough resources available"}
         with open(load, "w") as f:
