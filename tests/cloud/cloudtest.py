@@ -4,7 +4,9 @@ driver plugin, temporary files and test keys."""
 import datetime
 import json
 import os
+import random
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -111,6 +113,26 @@ def rsa_key(directory):
         pem = f.read()
     os.unlink(priv)
     return pem, pub
+
+
+def free_port():
+    """A loopback TCP port free at the moment, chosen at random below the
+    kernel's ephemeral range: ports from bind(0) are the ones outgoing
+    connections use too, and one may take it before the server under test
+    listens. Still a race with other tests: a server that cannot listen
+    should be started again on another port."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        lo = int(f.read().split()[0])
+    hi = lo - 1 if lo > 11000 else 60000
+    for _ in range(200):
+        p = random.randrange(10000, hi)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                continue
+        return p
+    raise OSError("no free port")
 
 
 def tempdir():

@@ -96,9 +96,7 @@ fixture() {
 	eval "$1=\$(cat \"\$pf\")"
 }
 
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# free_port is tap.sh's.
 
 # start_haproxy: a real HAProxy in front of two HTTP backends serving
 # $TMP/www: frontend "web" on port $W balancing over backend "app" (servers

@@ -110,6 +110,30 @@ wait_for() {
 	done
 }
 
+# free_port: a loopback TCP port free at the moment, chosen at random
+# below the kernel's ephemeral range: ports from bind(0) are the ones
+# outgoing connections use too, and one may take it before the server
+# under test listens. Still a race with other tests: a server that cannot
+# listen should be started again on another port.
+free_port() {
+	python3 -c 'import random, socket
+# Below the ephemeral range of the kernel, where outgoing connections take
+# their ports from.
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+hi = lo - 1 if lo > 11000 else 60000
+for _ in range(200):
+    p = random.randrange(10000, hi)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break'
+}
+
 # stop_pid PID [SIGNAL]: stops a process the test started (SIGTERM by
 # default) and returns its exit status; no longer watched.
 stop_pid() {

@@ -6,13 +6,12 @@ emulator sends (per subscription and per resource policy), the retries a
 One daemon serves all the tests, in order. Prints TAP."""
 import os
 import re
-import socket
 import sys
 import urllib.request
 
 top_srcdir = os.environ.get("top_srcdir", ".")
 sys.path.insert(0, os.path.join(top_srcdir, "tests", "cloud"))
-from cloudtest import Tap, check, start_daemon, stop, tempdir, wait_for  # noqa: E402
+from cloudtest import Tap, check, free_port, start_daemon, stop, tempdir, wait_for  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
 
 VMSS = r"/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft\.Compute/virtualMachineScaleSets/web$"
@@ -30,12 +29,6 @@ CONF = """groups = ( {
   } );
 """
 tap = Tap()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Daemon:
