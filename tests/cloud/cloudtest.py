@@ -1,8 +1,12 @@
 """Helpers of the cloud driver tests: TAP output, running the probe against a
 driver plugin, temporary files and test keys."""
 
+import datetime
 import json
 import os
+import random
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +43,11 @@ def probe(driver, options, ops, timeout=120, env=None):
     start = time.time()
     proc = subprocess.run(args + list(ops), capture_output=True, text=True, timeout=timeout,
                           env=dict(os.environ, **(env or {})))
+    # 0: every operation succeeded, 1: one failed (which tests may want);
+    # anything else (a usage error, a crash, a sanitizer's report) fails
+    # the test at once, whatever it looks at next.
+    check(proc.returncode in (0, 1), "cloud-probe exited with status %d" % proc.returncode, proc.stderr[-3000:],
+          proc.stdout)
     return Result(proc, time.time() - start)
 
 
@@ -106,5 +115,145 @@ def rsa_key(directory):
     return pem, pub
 
 
+def free_port():
+    """A loopback TCP port free at the moment, chosen at random below the
+    kernel's ephemeral range: ports from bind(0) are the ones outgoing
+    connections use too, and one may take it before the server under test
+    listens. Still a race with other tests: a server that cannot listen
+    should be started again on another port."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        lo = int(f.read().split()[0])
+    hi = lo - 1 if lo > 11000 else 60000
+    for _ in range(200):
+        p = random.randrange(10000, hi)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p))
+            except OSError:
+                continue
+        return p
+    raise OSError("no free port")
+
+
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="autoscaled-cloud-")
+
+
+# A process the test depends on (the daemon, a server it started) that dies
+# fails every wait at once instead of letting each run out its timeout; the
+# first wait to see it gone says so, with its exit status and the last lines
+# of its log, as TAP comments.
+_watched = []
+
+
+class Watched:
+    def __init__(self, proc, name, log_path):
+        self.proc = proc
+        self.name = name
+        self.log_path = log_path
+        self.told = False
+
+
+def watch(proc, name="autoscaled", log_path=None):
+    """proc (a Popen) must stay alive while the test waits."""
+    _watched.append(Watched(proc, name, log_path))
+    return proc
+
+
+def unwatch(proc):
+    """proc may end from now on (the test is stopping it)."""
+    _watched[:] = [w for w in _watched if w.proc is not proc]
+
+
+def log_tail(path, n=25):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read().splitlines()[-n:]
+    except OSError:
+        return []
+
+
+def dead():
+    """The watched processes that are gone; each is reported once."""
+    gone = []
+    for w in _watched:
+        if w.proc.poll() is None:
+            continue
+        gone.append(w)
+        if w.told:
+            continue
+        w.told = True
+        print("# %s (pid %d) is gone (exit status %s); the waits that need it fail at once" %
+              (w.name, w.proc.pid, w.proc.returncode), flush=True)
+        if w.log_path:
+            print("# last lines of %s:" % w.log_path, flush=True)
+            for line in log_tail(w.log_path):
+                print("#   " + line, flush=True)
+    return gone
+
+
+def wait_for(pred, timeout, interval=0.2):
+    """Calls pred() until it returns a true value (returned) or timeout
+    seconds have passed (the last value, false). Returns at once when a
+    watched process is gone and pred() still fails (what the process did
+    before it died is still seen)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        gone = dead()
+        v = pred()
+        if v or gone or time.monotonic() >= deadline:
+            return v
+        time.sleep(interval)
+
+
+def evaluations_since(sock, group, since):
+    """How many decisions (one per evaluation) the daemon on admin socket
+    sock made on group after since (seconds since the epoch), by the admin
+    API's history."""
+    ctl = os.path.join(top_builddir, "autoscalectl")
+    p = subprocess.run([ctl, "-s", sock, "--json", "history", group], capture_output=True, text=True, timeout=30)
+    try:
+        decisions = json.loads(p.stdout)["decisions"] if p.returncode == 0 else []
+    except ValueError:
+        return 0
+    n = 0
+    for d in decisions:
+        t = datetime.datetime.strptime(d["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+        n += t.timestamp() > since
+    return n
+
+
+def wait_evaluations(sock, groups, n, timeout=30):
+    """Waits until the daemon has evaluated each of groups n more times:
+    that nothing happens is shown by decisions that did not act, not by
+    time that passed."""
+    since = time.time()
+    return wait_for(lambda: all(evaluations_since(sock, g, since) >= n for g in groups), timeout)
+
+
+def start_daemon(conf, log_path, args=(), env=None, name="autoscaled"):
+    """The built daemon in the foreground on conf, its output in log_path,
+    watched."""
+    daemon = os.environ.get("AUTOSCALED", os.path.join(top_builddir, "autoscaled"))
+    log = open(log_path, "a")
+    try:
+        proc = subprocess.Popen([daemon, "-f", "-c", conf] + list(args), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=dict(os.environ, **(env or {})))
+    finally:
+        log.close()
+    return watch(proc, name, log_path)
+
+
+def stop(proc, timeout=15, sig=signal.SIGTERM):
+    """Stops a process the test started; its exit status, None when it had
+    to be killed."""
+    unwatch(proc)
+    if proc.poll() is not None:
+        return proc.returncode
+    proc.send_signal(sig)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None

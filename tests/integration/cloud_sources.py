@@ -42,6 +42,9 @@ def teardown(ctx):
 def run(kind, opts, timeout_ms=5000, polls=1):
     args = [PROBE, kind, str(timeout_ms), str(polls)] + ["%s=%s" % kv for kv in opts.items()]
     p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    # Every reading, valid or not, ends in status 0: anything else is a
+    # refused option (2) or a crash, and fails the test at once.
+    check(p.returncode == 0, "cloud-source-probe exited with status %d" % p.returncode, p.stderr[-3000:], p.stdout)
     return p.stdout.splitlines(), p.stderr
 
 

@@ -2,6 +2,10 @@
 # started on loopback and always stopped, the source-probe harness).
 # Sourced by tests/integration/sources-*.sh.
 
+# Waiting and watching (wait_for, watch_pid, stop_pid) come from tap.sh;
+# the TAP counters and verdict are this file's (tap_fail, finish).
+. "${top_srcdir:?}/tests/integration/tap.sh"
+
 PROBE="${top_builddir:?}/tests/integration/source-probe"
 FIXTURE="${top_srcdir:?}/tests/integration/fixture-server.py"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/autoscaled-test.XXXXXX")
@@ -55,14 +59,26 @@ bg() {
 	PIDS="$PIDS $!"
 }
 
-# wait_file PATH: up to 10 s for PATH to exist.
+# server NAME LOG CMD...: bg for a server the test needs: watched (see
+# watch_pid), its output in LOG; SERVER_PID is its pid.
+server() {
+	local name=$1 log=$2
+	shift 2
+	"$@" >>"$log" 2>&1 &
+	SERVER_PID=$!
+	PIDS="$PIDS $SERVER_PID"
+	watch_pid "$SERVER_PID" "$name" "$log"
+}
+
+# wait_file PATH [SECONDS]: waits (10 s by default) for PATH to exist and
+# not be empty; fails at once when a watched server is gone.
 wait_file() {
-	i=0
-	while [ ! -s "$1" ] && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ -s "$1" ]
+	wait_for "${2:-10}" test -s "$1"
+}
+
+# wait_socket PATH [SECONDS]: the same for a Unix socket.
+wait_socket() {
+	wait_for "${2:-10}" test -S "$1"
 }
 
 # fixture VAR MODE [DIR [CERT KEY]]: starts fixture-server.py and sets VAR
@@ -70,19 +86,17 @@ wait_file() {
 fixture() {
 	pf="$TMP/port.$1"
 	if [ "$2" = http ]; then
-		bg python3 "$FIXTURE" http "$3" "$pf"
+		server "fixture $1" "$TMP/fixture.$1.log" python3 "$FIXTURE" http "$3" "$pf"
 	elif [ "$2" = https ]; then
-		bg python3 "$FIXTURE" https "$3" "$pf" "$4" "$5"
+		server "fixture $1" "$TMP/fixture.$1.log" python3 "$FIXTURE" https "$3" "$pf" "$4" "$5"
 	else
-		bg python3 "$FIXTURE" "$2" "$pf"
+		server "fixture $1" "$TMP/fixture.$1.log" python3 "$FIXTURE" "$2" "$pf"
 	fi
-	wait_file "$pf" || { echo "fixture $2 did not start" >&2; exit 1; }
+	wait_file "$pf" 30 || { echo "Bail out! fixture $2 did not start"; exit 1; }
 	eval "$1=\$(cat \"\$pf\")"
 }
 
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# free_port is tap.sh's.
 
 # start_haproxy: a real HAProxy in front of two HTTP backends serving
 # $TMP/www: frontend "web" on port $W balancing over backend "app" (servers
@@ -119,22 +133,38 @@ listen stats
 	stats enable
 	stats uri /stats
 CFG
-	bg haproxy -f "$TMP/haproxy.cfg" -db >"$TMP/haproxy.log" 2>&1
-	i=0
-	until [ "$(curl -s "http://127.0.0.1:$S/stats;csv" | grep -c '^app,b[12],.*,UP,')" = 2 ]; do
-		i=$((i + 1))
-		[ $i -gt 100 ] && { echo "Bail out! haproxy backends not UP"; cat "$TMP/haproxy.log"; exit 1; }
-		sleep 0.1
-	done
+	server haproxy "$TMP/haproxy.log" haproxy -f "$TMP/haproxy.cfg" -db
+	HAPROXY_PID=$SERVER_PID
+	wait_for 30 haproxy_up || { echo "Bail out! haproxy backends not UP"; sed 's/^/# /' "$TMP/haproxy.log"; exit 1; }
+}
+
+haproxy_up() {
+	[ "$(curl -s "http://127.0.0.1:$S/stats;csv" | grep -c '^app,b[12],.*,UP,')" = 2 ]
 }
 
 # probe ARGS...: runs the harness; its lines go to $TMP/out, and are echoed
-# as TAP comments for the log.
+# as TAP comments for the log; its exit status is $probe_rc. A status the
+# harness never gives by itself (a crash, a sanitizer's report, a hang
+# past PROBE_TIMEOUT seconds) is a failed test point of its own, whatever
+# the caller looks at next.
 probe() {
-	"$PROBE" "$@" >"$TMP/out" 2>&1
+	timeout -k 5 "${PROBE_TIMEOUT:-120}" "$PROBE" "$@" >"$TMP/out" 2>&1
 	probe_rc=$?
 	sed 's/^/# /' "$TMP/out"
+	case $probe_rc in
+	0 | 1 | 2) ;;
+	124 | 137) not_ok "source-probe did not finish within ${PROBE_TIMEOUT:-120} s: $*" ;;
+	*) not_ok "source-probe exited with status $probe_rc: $*" ;;
+	esac
 	return 0
+}
+
+# probe_status_is RC: the last probe exited with RC (0: every reading
+# valid, 1: some invalid or cancelled, 2: a snippet refused).
+probe_status_is() {
+	[ "$probe_rc" = "$1" ] && return 0
+	echo "# source-probe exited with status $probe_rc, not $1"
+	return 1
 }
 
 # expect_ok DESC VALUE ARGS...: the reading is valid and equals VALUE.

@@ -9,9 +9,11 @@ command -v python3 >/dev/null || skip_all "python3 is not installed"
 
 echo "hook-secret-42" > "$T/secret"
 chmod 600 "$T/secret"
-python3 "$top_srcdir/tests/helpers/webhook-receiver.py" "$T/port" "$T/requests" "hook-secret-42" 200 &
+python3 "$top_srcdir/tests/helpers/webhook-receiver.py" "$T/port" "$T/requests" "hook-secret-42" 200 \
+	> "$T/receiver.log" 2>&1 &
 EXTRA_PIDS=$!
-wait_for 10 test -s "$T/port" || { not_ok "the webhook receiver starts"; tap_done; exit 1; }
+watch_pid "$EXTRA_PIDS" webhook-receiver "$T/receiver.log"
+wait_for 30 test -s "$T/port" || { not_ok "the webhook receiver starts"; tap_done; exit 1; }
 port=$(cat "$T/port")
 
 # The drain hook refuses vm-4 (its work cannot move) and drains the others.
@@ -30,9 +32,9 @@ write_conf "
   hooks = { pre_scale_in = [ \"$T/drain\" ]; deadline = \"5s\"; };" "" "1s"
 set_load 20
 start_daemon || { not_ok "the daemon starts"; tap_done; exit 1; }
-check "the pool reaches 2" wait_for 10 pool_is 2
+check "the pool reaches 2" wait_for 30 pool_is 2
 set_load 40
-check "scale-out to 4" wait_for 10 pool_is 4
+check "scale-out to 4" wait_for 30 pool_is 4
 check "the webhook received the scale-out" wait_for 10 grep -q 'scale_out' "$T/requests"
 check "every webhook request is signed with the secret (verified by the receiver)" \
 	python3 -c '
@@ -48,7 +50,7 @@ recs=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 assert any(r["action"]=="scale_out" and r["desired"]==4 for r in recs), recs' "$T/records"
 
 set_load 30
-check "scale-in to 3" wait_for 15 pool_is 3
+check "scale-in to 3" wait_for 30 pool_is 3
 check "the drain hook ran for vm-4 (newest, refused) then vm-3" \
 	test "$(cut -d' ' -f1 "$T/drained" | tr '\n' ' ')" = "vm-4 vm-3 " -a -n "$(grep '^vm-3 web vm-3$' "$T/drained")"
 check "the refused victim is kept, the drained one removed" \
@@ -59,8 +61,8 @@ check "the webhook received the scale-in" wait_for 10 grep -q 'scale_in' "$T/req
 # When no victim can be drained the group holds.
 sed -i 's/\[ "\$1" != vm-4 \]/exit 1/' "$T/drain"
 set_load 10
-sleep 5
-check "every drain refused: the group holds at 3" pool_is 3
-check "and says why" grep -q "scale-in held: no instance could be drained" "$T/daemon.log"
+check "every drain refused: the daemon says it holds, and why" \
+	wait_for 30 grep -q "scale-in held: no instance could be drained" "$T/daemon.log"
+check "the group holds at 3" pool_is 3
 stop_daemon
 tap_done

@@ -13,7 +13,7 @@ export AUTOSCALED_DRIVER_DIR
 [ -x "$CTL" ] || skip_all "autoscalectl is not built"
 [ -f "$POOL_DRIVERS/filepool.so" ] || skip_all "the filepool test driver is not built"
 
-T=$(mktemp -d /tmp/autoscaled-ops.XXXXXX)
+T=$(mktemp -d "${TMPDIR:-/tmp}/autoscaled-ops.XXXXXX")
 chmod 755 "$T"
 mkdir -p "$T/state"
 echo "next 1" > "$T/pool"
@@ -38,16 +38,8 @@ pool_size() { echo $(($(wc -l < "$T/pool") - 1)); }
 
 set_load() { echo "$1" > "$T/load.tmp" && mv "$T/load.tmp" "$T/load"; }
 
-# wait_for SECONDS COMMAND...: polls every 0.2 s.
-wait_for() {
-	local n=$(($1 * 5)); shift
-	while [ "$n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.2
-		n=$((n - 1))
-	done
-	return 1
-}
+# wait_for SECONDS COMMAND... is tap.sh's: it fails at once when the
+# daemon (or a server of watch_pid) is gone.
 
 pool_is() { [ "$(pool_size)" -eq "$1" ]; }
 
@@ -76,24 +68,55 @@ groups = ( {
 CONF
 }
 
+# daemon_answers: the admin socket answers (a socket file alone may be
+# the stale one of a daemon killed with -9).
+daemon_answers() { test -S "$T/admin.sock" && ctl status >/dev/null 2>&1; }
+
+# start_daemon: starts the daemon on $T/autoscaled.conf, watched (see
+# watch_pid), and returns once its admin socket answers; fails at once
+# when it exits instead.
 start_daemon() {
 	"$AUTOSCALED" -f -c "$T/autoscaled.conf" >> "$T/daemon.log" 2>&1 &
 	DAEMON_PID=$!
-	wait_for 10 test -S "$T/admin.sock"
+	watch_pid "$DAEMON_PID" autoscaled "$T/daemon.log"
+	wait_for 30 daemon_answers
 }
 
+# stop_daemon: SIGTERM; returns the daemon's exit status.
 stop_daemon() {
+	local rc
 	[ -n "$DAEMON_PID" ] || return 0
-	kill -TERM "$DAEMON_PID" 2>/dev/null
-	wait "$DAEMON_PID" 2>/dev/null
+	stop_pid "$DAEMON_PID" TERM 2>/dev/null
+	rc=$?
 	DAEMON_PID=
+	return $rc
 }
 
 kill9_daemon() {
-	kill -9 "$DAEMON_PID" 2>/dev/null
-	wait "$DAEMON_PID" 2>/dev/null
+	[ -n "$DAEMON_PID" ] || return 0
+	stop_pid "$DAEMON_PID" KILL 2>/dev/null
 	DAEMON_PID=
 }
 
 # Milliseconds since the epoch, as the call log writes them.
 now_ms() { date +%s%3N; }
+
+# evaluated_since MS N [GROUP]: the daemon has made N decisions on GROUP
+# (web) after MS, by the admin API's history (every evaluation is one).
+evaluated_since() {
+	[ "$(ctl --json history "${3:-web}" 2>/dev/null | python3 -c 'import datetime, json, sys
+n = 0
+for d in json.load(sys.stdin)["decisions"]:
+    t = datetime.datetime.strptime(d["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+    n += t.timestamp() * 1000 > int(sys.argv[1])
+print(n)' "$1" 2>/dev/null)" -ge "$2" ] 2>/dev/null
+}
+
+# wait_evaluations N [SECONDS [GROUP]]: waits (30 s by default) until the
+# daemon has evaluated GROUP N more times: that nothing happens is shown by
+# decisions that did not act, not by time that passed.
+wait_evaluations() {
+	local since
+	since=$(now_ms)
+	wait_for "${2:-30}" evaluated_since "$since" "$1" "${3:-web}"
+}

@@ -94,7 +94,7 @@ rm -f "$T/state/web.state"
 printf 'next 7\nvm-1 1\nvm-2 1\nvm-3 1\nvm-4 1\nvm-5 1\nvm-6 1\n' > "$T/pool"
 set_load 60
 start_daemon
-sleep 3
+check "three evaluations of a load of 6 instances" wait_evaluations 3
 check "6 instances, no action" test "$(pool_size)" -eq 6
 t1=$(now_ms)
 set_load 20
@@ -125,8 +125,8 @@ check "the state file records the scale-out in flight (2 -> 6)" \
 	test "$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["in_flight"]["direction"], s["in_flight"]["to"])' "$T/state/web.state")" = "out 6"
 start_daemon
 check "reconciled: the log says it stopped at 4" wait_for 10 grep -q "scale-out from 2 to 6 in flight before the restart stopped at 4" "$T/daemon.log"
-check "the pool completes to 6" wait_for 20 pool_is 6
-sleep 3
+check "the pool completes to 6" wait_for 30 pool_is 6
+check "three more evaluations" wait_evaluations 3
 check "and stays at 6: nothing was created twice" pool_is 6
 n=$(awk -v t="$t2" '$1 > t && /set_capacity/' "$T/calls" | wc -l)
 check "two calls: the interrupted 2 -> 6 and the completing 4 -> 6 ($n)" test "$n" -eq 2 -a -n "$(awk -v t="$t2" '$1 > t && /set_capacity 4 6/' "$T/calls")"
@@ -138,8 +138,8 @@ check "the state file records the scale-in in flight (to 2)" \
 	test "$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["in_flight"]["direction"], s["in_flight"]["to"])' "$T/state/web.state")" = "in 2"
 start_daemon
 check "reconciled: it stopped at 4" wait_for 10 grep -Eq "scale-in from [56] to 2 in flight before the restart stopped at 4" "$T/daemon.log"
-check "the pool ends at 2" wait_for 20 pool_is 2
-sleep 3
+check "the pool ends at 2" wait_for 30 pool_is 2
+check "three more evaluations" wait_evaluations 3
 check "never below 2: the interrupted removal was not repeated" pool_is 2
 stop_daemon
 tap_done

@@ -13,62 +13,90 @@ STATS="http://127.0.0.1:$S/stats"
 h() { echo "source = \"haproxy\"; url = \"$STATS\"; proxy = \"$1\"; column = \"$2\"; $3"; }
 k() { echo "source = \"haproxy\"; socket = \"$SOCK\"; proxy = \"$1\"; column = \"$2\"; $3"; }
 
-# load SECONDS: requests on new connections (so sessions = requests) for
-# SECONDS, in the background; bounded by time.
+# load: requests on new connections (so sessions = requests), in the
+# background until stop_load (60 s at most).
 load() {
-	bg sh -c "end=\$((\$(date +%s) + $1)); while [ \$(date +%s) -lt \$end ]; do
-		curl -s -H 'Connection: close' 'http://127.0.0.1:$W/?[1-40]' >/dev/null; done"
+	bg timeout 60 sh -c "while :; do curl -s -H 'Connection: close' 'http://127.0.0.1:$W/?[1-40]' >/dev/null; done"
 	LOAD=$!
 }
+stop_load() { kill "$LOAD" 2>/dev/null; wait "$LOAD" 2>/dev/null; }
 
-value_gt() { # DESC MIN: the last probe read a value above MIN
-	if awk -v m="$2" '$2 == "ok" && $3 > m { f = 1 } END { exit !f }' "$TMP/out"; then ok "$1"; else not_ok "$1"; fi
+# haproxy_says PROXY SERVICE COLUMN: the value HAProxy's own CSV has.
+haproxy_says() {
+	curl -s "$STATS;csv" | awk -F, -v p="$1" -v s="$2" -v c="$3" 'NR == 1 { for (i = 1; i <= NF; i++) k[$i] = i }
+		$1 == p && $2 == s { print $k[c] + 0 }'
+}
+haproxy_above() { [ "$(haproxy_says "$1" "$2" "$3")" -gt "$4" ]; }
+
+# reads_above MIN SNIPPET: the probe reads a valid value above MIN.
+reads_above() {
+	probe "$2"
+	probe_status_is 0 && awk -v m="$1" '$2 == "ok" && $3 > m { f = 1 } END { exit !f }' "$TMP/out"
+}
+# reads_like PROXY SERVICE COLUMN SNIPPET: the probe reads at least half
+# the rate HAProxy's own CSV reports just before (and more than 2: idle
+# is 0), whatever rate this machine manages to send.
+reads_like() {
+	local want
+	want=$(($(haproxy_says "$1" "$2" "$3") / 2))
+	[ "$want" -gt 2 ] || want=2
+	echo "# HAProxy: $1/$2 $3 $((want * 2))/s or so; the source must read more than $want"
+	reads_above "$want" "$4"
+}
+# reads_zero SNIPPET: the probe reads a valid 0.
+reads_zero() {
+	probe "$1"
+	probe_status_is 0 && awk '$2 == "ok" && $3 == 0 { f = 1 } END { exit !f }' "$TMP/out"
 }
 
 expect_ok "no load: the frontend's req_rate is 0" 0 "$(h web req_rate)"
 expect_ok "no load: the frontend's rate is 0 (stats socket)" 0 "$(k web rate)"
 
-load 4
-sleep 1.5
-probe "$(h web req_rate)"
-value_gt "under load: req_rate over HTTP follows the load ($(field 3)/s)" 20
-probe "$(k web req_rate)"
-value_gt "under load: req_rate over the stats socket ($(field 3)/s)" 20
-probe "$(k web rate)"
-value_gt "under load: the frontend's session rate ($(field 3)/s)" 20
-probe "$(h app rate)"
-value_gt "under load: the backend's session rate, BACKEND row by default ($(field 3)/s)" 20
-probe "$(k app rate 'server = "b1";')"
-value_gt "a server row by name: b1's sessions per second ($(field 3)/s)" 5
-probe -n 3 -i 700 "$(k web req_tot)"
-if awk 'NR == 1 && $3 == "EAGAIN" { a = 1 } NR > 1 && $2 == "ok" && $3 > 20 { n++ } END { exit !(a && n == 2) }' "$TMP/out"; then
-	ok "req_tot as a per-second rate: first reading pending, then the rate"
-else
-	not_ok "req_tot as a per-second rate"
-fi
-wait "$LOAD" 2>/dev/null
-sleep 2.5
-expect_ok "after the load: req_rate back to 0" 0 "$(h web req_rate)"
-expect_ok "after the load: rate back to 0" 0 "$(k web rate)"
+# The rates HAProxy reports are over its last second: the test waits until
+# HAProxy itself reports the load, then until each reading shows it (a
+# slow machine sends fewer requests, and later).
+load
+wait_for 30 haproxy_above web FRONTEND req_rate 4 || echo "# HAProxy never reported more than 4 requests/s"
+check "under load: req_rate over HTTP follows the load" wait_for 20 reads_like web FRONTEND req_rate "$(h web req_rate)"
+check "under load: req_rate over the stats socket" wait_for 20 reads_like web FRONTEND req_rate "$(k web req_rate)"
+check "under load: the frontend's session rate" wait_for 20 reads_like web FRONTEND rate "$(k web rate)"
+check "under load: the backend's session rate, BACKEND row by default" wait_for 20 reads_like app BACKEND rate "$(h app rate)"
+check "a server row by name: b1's sessions per second" wait_for 20 reads_like app b1 rate "$(k app rate 'server = "b1";')"
+# req_tot as a rate: the first reading has nothing to compare with.
+req_tot_rate() {
+	local want
+	want=$(($(haproxy_says web FRONTEND req_rate) / 2))
+	[ "$want" -gt 2 ] || want=2
+	probe -n 3 -i 700 "$(k web req_tot)"
+	probe_status_is 0 && awk -v m="$want" 'NR == 1 && $3 == "EAGAIN" { a = 1 }
+		NR > 1 && $2 == "ok" && $3 > m { n++ } END { exit !(a && n == 2) }' "$TMP/out"
+}
+check "req_tot as a per-second rate: first reading pending, then the rate" wait_for 20 req_tot_rate
+stop_load
+check "after the load: req_rate back to 0" wait_for 20 reads_zero "$(h web req_rate)"
+check "after the load: rate back to 0" wait_for 20 reads_zero "$(k web rate)"
 probe "$(k app qcur)"
-if [ "$(field 2)" = ok ]; then ok "a gauge column (qcur) of a backend"; else not_ok "qcur"; fi
+if probe_status_is 0 && [ "$(field 2)" = ok ]; then ok "a gauge column (qcur) of a backend"; else not_ok "qcur"; fi
 
 # A counter reset between two readings (clear counters) gives a rate from
-# zero, never a negative one.
-bg "$PROBE" -n 2 -i 1500 "$(k web req_tot 'delta = true;')" >"$TMP/reset.out" 2>&1
+# zero, never a negative one: the counters are cleared once the first
+# reading is out, well before the second.
+[ "$(haproxy_says web FRONTEND req_tot)" -gt 0 ] || echo "# req_tot is 0 before the reset: the test proves little"
+bg "$PROBE" -n 2 -i 3000 "$(k web req_tot 'delta = true;')" >"$TMP/reset.out" 2>&1
 RP=$!
-sleep 0.6
+wait_file "$TMP/reset.out" 30
 python3 -c 'import socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 s.sendall(b"clear counters all\n")
 s.recv(4096)' "$SOCK"
 wait "$RP"
+rc=$?
 sed 's/^/# /' "$TMP/reset.out"
-if awk 'NR == 2 && $2 == "ok" && $3 >= 0 && $3 < 1000 { f = 1 } END { exit !f }' "$TMP/reset.out"; then
+if [ $rc -eq 0 ] && awk 'NR == 2 && $2 == "ok" && $3 >= 0 && $3 < 1000 { f = 1 } END { exit !f }' "$TMP/reset.out"; then
 	ok "a counter reset yields a non-negative rate"
 else
-	not_ok "a counter reset yields a non-negative rate"
+	not_ok "a counter reset yields a non-negative rate (exit status $rc)"
 fi
 
 expect_invalid "an unknown proxy" ENOENT "no proxy 'nope'" "$(k nope rate)"
@@ -82,11 +110,11 @@ expect_invalid "a garbage stats page" EBADMSG "no '# pxname" \
 DOWN=$(free_port)
 expect_invalid "stats page down: connection refused" ECONNREFUSED "connect" \
 	"source = \"haproxy\"; url = \"http://127.0.0.1:$DOWN/stats\"; proxy = \"web\"; column = \"rate\";"
-bg python3 "$FIXTURE" hang-unix "$TMP/hang.sock"
-wait_file "$TMP/hang.sock" 2>/dev/null || [ -S "$TMP/hang.sock" ] || sleep 0.5
+server "hanging socket" "$TMP/hang.log" python3 "$FIXTURE" hang-unix "$TMP/hang.sock"
+wait_socket "$TMP/hang.sock" 30 || echo "# the hanging socket did not appear"
 probe "source = \"haproxy\"; socket = \"$TMP/hang.sock\"; proxy = \"web\"; column = \"rate\"; timeout = 600;"
 e=$(field 4)
-if [ "$(field 3)" = ETIMEDOUT ] && [ "$e" -ge 550 ] && [ "$e" -le 2500 ]; then
+if probe_status_is 1 && [ "$(field 3)" = ETIMEDOUT ] && [ "$e" -ge 550 ] && [ "$e" -le 2500 ]; then
 	ok "a stats socket that never answers times out ($e ms)"
 else
 	not_ok "a stats socket that never answers times out"

@@ -25,10 +25,10 @@ printf '[5, 6, 7]' >"$DOC/arr.json"
 expect_ok "a whole-number document" 7 "$(j "$U/arr.json" 'pointer = "/2";')"
 
 probe "$(j "$U/headers" 'pointer = "/x-tenant"; headers = ["X-Tenant: 12"]; bearer_token = "s3cret";')"
-if grep -q "ok 12 " "$TMP/out"; then ok "configured headers are sent"; else not_ok "configured headers are sent"; fi
+if probe_status_is 0 && grep -q "ok 12 " "$TMP/out"; then ok "configured headers are sent"; else not_ok "configured headers are sent"; fi
 printf 'tok-from-file\n' >"$TMP/token"
 probe "$(j "$U/headers" "pointer = \"/authorization\"; bearer_token_file = \"$TMP/token\";")"
-if grep -q "invalid EINVAL .*'Bearer tok-from-file' is not a number" "$TMP/out"; then
+if probe_status_is 1 && grep -q "invalid EINVAL .*'Bearer tok-from-file' is not a number" "$TMP/out"; then
 	ok "bearer token from a file is sent as Authorization"
 else
 	not_ok "bearer token from a file is sent as Authorization"
@@ -47,7 +47,7 @@ else
 fi
 probe "$(j "$U/headers" 'pointer = "/authorization"; username = "ops"; password = "pw";')"
 # "ops:pw" in base64 is b3BzOnB3.
-if grep -q "Basic b3BzOnB3" "$TMP/out"; then ok "basic auth"; else not_ok "basic auth"; fi
+if probe_status_is 1 && grep -q "Basic b3BzOnB3" "$TMP/out"; then ok "basic auth"; else not_ok "basic auth"; fi
 
 # TLS: a self-signed certificate for 127.0.0.1, trusted through ca_file.
 if command -v openssl >/dev/null 2>&1 &&
@@ -77,20 +77,20 @@ expect_invalid "an empty object is invalid" ENOENT "depth" "$(j "$U/empty.json" 
 # A server that accepts and never answers: the timeout is honoured.
 probe "$(j "$U/hang" 'timeout = 700;')"
 e=$(field 4)
-if [ "$(field 3)" = ETIMEDOUT ] && [ "$e" -ge 650 ] && [ "$e" -le 2000 ]; then
+if probe_status_is 1 && [ "$(field 3)" = ETIMEDOUT ] && [ "$e" -ge 650 ] && [ "$e" -le 2000 ]; then
 	ok "a hung HTTP server times out after the signal's timeout ($e ms)"
 else
 	not_ok "a hung HTTP server times out after the signal's timeout"
 fi
 probe "$(j "http://127.0.0.1:$HANG/" 'timeout = 500;')"
-if [ "$(field 3)" = ETIMEDOUT ]; then ok "a TCP server that never answers times out"; else not_ok "a TCP server that never answers times out"; fi
+if probe_status_is 1 && [ "$(field 3)" = ETIMEDOUT ]; then ok "a TCP server that never answers times out"; else not_ok "a TCP server that never answers times out"; fi
 
 # Concurrency: two hung sources and a healthy one in the same loop; the
 # healthy one answers at once, three times, while the others hang.
 probe -n 3 -i 200 "$(j "$U/hang" 'name = "hung1"; timeout = 800;')" "$(j "http://127.0.0.1:$HANG/" 'name = "hung2"; timeout = 800;')" \
 	"$(j "$U/v.json" 'name = "good"; pointer = "/queue/depth";')"
 good_max=$(awk '$1 == "good" && $2 == "ok" { if ($4 > m) m = $4; n++ } END { print (n == 3) ? m + 0 : 99999 }' "$TMP/out")
-if [ "$good_max" -lt 300 ]; then
+if probe_status_is 1 && [ "$good_max" -lt 600 ]; then
 	ok "a hung endpoint delays no other source (slowest healthy reading $good_max ms)"
 else
 	not_ok "a hung endpoint delays no other source ($good_max)"

@@ -30,26 +30,22 @@ scrape_configs:
     static_configs:
       - targets: ['127.0.0.1:$E']
 Y
-bg prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
-	--web.listen-address="127.0.0.1:$P" --log.level=warn >"$TMP/prometheus.log" 2>&1
-i=0
-until curl -sf "http://127.0.0.1:$P/-/ready" >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -gt 100 ] && { echo "Bail out! prometheus did not start"; cat "$TMP/prometheus.log"; exit 1; }
-	sleep 0.1
-done
+server prometheus "$TMP/prometheus.log" prometheus --config.file="$TMP/prometheus.yml" \
+	--storage.tsdb.path="$TMP/tsdb" --web.listen-address="127.0.0.1:$P" --log.level=warn
+wait_for 60 curl -sf "http://127.0.0.1:$P/-/ready" -o /dev/null ||
+	{ echo "Bail out! prometheus did not start"; sed 's/^/# /' "$TMP/prometheus.log"; exit 1; }
 U="http://127.0.0.1:$P"
 q() { echo "source = \"prometheus\"; url = \"$U\"; query = \"$1\"; $2"; }
 
-# wait_value QUERY VALUE: up to 20 s for the query to read VALUE.
+# reads QUERY VALUE: the query reads VALUE.
+reads() {
+	probe "$(q "$1")"
+	probe_status_is 0 && awk -v w="$2" '$2 == "ok" && $3 + 0 == w + 0 { f = 1 } END { exit !f }' "$TMP/out"
+}
+# wait_value QUERY VALUE: up to 30 s for the query to read VALUE (at once
+# a failure if Prometheus or the exporter dies).
 wait_value() {
-	i=0
-	while [ $i -lt 40 ]; do
-		"$PROBE" "$(q "$1")" >"$TMP/out" 2>&1
-		awk -v w="$2" '$2 == "ok" && $3 + 0 == w + 0 { f = 1 } END { exit !f }' "$TMP/out" && return 0
-		sleep 0.5
-		i=$((i + 1))
-	done
+	wait_for 30 reads "$1" "$2" && return 0
 	sed 's/^/# /' "$TMP/out"
 	return 1
 }

@@ -6,18 +6,14 @@ emulator sends (per subscription and per resource policy), the retries a
 One daemon serves all the tests, in order. Prints TAP."""
 import os
 import re
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 
 top_srcdir = os.environ.get("top_srcdir", ".")
 sys.path.insert(0, os.path.join(top_srcdir, "tests", "cloud"))
-from cloudtest import Tap, check, tempdir  # noqa: E402
+from cloudtest import Tap, check, free_port, start_daemon, stop, tempdir, wait_for  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
 
-DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
 VMSS = r"/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft\.Compute/virtualMachineScaleSets/web$"
 CONF = """groups = ( {
     name = "vmss";
@@ -33,12 +29,6 @@ CONF = """groups = ( {
   } );
 """
 tap = Tap()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Daemon:
@@ -67,8 +57,8 @@ class Daemon:
             f.write('agent = { state_directory = "%s/state"; metrics_listen = "127.0.0.1:%d"; };\n' % (d, port))
             f.write(CONF % {"url": url, "load": self.load})
         self.log_path = os.path.join(d, "daemon.log")
-        self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([DAEMON, "-f", "-c", conf], stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = start_daemon(conf, self.log_path)
+        self.rc = None
 
     def set_load(self, n):
         with open(self.load, "w") as f:
@@ -84,31 +74,24 @@ class Daemon:
     def wait_sample(self, name, bucket, want, timeout):
         """Scrapes until the sample is `want` (any value when None); returns
         the last value seen and the text."""
-        deadline = time.time() + timeout
-        while True:
-            text = self.scrape()
-            v = sample(text, name, bucket)
-            if (v is not None and (want is None or v == want)) or time.time() > deadline:
-                return v, text
-            time.sleep(0.2)
+        got = {}
+
+        def seen():
+            got["text"] = self.scrape()
+            got["v"] = sample(got["text"], name, bucket)
+            return got["v"] is not None and (want is None or got["v"] == want)
+        wait_for(seen, timeout)
+        return got["v"], got["text"]
 
     def log_tail(self):
         with open(self.log_path) as f:
             return "\n".join(f.read().splitlines()[-30:])
 
     def stop(self):
-        if self.log.closed:
-            return self.proc.returncode
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.az.stop()
-        self.log.close()
-        return self.proc.returncode
+        if self.rc is None:
+            self.rc = stop(self.proc)
+            self.az.stop()
+        return self.rc
 
 
 def sample(text, name, bucket=None):

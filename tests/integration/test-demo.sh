@@ -4,23 +4,29 @@
 # Ctrl-C (SIGINT) stops it cleanly.
 . "$top_srcdir/tests/integration/tap.sh"
 "$AUTOSCALED" --list-drivers 2>/dev/null | grep -q libvirt || skip_all "built without the libvirt driver"
-tmp=$(mktemp -d)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/autoscaled-test-demo.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cd "$top_srcdir" || exit 1
-# As scripts/quickstart does: the test hypervisor's pool starts empty, so
-# does the demo's state.
-rm -rf /tmp/autoscaled-demo
-"$AUTOSCALED" -f -c etc/demo.conf > "$tmp/out" 2>&1 &
+# The demo's configuration as shipped, but for its state directory and
+# admin socket (a fixed place in /tmp): the test's own, fresh, as
+# scripts/quickstart starts the demo (the test hypervisor's pool starts
+# empty, so does the demo's state).
+sed "s|/tmp/autoscaled-demo|$tmp/state|g" etc/demo.conf >"$tmp/demo.conf"
+if grep -q "/tmp/autoscaled-demo" "$tmp/demo.conf" || ! grep -q "$tmp/state" "$tmp/demo.conf"; then
+	echo "Bail out! etc/demo.conf no longer keeps its state in /tmp/autoscaled-demo"
+	exit 1
+fi
+"$AUTOSCALED" -f -c "$tmp/demo.conf" > "$tmp/out" 2>&1 &
 pid=$!
-# Poll the output for up to 60 s until both directions were seen.
-i=0
-while [ $i -lt 60 ]; do
-	sleep 1
-	i=$((i + 1))
-	grep -q "scaled out from" "$tmp/out" && grep -q "scaled in from" "$tmp/out" && break
-done
-kill -INT $pid
-wait $pid
+watch_pid "$pid" autoscaled "$tmp/out"
+# Up to 60 s until both directions were seen (at once if the daemon dies).
+both_directions() { grep -q "scaled out from" "$tmp/out" && grep -q "scaled in from" "$tmp/out"; }
+uptime_cs
+t0=$UPTIME_CS
+wait_for 60 both_directions
+uptime_cs
+i=$(((UPTIME_CS - t0 + 50) / 100))
+stop_pid "$pid" INT
 rc=$?
 [ $rc -eq 0 ] && ok "Ctrl-C stops the demo cleanly" || not_ok "Ctrl-C stops the demo cleanly (exit $rc)"
 grep -q "ready: 1 group" "$tmp/out" && ok "the daemon says it is ready" || not_ok "the daemon says it is ready"

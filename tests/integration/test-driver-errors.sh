@@ -18,7 +18,7 @@ d=json.load(sys.stdin); r=d.get("last_decision") or {}
 set_load 10
 POOL_OPTIONS="fail = \"$T/fail\";" write_conf
 start_daemon || { not_ok "the daemon starts"; cat "$T/daemon.log"; tap_done; exit 1; }
-check "the pool follows the load to 1" wait_for 10 pool_is 1
+check "the pool follows the load to 1" wait_for 30 pool_is 1
 check "no error before any failure" show_json 'assert d["last_error"] is None and r["last_error"] is None'
 
 echo "set_capacity quota 'CPUS' exceeded in region 'r1'" > "$T/fail"
@@ -49,7 +49,7 @@ check "after the reload the driver's errors still name the group" wait_for 5 mor
 check "the daemon survived the reload" kill -0 "$DAEMON_PID"
 
 rm -f "$T/fail"
-check "once the cloud accepts, the pool goes to 3" wait_for 15 pool_is 3
+check "once the cloud accepts, the pool goes to 3" wait_for 30 pool_is 3
 check "the successful scale-out clears the error in the view and the record" wait_for 10 show_json '
 assert d["last_error"] is None and r["last_error"] is None and "failed" not in r["explanation"], d'
 out=$(ctl show web)

@@ -16,6 +16,8 @@ import time
 
 TOP_SRCDIR = os.environ.get("top_srcdir", ".")
 DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
+sys.path.insert(0, os.path.join(TOP_SRCDIR, "tests", "cloud"))
+from cloudtest import dead, unwatch, watch  # noqa: E402
 
 results = []
 
@@ -43,15 +45,19 @@ groups = (
 
 
 def recv_all(sock, until, timeout):
-    """Collects datagrams until one contains `until` or timeout passes."""
+    """Collects datagrams until one contains `until` or timeout passes, or
+    at once when the daemon is gone (what it sent before is kept)."""
     got = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        gone = dead()
+        sock.settimeout(max(0.01, min(0.2, deadline - time.monotonic())))
         try:
             data = sock.recv(4096).decode()
         except socket.timeout:
-            break
+            if gone:
+                break
+            continue
         got.append(data)
         if until and until in data:
             break
@@ -74,6 +80,7 @@ def main():
         log = open(os.path.join(tmp, "daemon.log"), "w")
         proc = subprocess.Popen([DAEMON, "-f", "--dry-run", "-c", conf], env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
+        watch(proc, "autoscaled", os.path.join(tmp, "daemon.log"))
         env["WATCHDOG_PID"] = str(proc.pid)
         msgs = recv_all(sock, "READY=1", 20)
         text = "\n".join(msgs)
@@ -114,6 +121,8 @@ def main():
         check("web2" in daemon_log and "previous configuration stays" in daemon_log,
               "the journal (stderr here) says the previous configuration stays", daemon_log[-2000:])
 
+        # From here on the daemon is meant to exit.
+        unwatch(proc)
         proc.send_signal(signal.SIGTERM)
         msgs = recv_all(sock, "STOPPING=1", 10)
         check("STOPPING=1" in "\n".join(msgs), "STOPPING=1 on SIGTERM", "\n".join(msgs))

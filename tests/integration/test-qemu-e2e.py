@@ -50,19 +50,30 @@ MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_
            "virtio_balloon", "button", "evdev"]
 
 BUDGET = 300.0           # seconds for the whole test, setup and cleanup included
+IDLE_EXIT = 60           # a libvirtd or virtlogd the test started exits when idle that long
 INTERVAL = 5             # the group's evaluation interval
 INITIALIZATION = 10      # initialization_period
 SCALE_IN_WINDOW = 30     # behavior.scale_in.stabilization
 TARGET = 50.0
 MIN, MAX = 1, 4
 IDLE_PERCENT = 20.0      # a member below this CPU has stopped burning
-# The guests' QEMU threads run at this nice value. Going from 2 members to 3
-# needs each of 2 burning guests to get more than 55 % of a core (target 50,
-# tolerance 0.1); on a host whose 2 cores are busy with other work they get
-# less, and the daemon rightly holds at 2. At -5 two guests get about 3 times
-# the share of a process at nice 0; tests that `make -j2 check` runs next to
-# this one still get their part.
-GUEST_NICE = -5
+# Going from 2 members to 3 needs each of 2 burning guests to get more than
+# 55 % of a core (target 50, tolerance 0.1); on a host whose 2 cores are
+# busy with other work they get less, and the daemon rightly holds at 2.
+# libvirt runs every guest in its "machine" CPU cgroup, which competes with
+# each process outside it as one process at nice 0 would: all the guests
+# together get a third of the machine next to two busy processes
+# (scripts/test-under-load). For the length of the test that cgroup gets
+# GUEST_WEIGHT times its default weight, and the guests' threads run at
+# GUEST_NICE (which is what counts where the CPU controller is not used);
+# tests that `make -j2 check` runs next to this one still get their part.
+GUEST_NICE = -10
+GUEST_WEIGHT = 8
+# The machine cgroup's weight: cgroup v1 (cpu.shares, default 1024) or v2
+# (cpu.weight, default 100).
+MACHINE_CGROUP_WEIGHTS = [("/sys/fs/cgroup/cpu/machine/cpu.shares", 1024),
+                          ("/sys/fs/cgroup/cpu,cpuacct/machine/cpu.shares", 1024),
+                          ("/sys/fs/cgroup/machine.slice/cpu.weight", 100)]
 
 TOP_SRCDIR = os.environ.get("top_srcdir", ".")
 DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
@@ -132,6 +143,12 @@ def virsh_ok(*args, timeout=30):
 
 def requirements():
     """Skips with the reason when something the test needs is not there."""
+    # The daemon's libvirt driver talks to libvirtd over libvirt's RPC, which
+    # AddressSanitizer cannot intercept on Debian 12: the sanitized daemon
+    # fails there for reasons that are not its own.
+    if os.environ.get("AUTOSCALED_SANITIZERS") == "yes":
+        skip_all("a sanitized build (--enable-sanitizers): libvirt's RPC is not interceptable under ASan "
+                 "on Debian 12")
     # make distcheck repeats the suite from the tarball; CI has already run
     # this test once on the same machine and asks it not to boot guests twice.
     if os.environ.get("AUTOSCALED_E2E") == "skip":
@@ -167,11 +184,14 @@ def kernels():
 # -------------------------------------------------------- libvirtd, virtlogd
 
 class Services:
-    """libvirtd and virtlogd: the running ones are used as they are; what the
-    test starts, it stops. A privileged libvirtd keeps its state in fixed
-    places (/run/libvirt, /var/lib/libvirt), so a second, private instance
-    next to a system one is not possible: the test names everything it
-    creates after its own pool instead."""
+    """libvirtd and virtlogd: the running ones are used as they are. A
+    privileged libvirtd keeps its state in fixed places (/run/libvirt,
+    /var/lib/libvirt), so a second, private instance next to a system one is
+    not possible: the test names everything it creates after its own pool
+    instead. For the same reason another run of this test on the machine may
+    be using the libvirtd this one started: what the test starts, it starts
+    with --timeout, so that it exits by itself once it has had no client for
+    IDLE_EXIT seconds, instead of being stopped under the other run."""
 
     def __init__(self, tmp):
         self.tmp = tmp
@@ -180,7 +200,8 @@ class Services:
     def _start(self, name):
         log = open(os.path.join(self.tmp, name + ".log"), "w")
         path = shutil.which(name, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
-        p = subprocess.Popen([path], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        p = subprocess.Popen([path, "--timeout", str(IDLE_EXIT)], stdout=log, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
         self.procs.append((name, p))
         return p
 
@@ -194,6 +215,27 @@ class Services:
             return False
         finally:
             s.close()
+
+    def revive(self):
+        """Starts libvirtd (and virtlogd) again when someone else stopped the
+        one this test used (another run of the suite on the machine that
+        started it): the guests keep running, libvirtd finds them again, and
+        the daemon's driver reconnects. Without virtlogd the guests' logs,
+        which say how each guest ended, stay empty."""
+        if not self._virtlogd_up():
+            note("virtlogd is not running (stopped by someone else?): starting it again")
+            self._start("virtlogd")
+            for _ in range(50):
+                if self._virtlogd_up():
+                    break
+                time.sleep(0.1)
+        if virsh_ok("uri", timeout=15):
+            return
+        note("libvirtd no longer answers on %s (stopped by someone else?): starting it again" % URI)
+        try:
+            self.start()
+        except Fatal as e:
+            note(str(e))
 
     def start(self):
         """Returns how long it took for libvirtd to answer, or raises Fatal."""
@@ -220,15 +262,11 @@ class Services:
         raise Fatal("libvirtd did not answer on %s within 40 s" % URI)
 
     def stop(self):
-        for name, p in reversed(self.procs):
+        """The services the test started exit by themselves when idle."""
+        for name, p in self.procs:
             if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(timeout=5)
-        self.procs = []
+                note("%s (pid %d) started here exits by itself after %d s without a client" %
+                     (name, p.pid, IDLE_EXIT))
 
     def log_tail(self, n=15):
         out = []
@@ -402,12 +440,23 @@ class Daemon:
 class Pool:
     """What a user sees of the group: the domains named GROUP-N."""
 
-    def __init__(self, group):
+    def __init__(self, group, services=None):
         self.re = re.compile(r"^%s-[0-9]+$" % re.escape(group))
+        self.services = services
 
     def members(self, running_only):
         args = ["list", "--name"] + ([] if running_only else ["--all"])
-        return sorted(n for n in virsh(*args, timeout=20).split() if self.re.match(n))
+        # A busy libvirtd may drop one call; three failures in a row are an
+        # error.
+        for attempt in range(3):
+            try:
+                return sorted(n for n in virsh(*args, timeout=20).split() if self.re.match(n))
+            except subprocess.CalledProcessError as e:
+                if attempt == 2:
+                    raise RuntimeError("virsh %s failed: %s" % (" ".join(args), e.stderr.strip()))
+                if self.services:
+                    self.services.revive()
+                time.sleep(1)
 
 
 def cpu_percent(domains, seconds=3.0):
@@ -429,6 +478,46 @@ def cpu_percent(domains, seconds=3.0):
     time.sleep(seconds)
     t2, b = sample()
     return {d: 100.0 * (b[d] - a[d]) / 1e9 / (t2 - t1) for d in a if d in b}
+
+
+class GuestWeight:
+    """Raises the machine cgroup's CPU weight while the test runs, if it has
+    its default (another run of this test, or the administrator, may have
+    set it: then it is left alone), and restores it if it is still ours."""
+
+    def __init__(self):
+        self.path = None
+        self.old = self.new = None
+
+    def raise_(self):
+        for path, default in MACHINE_CGROUP_WEIGHTS:
+            try:
+                with open(path) as f:
+                    old = int(f.read().strip())
+            except (OSError, ValueError):
+                continue
+            if old != default:
+                return "left at %d (%s)" % (old, path)
+            try:
+                with open(path, "w") as f:
+                    f.write(str(default * GUEST_WEIGHT))
+            except OSError as e:
+                return "cannot raise %s: %s" % (path, e)
+            self.path, self.old, self.new = path, old, default * GUEST_WEIGHT
+            return "%s raised from %d to %d" % (path, old, self.new)
+        return None
+
+    def restore(self):
+        if not self.path:
+            return
+        try:
+            with open(self.path) as f:
+                if int(f.read().strip()) == self.new:
+                    with open(self.path, "w") as w:
+                        w.write(str(self.old))
+        except (OSError, ValueError):
+            pass
+        self.path = None
 
 
 def qemu_pids(prefix):
@@ -525,7 +614,12 @@ def run(tmp, state):
     if not ok(chk.returncode == 0, "autoscaled -n accepts the test's configuration", chk.stdout + chk.stderr):
         raise Fatal()
 
-    pool = Pool(group)
+    weight = GuestWeight()
+    state["weight"] = weight
+    how = weight.raise_()
+    if how:
+        note("the guests' CPU cgroup weight: " + how)
+    pool = Pool(group, services)
     daemon = Daemon(conf, os.path.join(tmp, "daemon.log"))
     state["daemon"] = daemon
     seen = state["seen"]
@@ -548,6 +642,7 @@ def run(tmp, state):
             running, defined = pool.members(True), pool.members(False)
             seen.update(defined)
             prioritize(group + "-")
+            services.revive()
             if not history or history[-1][1:] != (len(running), len(defined)):
                 history.append((now, len(running), len(defined)))
                 note("+%5.1f s: %d member(s) running, %d defined" % (now, len(running), len(defined)))
@@ -675,6 +770,8 @@ def cleanup(state):
     cleaning = True
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, signal.SIG_IGN)
+    if state.get("weight"):
+        state["weight"].restore()
     daemon = state.get("daemon")
     if daemon:
         daemon.stop()

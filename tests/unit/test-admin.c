@@ -360,14 +360,23 @@ static void test_socket_refusals(void **st)
 	struct admin *a2;
 
 	(void)st;
-	/* A regular file is never replaced by the socket. */
-	FILE *f = fopen("/tmp/test-admin-file", "w");
+	/* Paths of this run's own: two runs of the suite on one machine must
+	 * not meet in /tmp. */
+	char dir[] = "/tmp/test-admin.XXXXXX", file[64], xsock[64];
 
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(xsock, sizeof(xsock), "%s/x.sock", dir);
+	/* A regular file is never replaced by the socket. */
+	FILE *f = fopen(file, "w");
+
+	assert_non_null(f);
 	fclose(f);
-	assert_int_equal(admin_new(event, "/tmp/test-admin-file", NULL, &ops, NULL, &a2), -EEXIST);
-	unlink("/tmp/test-admin-file");
-	assert_int_equal(admin_new(event, "/tmp/test-admin-x.sock", "no-such-group-here", &ops, NULL, &a2), -ENOENT);
-	assert_int_not_equal(access("/tmp/test-admin-x.sock", F_OK), 0);
+	assert_int_equal(admin_new(event, file, NULL, &ops, NULL, &a2), -EEXIST);
+	unlink(file);
+	assert_int_equal(admin_new(event, xsock, "no-such-group-here", &ops, NULL, &a2), -ENOENT);
+	assert_int_not_equal(access(xsock, F_OK), 0);
+	rmdir(dir);
 }
 
 /* A path that is not UTF-8 is refused before any handler quotes it, so

@@ -2,7 +2,9 @@
  * after decisions, actions, errors and driver calls, in the exposition
  * format (HELP and TYPE first, escaped labels, cumulative buckets), served
  * over HTTP from the event loop. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -203,18 +206,41 @@ static void test_driver_metrics(void **st)
 	metrics_free(m);
 }
 
+/* A loopback port that was free a moment ago, from the kernel; a fixed or
+ * derived port may be taken by anything else on the machine. */
+static int free_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
 static void test_endpoint(void **st)
 {
-	struct metrics *m;
+	struct metrics *m = NULL;
 	sd_event *e;
 	char addr[64], url[128];
-	int port = 20000 + (int)(getpid() % 20000);
 	struct loop_http f = {.method = "GET"}, nf = {.method = "GET"}, pf = {.method = "POST"};
 
 	(void)st;
 	assert_int_equal(sd_event_new(&e), 0);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	assert_int_equal(metrics_new(e, addr, &m), 0);
+	/* Another process may take the port between the two calls: try again. */
+	for (int i = 0; i < 5 && !m; i++) {
+		int port = free_port();
+
+		assert_true(port > 0);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+		if (metrics_new(e, addr, &m) < 0)
+			m = NULL;
+	}
+	assert_non_null(m);
 	record_web(m);
 
 	snprintf(url, sizeof(url), "http://%s/metrics", addr);
