@@ -228,13 +228,13 @@ static void test_endpoint(void **st)
 	sd_event *e;
 	char addr[64], url[128];
 	struct loop_http f = {.method = "GET"}, nf = {.method = "GET"}, pf = {.method = "POST"};
+	int port = 0;
 
 	(void)st;
 	assert_int_equal(sd_event_new(&e), 0);
 	/* Another process may take the port between the two calls: try again. */
 	for (int i = 0; i < 5 && !m; i++) {
-		int port = free_port();
-
+		port = free_port();
 		assert_true(port > 0);
 		snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 		if (metrics_new(e, addr, &m) < 0)
