@@ -80,6 +80,7 @@ static void signal_poll_done(void *userdata, int64_t t_ms, int status, double va
 	}
 	s->error[0] = '\0';
 	s->n_sampled = -1;
+	metrics_record_sample(s->g->ctx->metrics, s->g->gc->name, s->sc->name);
 	maybe_first_evaluation(s->g);
 }
 
@@ -152,6 +153,7 @@ static void feed_driver_cpu(struct group_rt *g, const struct job *j, int64_t t)
 			window_push(&s->win, t, sum / n);
 			s->error[0] = '\0';
 			s->n_sampled = n;
+			metrics_record_sample(g->ctx->metrics, g->gc->name, s->sc->name);
 		}
 	}
 }
@@ -385,6 +387,7 @@ void group_job_done(struct job *j)
 			break;
 		}
 		take_observation(g, j);
+		metrics_record_observation(g->ctx->metrics, g->gc->name);
 		if (j->want_cpu)
 			feed_driver_cpu(g, j, t);
 		if (!g->first_reported) {
