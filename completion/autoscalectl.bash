@@ -13,7 +13,7 @@ _autoscalectl()
     _init_completion || return
 
     local commands="status show explain history pause resume pin unpin dry-run reload"
-    local options="-s --socket -j --json -h --help --version"
+    local options="-s --socket -j --json --no-legend -h --help --version"
     local sock="" cmd="" i nargs=0
 
     for ((i = 1; i < cword; i++)); do

@@ -169,8 +169,10 @@ int group_admin_pin(struct group_rt *g, int count, int64_t until_ms, bool force,
 	int lo = d ? d->min : p ? p->min : 0, hi = d ? d->max : p ? p->max : 0;
 
 	if (!force && (count < lo || count > hi)) {
-		snprintf(err, len, "%d is outside the active profile's bounds [%d, %d]; use force to pin it anyway", count,
-			 lo, hi);
+		snprintf(err, len,
+			 "%d is outside the active profile's bounds [%d, %d]; pin it anyway with --force"
+			 " (\"force\": true in the API)",
+			 count, lo, hi);
 		return -ERANGE;
 	}
 	st->pin = (struct state_pin){.active = true, .count = count, .until_ms = until_ms, .forced = force};

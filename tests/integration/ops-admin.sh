@@ -29,6 +29,20 @@ ctl show nosuch 2>/dev/null; rc=$?
 check "an unknown group: exit 4 (got $rc)" test $rc -eq 4
 ctl bogus 2>/dev/null; rc=$?
 check "an unknown command: exit 2 (got $rc)" test $rc -eq 2
+# A mistyped command: one line naming the near command, not the usage.
+err=$(ctl stauts 2>&1); rc=$?
+check "a mistyped command suggests the near one, in one line: $err" \
+	test $rc -eq 2 -a "$err" = "autoscalectl: unknown command 'stauts'; did you mean 'status'?"
+err=$(ctl explian web 2>&1)
+check "explian: did you mean 'explain'?" test "$err" = "autoscalectl: unknown command 'explian'; did you mean 'explain'?"
+err=$(ctl frobnicate 2>&1); rc=$?
+check "a command near none: exit 2, the commands listed in one line" eval '
+	test $rc -eq 2 -a "$(echo "$err" | wc -l)" -eq 1 && echo "$err" | grep -q "the commands are: status show .* reload"'
+# --no-legend: the table without its header, for scripts.
+out=$(ctl --no-legend status)
+check "status --no-legend: no header, the group's row first" eval '
+	! echo "$out" | grep -q "^GROUP" && echo "$out" | head -1 | grep -q "^web "'
+check "status without it keeps the header" eval 'ctl status | head -1 | grep -q "^GROUP *CURRENT *DESIRED"'
 
 # Pin: within the bounds, outside them refused, forced, expiry required.
 ctl pin web 5 --for 1h >/dev/null; rc=$?
@@ -38,6 +52,7 @@ out=$(ctl show web)
 check "show says pinned with its expiry" test -n "$(echo "$out" | grep -E '^pinned: +5 until 20[0-9-]+T')"
 err=$(ctl pin web 20 --for 1h 2>&1); rc=$?
 check "a pin outside [1, 8] is refused: exit 1 with the bounds (rc $rc)" test $rc -eq 1 -a -n "$(echo "$err" | grep 'bounds \[1, 8\]')"
+check "the refusal names the flag that overrides it: $err" eval 'echo "$err" | grep -q -- "with --force"'
 ctl pin web 3 2>/dev/null; rc=$?
 check "a pin without an expiry is a usage error: exit 2 (rc $rc)" test $rc -eq 2
 out=$(ctl --json pin web 9 --for 30m --force); rc=$?
