@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -309,6 +310,50 @@ static void print_explain(const cJSON *o)
 	       cJSON_IsTrue(cJSON_GetObjectItem(d, "dry_run")) ? ", dry run" : "");
 }
 
+/* How long ago the daemon's UTC time `iso` was, as "45s", "3m12s",
+ * "2h05m" or "3d04h"; "-" when unknown or unreadable. */
+static const char *age(const char *iso, time_t now, char *buf, size_t len)
+{
+	struct tm tm = {0};
+	const char *end = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+	long long s;
+
+	if (!end || *end)
+		return "-";
+	s = (long long)(now - timegm(&tm));
+	if (s < 0)
+		s = 0;
+	if (s < 60)
+		snprintf(buf, len, "%llds", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%lldm%02llds", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, len, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+	else
+		snprintf(buf, len, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
+	return buf;
+}
+
+/* The members as `virsh list` shows domains: one a line. */
+static void print_members(const cJSON *o, bool legend)
+{
+	const cJSON *m, *v = cJSON_GetObjectItem(o, "members");
+	time_t now = time(NULL);
+	char a[32], b[32];
+
+	if (!cJSON_IsArray(v)) {
+		printf("%s: not observed yet\n", str(o, "name", "?"));
+		return;
+	}
+	if (legend)
+		printf("%-32s %-13s %-5s %-8s %s\n", "MEMBER", "STATE", "READY", "AGE", "RUNNING FOR");
+	cJSON_ArrayForEach(m, v)
+		printf("%-32s %-13s %-5s %-8s %s\n", str(m, "id", "?"), str(m, "state", "?"),
+		       cJSON_IsTrue(cJSON_GetObjectItem(m, "ready")) ? "yes" : "no",
+		       age(str(m, "created", NULL), now, a, sizeof(a)),
+		       age(str(m, "running_since", NULL), now, b, sizeof(b)));
+}
+
 static void print_history(const cJSON *o)
 {
 	const cJSON *d;
@@ -331,6 +376,7 @@ static int usage(FILE *f, int code)
 		"  show GROUP                     one group in full\n"
 		"  explain GROUP                  the last decision, signal by signal\n"
 		"  history GROUP                  recent decisions\n"
+		"  members GROUP                  the instances: state, readiness, age\n"
 		"  pause GROUP [--for D|--until T]  evaluate and log, never act\n"
 		"  resume GROUP\n"
 		"  pin GROUP N --for D|--until T [--force]  hold the group at N instances\n"
@@ -389,8 +435,8 @@ static int run_post(const struct ctl *c, const char *path, cJSON *body, const ch
 	return rc;
 }
 
-static const char *const commands[] = {"status", "show",  "explain", "history", "pause",  "resume",
-				       "pin",    "unpin", "dry-run", "reload",  NULL};
+static const char *const commands[] = {"status", "show",  "explain", "history", "members", "pause",
+				       "resume", "pin",   "unpin",   "dry-run", "reload",  NULL};
 
 /* Edit distance between a and b, counting a swap of two neighbours as
  * one edit (a typo's usual shape); words longer than 31 bytes are only
@@ -502,6 +548,17 @@ static int command(struct ctl *c, int argc, char **argv)
 		if (rc == EXIT_OK)
 			c->json ? print_json(o) : cmd[0] == 's' ? print_show(o) : cmd[0] == 'e' ? print_explain(o)
 											 : print_history(o);
+		cJSON_Delete(o);
+		return rc;
+	}
+	if (strcmp(cmd, "members") == 0) {
+		if (argc != 2)
+			return usage(stderr, EXIT_USAGE);
+		rc = request(c, "GET", path, NULL, &o);
+		if (rc == EXIT_OK && c->json)
+			print_json(cJSON_GetObjectItem(o, "members"));
+		else if (rc == EXIT_OK)
+			print_members(o, !c->no_legend);
 		cJSON_Delete(o);
 		return rc;
 	}

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "admin.h"
+#include "group-private.h"
 #include "group.h"
 #include "log.h"
 
@@ -73,6 +74,34 @@ cJSON *group_admin_summary(const struct group_rt *g)
 	return o;
 }
 
+/* The members as the driver last observed them; null before the first
+ * observation. Times are the driver's (UTC), null when it does not know. */
+static void add_members(cJSON *o, const struct group_rt *g)
+{
+	static const char *const states[] = {"provisioning", "running", "stopping"};
+	cJSON *v, *m;
+
+	if (!g->observed) {
+		cJSON_AddNullToObject(o, "members");
+		return;
+	}
+	v = cJSON_AddArrayToObject(o, "members");
+	for (size_t i = 0; v && i < g->n_instances; i++) {
+		const struct instance_obs *in = &g->instances[i];
+
+		m = cJSON_CreateObject();
+		if (!m || !cJSON_AddItemToArray(v, m)) {
+			cJSON_Delete(m);
+			return;
+		}
+		cJSON_AddStringToObject(m, "id", in->id ? in->id : "");
+		cJSON_AddStringToObject(m, "state", (unsigned)in->state < 3 ? states[in->state] : "unknown");
+		cJSON_AddBoolToObject(m, "ready", in->ready);
+		admin_add_time(m, "created", in->created_ms);
+		admin_add_time(m, "running_since", in->running_since_ms);
+	}
+}
+
 cJSON *group_admin_show(const struct group_rt *g)
 {
 	const struct group_state *st = group_rt_state((struct group_rt *)g);
@@ -122,6 +151,7 @@ cJSON *group_admin_show(const struct group_rt *g)
 	cJSON_AddStringToObject(o, "state", origins[group_rt_origin(g)]);
 	admin_add_time(o, "no_scale_in_before", st->engine.no_scale_in_before_ms);
 	cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
+	add_members(o, g);
 	rec = last_record(g);
 	if (rec)
 		cJSON_AddItemToObject(o, "last_decision", rec);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The admin API through autoscalectl against a running daemon: every
-# command, their effect on the group, --json, exit codes for refusals,
+# command (a mistyped one gets the near one), their effect on the group,
+# --json, --no-legend, exit codes for refusals,
 # unknown groups, usage and permission, and raw bad requests.
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/integration/ops-lib.sh"
@@ -43,6 +44,20 @@ out=$(ctl --no-legend status)
 check "status --no-legend: no header, the group's row first" eval '
 	! echo "$out" | grep -q "^GROUP" && echo "$out" | head -1 | grep -q "^web "'
 check "status without it keeps the header" eval 'ctl status | head -1 | grep -q "^GROUP *CURRENT *DESIRED"'
+# members: one line per instance, as the driver observed them.
+members_are() { [ "$(ctl --no-legend members web | grep -c ' running  *yes ')" -eq "$1" ]; }
+check "members: the pool's 2 instances, running and ready" wait_for 10 members_are 2
+out=$(ctl members web)
+check "members: a header, then the instances with their age" eval '
+	echo "$out" | head -1 | grep -q "^MEMBER *STATE *READY *AGE" &&
+	test "$(echo "$out" | grep -cE "^[^ ]+ +running +yes +[0-9]+(s|m[0-9]+s) ")" -eq 2'
+out=$(ctl --json members web)
+check "members --json: the array of members" python3 -c '
+import json, sys
+m = json.loads(sys.argv[1])
+assert len(m) == 2 and all(x["state"] == "running" and x["ready"] is True and x["created"] for x in m), m' "$out"
+ctl members nosuch 2>/dev/null; rc=$?
+check "members of an unknown group: exit 4 (got $rc)" test $rc -eq 4
 
 # Pin: within the bounds, outside them refused, forced, expiry required.
 ctl pin web 5 --for 1h >/dev/null; rc=$?
