@@ -3,6 +3,7 @@
  * format (HELP and TYPE first, escaped labels, cumulative buckets), served
  * over HTTP from the event loop. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +14,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <math.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
