@@ -141,8 +141,20 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 	check "a user outside the group is denied: exit 3, 'permission denied' (rc $rc)" test $rc -eq 3 -a -n "$(echo "$err" | grep 'permission denied')"
 	setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" -s "$T/admin.sock" status >/dev/null; rc=$?
 	check "a member of the admin group may use it (rc $rc)" test $rc -eq 0
+	# Every change is logged with the caller's uid, from the socket.
+	nobody=$(id -u nobody)
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" -s "$T/admin.sock" pause web --for 1m >/dev/null
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" -s "$T/admin.sock" resume web >/dev/null
+	logged() { grep -qE "admin: $1: 200 \(uid $2, pid [0-9]+\)" "$T/daemon.log"; }
+	check "the log names uid $nobody for its pause and its resume" eval '
+		wait_for 5 logged "POST /v1/groups/web/pause" "$nobody" && logged "POST /v1/groups/web/resume" "$nobody"'
+	check "and uid 0 for root's pin" logged "POST /v1/groups/web/pin" 0
+	check "a read is not logged" eval '! grep -q "admin: GET /v1/groups: 200" "$T/daemon.log"'
 else
 	ok "# SKIP not root or no setpriv: permission checks need another user"
+	ok "# SKIP not root or no setpriv"
+	ok "# SKIP not root or no setpriv"
+	ok "# SKIP not root or no setpriv"
 	ok "# SKIP not root or no setpriv"
 fi
 stop_daemon
