@@ -387,9 +387,9 @@ void group_job_done(struct job *j)
 			break;
 		}
 		take_observation(g, j);
-		metrics_record_observation(g->ctx->metrics, g->gc->name);
 		if (j->want_cpu)
 			feed_driver_cpu(g, j, t);
+		metrics_record_observation(g->ctx->metrics, g->gc->name);
 		if (!g->first_reported) {
 			g->first_reported = true;
 			if (g->ctx->first_observation)
