@@ -11,8 +11,8 @@
 #include <cjson/cJSON.h>
 
 #include "admin.h"
-#include "group-private.h"
 #include "group.h"
+#include "group-private.h" /* the members as last observed */
 #include "log.h"
 
 static const char *dir_word(enum scale_direction d)
