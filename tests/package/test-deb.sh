@@ -66,6 +66,10 @@ check "autoscaled ships the examples, alert rules and dashboard under /usr/share
 	has /usr/share/doc/autoscaled/examples/prometheus/alerts.yml &&
 	has /usr/share/doc/autoscaled/examples/grafana/autoscaled.json'
 check "autoscaled ships /etc/autoscaled/conf.d/" has /etc/autoscaled/conf.d/
+check "autoscaled creates its admin group (sysusers.d, run from postinst)" eval '
+	has /usr/lib/sysusers.d/autoscaled.conf &&
+	dpkg-deb -I "$(deb autoscaled "$arch")" postinst | grep -q "systemd-sysusers.*autoscaled.conf"'
+
 check "/etc/autoscaled/autoscaled.conf is a conffile" eval \
 	'dpkg-deb -I "$(deb autoscaled "$arch")" conffiles | grep -qx /etc/autoscaled/autoscaled.conf'
 check "no driver in the daemon's package" eval '! grep -q "/drivers/.*\.so$" "$T/autoscaled.list"'
