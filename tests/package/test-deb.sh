@@ -30,11 +30,12 @@ arch=$(dpkg-architecture -q DEB_HOST_ARCH)
 multiarch=$(dpkg-architecture -q DEB_HOST_MULTIARCH)
 deb() { echo "$T/${1}_${version}_$2.deb"; }
 
-# A copy without the tree's build directories and VCS data: the package
-# build runs autoreconf and cleans up after itself in its own tree.
+# A copy without the build directories (_build, _build-asan, build-*, but
+# build-aux) and VCS data: the package build runs autoreconf and cleans up
+# after itself in its own tree.
 mkdir "$T/src"
-tar -C "$src" --exclude=./_build --exclude=./.git --exclude=./debian/build --exclude=./autom4te.cache \
-	--exclude='./build*' -cf - . | tar -C "$T/src" -xf -
+tar -C "$src" --exclude='./_*' --exclude=./.git --exclude=./debian/build --exclude=./autom4te.cache \
+	--exclude=./build --exclude='./build-[!a]*' -cf - . | tar -C "$T/src" -xf -
 (cd "$T/src" && DEB_BUILD_OPTIONS="parallel=2 nocheck" dpkg-buildpackage -us -uc -b) > "$T/build.log" 2>&1
 rc=$?
 check "dpkg-buildpackage -us -uc -b builds the packages" test $rc -eq 0
