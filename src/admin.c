@@ -366,8 +366,15 @@ static void on_request(void *userdata, const struct httpd_request *req, struct h
 	} else {
 		httpd_error(resp, 404, "no such path '%s'", p);
 	}
-	if (resp->status >= 400 && resp->status != 404)
-		log_info("admin: %s %s: %d", req->method, p, resp->status);
+	/* Every change, and every refusal, is logged with who asked: the
+	 * socket's permission says who may, the log says who did. */
+	if ((resp->status >= 400 && resp->status != 404) || (!is_method(req, "GET") && !is_method(req, "HEAD"))) {
+		if (req->peer.known)
+			log_info("admin: %s %s: %d (uid %ld, pid %ld)", req->method, p, resp->status, req->peer.uid,
+				 req->peer.pid);
+		else
+			log_info("admin: %s %s: %d (caller unknown)", req->method, p, resp->status);
+	}
 }
 
 int admin_new(sd_event *event, const char *path, const char *group, const struct admin_ops *ops, void *userdata,

@@ -371,7 +371,11 @@ static int op_dry_run(void *u, const char *name, bool enabled, char *err, size_t
 
 static int op_reload(void *u, char *err, size_t len)
 {
-	return agent_reload(u, err, len);
+	struct agent *a = u;
+	int r = agent_reload(a, err, len);
+
+	metrics_record_reload(a->metrics, r == 0);
+	return r;
 }
 
 static int64_t op_now(void *u)
@@ -402,7 +406,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	case SIGHUP: {
 		char err[512];
 
-		agent_reload(a, err, sizeof(err));
+		metrics_record_reload(a->metrics, agent_reload(a, err, sizeof(err)) == 0);
 		break;
 	}
 	default:
@@ -538,6 +542,7 @@ int agent_run(const struct agent_options *opts)
 	r = metrics_new(a.event, a.config->agent.metrics_listen, &a.metrics);
 	if (r < 0)
 		goto out;
+	metrics_prune(a.metrics, a.config);
 	r = notifier_new(a.event, a.http, MS_PER_SEC, &a.notifier);
 	if (r < 0)
 		goto out;

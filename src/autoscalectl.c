@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -37,6 +38,7 @@ struct ctl {
 	const char *for_;
 	const char *until;
 	bool force;
+	bool no_legend; /* tables without their header line, for scripts */
 };
 
 struct buf {
@@ -187,12 +189,14 @@ static const char *num(const cJSON *o, const char *key, char *buf, size_t len)
 
 /* --------------------------------------------------------------- views */
 
-static void print_status(const cJSON *o)
+static void print_status(const cJSON *o, bool legend)
 {
 	const cJSON *g;
 	char a[32], b[32];
 
-	printf("%-20s %7s %7s  %-16s %-22s %s\n", "GROUP", "CURRENT", "DESIRED", "PROFILE", "STATE", "LAST DECISION");
+	if (legend)
+		printf("%-20s %7s %7s  %-16s %-22s %s\n", "GROUP", "CURRENT", "DESIRED", "PROFILE", "STATE",
+		       "LAST DECISION");
 	cJSON_ArrayForEach(g, cJSON_GetObjectItem(o, "groups"))
 	{
 		char state[64] = "";
@@ -307,6 +311,50 @@ static void print_explain(const cJSON *o)
 	       cJSON_IsTrue(cJSON_GetObjectItem(d, "dry_run")) ? ", dry run" : "");
 }
 
+/* How long ago the daemon's UTC time `iso` was, as "45s", "3m12s",
+ * "2h05m" or "3d04h"; "-" when unknown or unreadable. */
+static const char *age(const char *iso, time_t now, char *buf, size_t len)
+{
+	struct tm tm = {0};
+	const char *end = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+	long long s;
+
+	if (!end || *end)
+		return "-";
+	s = (long long)(now - timegm(&tm));
+	if (s < 0)
+		s = 0;
+	if (s < 60)
+		snprintf(buf, len, "%llds", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%lldm%02llds", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, len, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+	else
+		snprintf(buf, len, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
+	return buf;
+}
+
+/* The members as `virsh list` shows domains: one a line. */
+static void print_members(const cJSON *o, bool legend)
+{
+	const cJSON *m, *v = cJSON_GetObjectItem(o, "members");
+	time_t now = time(NULL);
+	char a[32], b[32];
+
+	if (!cJSON_IsArray(v)) {
+		printf("%s: not observed yet\n", str(o, "name", "?"));
+		return;
+	}
+	if (legend)
+		printf("%-32s %-13s %-5s %-8s %s\n", "MEMBER", "STATE", "READY", "AGE", "RUNNING FOR");
+	cJSON_ArrayForEach(m, v)
+		printf("%-32s %-13s %-5s %-8s %s\n", str(m, "id", "?"), str(m, "state", "?"),
+		       cJSON_IsTrue(cJSON_GetObjectItem(m, "ready")) ? "yes" : "no",
+		       age(str(m, "created", NULL), now, a, sizeof(a)),
+		       age(str(m, "running_since", NULL), now, b, sizeof(b)));
+}
+
 static void print_history(const cJSON *o)
 {
 	const cJSON *d;
@@ -322,13 +370,14 @@ static void print_history(const cJSON *o)
 static int usage(FILE *f, int code)
 {
 	fprintf(f,
-		"usage: autoscalectl [-s SOCKET] [--json] COMMAND [ARGS]\n"
+		"usage: autoscalectl [-s SOCKET] [--json] [--no-legend] COMMAND [ARGS]\n"
 		"\n"
 		"commands:\n"
 		"  status                         a table of the groups\n"
 		"  show GROUP                     one group in full\n"
 		"  explain GROUP                  the last decision, signal by signal\n"
 		"  history GROUP                  recent decisions\n"
+		"  members GROUP                  the instances: state, readiness, age\n"
 		"  pause GROUP [--for D|--until T]  evaluate and log, never act\n"
 		"  resume GROUP\n"
 		"  pin GROUP N --for D|--until T [--force]  hold the group at N instances\n"
@@ -339,6 +388,7 @@ static int usage(FILE *f, int code)
 		"options:\n"
 		"  -s, --socket PATH   the admin socket (default %s)\n"
 		"  -j, --json          print the daemon's JSON answer\n"
+		"      --no-legend     tables without their header line (for scripts)\n"
 		"  -h, --help          this help\n"
 		"\n"
 		"exit codes: 0 done, 1 refused, 2 usage, 3 cannot connect, 4 no such group\n",
@@ -386,6 +436,86 @@ static int run_post(const struct ctl *c, const char *path, cJSON *body, const ch
 	return rc;
 }
 
+static const char *const commands[] = {"status", "show",  "explain", "history", "members", "pause",
+				       "resume", "pin",   "unpin",   "dry-run", "reload",  NULL};
+
+/* Edit distance between a and b, counting a swap of two neighbours as
+ * one edit (a typo's usual shape); words longer than 31 bytes are only
+ * compared up to there, which is more than any command has. */
+static size_t distance(const char *a, const char *b)
+{
+	size_t d[33][33];
+	size_t n = strnlen(a, 32), m = strnlen(b, 32);
+
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			size_t v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[n][m];
+}
+
+/* The command `word` was most likely meant as: the only one it begins
+ * (an abbreviation), else the nearest within two edits (one for a word of
+ * up to three letters); NULL when none is near or two are as near. */
+static const char *near_command(const char *word)
+{
+	const char *best = NULL;
+	size_t best_d = 0, len = strlen(word), max = len <= 3 ? 1 : 2;
+	bool tie = false;
+
+	for (size_t i = 0; commands[i] && len; i++)
+		if (strncmp(commands[i], word, len) == 0) {
+			if (best)
+				return NULL;
+			best = commands[i];
+		}
+	if (best)
+		return best;
+	for (size_t i = 0; commands[i]; i++) {
+		size_t d = distance(word, commands[i]);
+
+		if (d > max)
+			continue;
+		if (!best || d < best_d) {
+			best = commands[i];
+			best_d = d;
+			tie = false;
+		} else if (d == best_d) {
+			tie = true;
+		}
+	}
+	return tie ? NULL : best;
+}
+
+/* An unknown command: the near one, or the list, and never the whole
+ * usage (it would push the error off the screen). */
+static int unknown_command(const char *cmd)
+{
+	const char *near = near_command(cmd);
+
+	if (near) {
+		fprintf(stderr, "autoscalectl: unknown command '%s'; did you mean '%s'?\n", cmd, near);
+		return EXIT_USAGE;
+	}
+	fprintf(stderr, "autoscalectl: unknown command '%s'; the commands are:", cmd);
+	for (size_t i = 0; commands[i]; i++)
+		fprintf(stderr, " %s", commands[i]);
+	fputs(" (autoscalectl --help says more)\n", stderr);
+	return EXIT_USAGE;
+}
+
 static int command(struct ctl *c, int argc, char **argv)
 {
 	const char *cmd = argv[0];
@@ -400,7 +530,7 @@ static int command(struct ctl *c, int argc, char **argv)
 			return run_post(c, "/v1/reload", NULL, "configuration reloaded");
 		rc = request(c, "GET", "/v1/groups", NULL, &o);
 		if (rc == EXIT_OK)
-			c->json ? print_json(o) : print_status(o);
+			c->json ? print_json(o) : print_status(o, !c->no_legend);
 		cJSON_Delete(o);
 		return rc;
 	}
@@ -419,6 +549,17 @@ static int command(struct ctl *c, int argc, char **argv)
 		if (rc == EXIT_OK)
 			c->json ? print_json(o) : cmd[0] == 's' ? print_show(o) : cmd[0] == 'e' ? print_explain(o)
 											 : print_history(o);
+		cJSON_Delete(o);
+		return rc;
+	}
+	if (strcmp(cmd, "members") == 0) {
+		if (argc != 2)
+			return usage(stderr, EXIT_USAGE);
+		rc = request(c, "GET", path, NULL, &o);
+		if (rc == EXIT_OK && c->json)
+			print_json(cJSON_GetObjectItem(o, "members"));
+		else if (rc == EXIT_OK)
+			print_members(o, !c->no_legend);
 		cJSON_Delete(o);
 		return rc;
 	}
@@ -489,8 +630,7 @@ static int command(struct ctl *c, int argc, char **argv)
 		cJSON_Delete(body);
 		return rc;
 	}
-	fprintf(stderr, "autoscalectl: unknown command '%s'\n", cmd);
-	return usage(stderr, EXIT_USAGE);
+	return unknown_command(cmd);
 }
 
 int main(int argc, char **argv)
@@ -499,11 +639,10 @@ int main(int argc, char **argv)
 		{"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
 		{"for", required_argument, NULL, 'f'},    {"until", required_argument, NULL, 'u'},
 		{"force", no_argument, NULL, 'F'},        {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+		{"version", no_argument, NULL, 'V'},      {"no-legend", no_argument, NULL, 'L'},
+		{NULL, 0, NULL, 0},
 	};
 	struct ctl c = {.socket = getenv("AUTOSCALECTL_SOCKET") ?: DEFAULT_SOCKET};
-	static const char *const commands[] = {"status", "show",  "explain", "history", "pause",  "resume",
-					       "pin",    "unpin", "dry-run", "reload",  NULL};
 	int opt, rc, i;
 
 	while ((opt = getopt_long(argc, argv, "s:jh", opts, NULL)) != -1) {
@@ -513,6 +652,7 @@ int main(int argc, char **argv)
 		case 'f': c.for_ = optarg; break;
 		case 'u': c.until = optarg; break;
 		case 'F': c.force = true; break;
+		case 'L': c.no_legend = true; break;
 		case 'h': return usage(stdout, EXIT_OK);
 		case 'V': puts("autoscalectl " PACKAGE_VERSION); return EXIT_OK;
 		default: return usage(stderr, EXIT_USAGE);
@@ -522,10 +662,8 @@ int main(int argc, char **argv)
 		return usage(stderr, EXIT_USAGE);
 	for (i = 0; commands[i] && strcmp(commands[i], argv[optind]) != 0; i++)
 		;
-	if (!commands[i]) {
-		fprintf(stderr, "autoscalectl: unknown command '%s'\n", argv[optind]);
-		return usage(stderr, EXIT_USAGE);
-	}
+	if (!commands[i])
+		return unknown_command(argv[optind]);
 	if ((c.for_ || c.until) && strcmp(argv[optind], "pause") != 0 && strcmp(argv[optind], "pin") != 0) {
 		fprintf(stderr, "autoscalectl: --for and --until apply to pause and pin only\n");
 		return EXIT_USAGE;

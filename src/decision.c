@@ -9,7 +9,7 @@
 
 #include "engine.h"
 
-static const char *hold_name(enum hold_reason h)
+const char *decision_hold_name(enum hold_reason h)
 {
 	switch (h) {
 	case HOLD_NONE:
@@ -320,7 +320,7 @@ cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 	    !cJSON_AddNumberToObject(root, "final", d->desired) ||
 	    !cJSON_AddNumberToObject(root, "desired", d->desired) ||
 	    !cJSON_AddStringToObject(root, "action", action_name(d->action)) ||
-	    !cJSON_AddStringToObject(root, "hold", hold_name(d->hold)) ||
+	    !cJSON_AddStringToObject(root, "hold", decision_hold_name(d->hold)) ||
 	    !(d->driver_signal >= 0 && (size_t)d->driver_signal < g->n_signals
 		      ? cJSON_AddStringToObject(root, "driver_signal", g->signals[d->driver_signal].name)
 		      : cJSON_AddNullToObject(root, "driver_signal")) ||

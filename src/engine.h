@@ -152,6 +152,10 @@ struct decision {
 	int driver_rule;         /* index of the rule that drove the result, -1 for none */
 };
 
+/* The hold reason's name in records and metrics ("stabilization"), or
+ * "unknown". */
+const char *decision_hold_name(enum hold_reason h);
+
 /* Initialises a clean state (no history). */
 void engine_state_init(struct engine_state *s);
 

@@ -13,6 +13,7 @@
 #include "admin.h"
 #include "clock.h"
 #include "group.h"
+#include "group-private.h" /* the members as last observed */
 #include "log.h"
 
 static const char *dir_word(enum scale_direction d)
@@ -74,6 +75,34 @@ cJSON *group_admin_summary(const struct group_rt *g)
 	return o;
 }
 
+/* The members as the driver last observed them; null before the first
+ * observation. Times are the driver's (UTC), null when it does not know. */
+static void add_members(cJSON *o, const struct group_rt *g)
+{
+	static const char *const states[] = {"provisioning", "running", "stopping"};
+	cJSON *v, *m;
+
+	if (!g->observed) {
+		cJSON_AddNullToObject(o, "members");
+		return;
+	}
+	v = cJSON_AddArrayToObject(o, "members");
+	for (size_t i = 0; v && i < g->n_instances; i++) {
+		const struct instance_obs *in = &g->instances[i];
+
+		m = cJSON_CreateObject();
+		if (!m || !cJSON_AddItemToArray(v, m)) {
+			cJSON_Delete(m);
+			return;
+		}
+		cJSON_AddStringToObject(m, "id", in->id ? in->id : "");
+		cJSON_AddStringToObject(m, "state", (unsigned)in->state < 3 ? states[in->state] : "unknown");
+		cJSON_AddBoolToObject(m, "ready", in->ready);
+		admin_add_time(m, "created", in->created_ms);
+		admin_add_time(m, "running_since", in->running_since_ms);
+	}
+}
+
 cJSON *group_admin_show(const struct group_rt *g)
 {
 	const struct group_state *st = group_rt_state((struct group_rt *)g);
@@ -128,6 +157,7 @@ cJSON *group_admin_show(const struct group_rt *g)
 							 ? clock_mono_to_wall(now, st->engine.no_scale_in_before_ms)
 							 : 0);
 	cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
+	add_members(o, g);
 	rec = last_record(g);
 	if (rec)
 		cJSON_AddItemToObject(o, "last_decision", rec);
@@ -175,8 +205,10 @@ int group_admin_pin(struct group_rt *g, int count, int64_t until_ms, bool force,
 	int lo = d ? d->min : p ? p->min : 0, hi = d ? d->max : p ? p->max : 0;
 
 	if (!force && (count < lo || count > hi)) {
-		snprintf(err, len, "%d is outside the active profile's bounds [%d, %d]; use force to pin it anyway", count,
-			 lo, hi);
+		snprintf(err, len,
+			 "%d is outside the active profile's bounds [%d, %d]; pin it anyway with --force"
+			 " (\"force\": true in the API)",
+			 count, lo, hi);
 		return -ERANGE;
 	}
 	st->pin = (struct state_pin){.active = true, .count = count, .until_ms = until_ms, .forced = force};

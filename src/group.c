@@ -108,6 +108,7 @@ static void signal_poll_done(void *userdata, int64_t t_ms, int status, double va
 	}
 	s->error[0] = '\0';
 	s->n_sampled = -1;
+	metrics_record_sample(s->g->ctx->metrics, s->g->gc->name, s->sc->name);
 	maybe_first_evaluation(s->g);
 }
 
@@ -180,6 +181,7 @@ static void feed_driver_cpu(struct group_rt *g, const struct job *j, struct cloc
 			window_push(&s->win, t.mono_ms, sum / n);
 			s->error[0] = '\0';
 			s->n_sampled = n;
+			metrics_record_sample(g->ctx->metrics, g->gc->name, s->sc->name);
 		}
 	}
 }
@@ -515,6 +517,7 @@ void group_job_done(struct job *j)
 		take_observation(g, j, t);
 		if (j->want_cpu)
 			feed_driver_cpu(g, j, t);
+		metrics_record_observation(g->ctx->metrics, g->gc->name);
 		if (!g->first_reported) {
 			g->first_reported = true;
 			if (g->ctx->first_observation)

@@ -39,7 +39,22 @@ struct conn {
 	char *body;
 	size_t len;
 	bool too_large;
+	struct httpd_peer peer;
 };
+
+/* The credentials of the process that connected, from the kernel; unknown
+ * on a TCP connection. */
+static struct httpd_peer peer_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred) ||
+	    cred.pid <= 0)
+		return (struct httpd_peer){.known = false, .pid = -1, .uid = -1, .gid = -1};
+	return (struct httpd_peer){.known = true, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid};
+}
 
 void httpd_error(struct httpd_response *resp, int status, const char *fmt, ...)
 {
@@ -166,6 +181,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (!k)
 			return MHD_NO;
 		*con_cls = k;
+		k->peer = peer_of(c);
 		/* A declared length over the limit is refused before any of
 		 * the body is read. */
 		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -201,7 +217,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	h->handler(h->userdata,
 		   &(struct httpd_request){.method = method, .path = url, .body = k->body ? k->body : "",
-					   .body_len = k->len},
+					   .body_len = k->len, .peer = k->peer},
 		   &resp);
 	return queue(c, &resp);
 }

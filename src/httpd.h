@@ -13,17 +13,26 @@
 #ifndef AUTOSCALED_HTTPD_H
 #define AUTOSCALED_HTTPD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <systemd/sd-event.h>
 
 struct httpd;
 
+/* Who is at the other end of a Unix socket (SO_PEERCRED), as the kernel
+ * saw it when the connection was made. */
+struct httpd_peer {
+	bool known;           /* false on TCP, or when the kernel did not say */
+	long pid, uid, gid;
+};
+
 struct httpd_request {
 	const char *method;
 	const char *path;     /* without the query string */
 	const char *body;     /* NUL-terminated; "" when there is none */
 	size_t body_len;
+	struct httpd_peer peer;
 };
 
 struct httpd_response {

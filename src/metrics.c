@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "httpd.h"
 #include "log.h"
@@ -25,6 +26,9 @@ static const double eval_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 static const double driver_buckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
 #define N_EVAL_BUCKETS (sizeof(eval_buckets) / sizeof(eval_buckets[0]))
 #define N_DRIVER_BUCKETS (sizeof(driver_buckets) / sizeof(driver_buckets[0]))
+/* Hold reasons are counted by their enum value; HOLD_SAFE_START is the
+ * last one (the unit test checks that the one after it has no name). */
+#define N_HOLDS (HOLD_SAFE_START + 1)
 
 struct histogram {
 	unsigned long long buckets[16]; /* cumulative counts are computed when written */
@@ -49,9 +53,10 @@ struct named_gauge {
 
 struct signal_metric {
 	char *name;
-	bool valid;
+	bool valid; /* false until an evaluation found it valid */
 	double value;
 	int recommendation;
+	double last_sample; /* wall time of the last good sample, 0: none yet */
 };
 
 struct group_metrics {
@@ -59,6 +64,15 @@ struct group_metrics {
 	bool have_decision;
 	int current, desired;
 	bool paused, pinned, in_flight;
+	/* The active profile and its bounds: the default profile's until
+	 * the first evaluation; have_bounds is false for a group recorded
+	 * before its configuration was (the unit tests do that). */
+	bool have_bounds;
+	int min, max, def;
+	char *profile;
+	double last_evaluation;  /* wall time, 0: none yet */
+	double last_observation; /* wall time of the last successful driver observe, 0: none */
+	unsigned long long holds[N_HOLDS];
 	struct signal_metric signals[CONFIG_MAX_SIGNALS];
 	size_t n_signals;
 	unsigned long long actions_out, actions_in;
@@ -82,7 +96,19 @@ struct metrics {
 	struct httpd *httpd;
 	struct group_metrics **groups;
 	size_t n_groups;
+	bool reload_ok;         /* whether the last configuration load succeeded */
+	double reload_success;  /* wall time of the last successful load */
 };
+
+/* Seconds since the epoch: the timestamps are compared with PromQL's
+ * time(), so they are wall-clock time, not the loop's monotonic clock. */
+static double wall_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static void observe(struct histogram *h, const double *bounds, size_t n, double v)
 {
@@ -108,8 +134,65 @@ static void group_free(struct group_metrics *g)
 	for (size_t i = 0; i < g->n_budgets; i++)
 		free(g->budgets[i].name);
 	free(g->driver_name);
+	free(g->profile);
 	free(g->name);
 	free(g);
+}
+
+/* Makes `name` the group's active profile; false on ENOMEM. */
+static bool set_profile(struct group_metrics *g, const char *name)
+{
+	char *n;
+
+	if (!name || (g->profile && strcmp(g->profile, name) == 0))
+		return true;
+	n = strdup(name);
+	if (!n)
+		return false;
+	free(g->profile);
+	g->profile = n;
+	return true;
+}
+
+/* Makes the group's signal slots those `gc` configures, in its order. A
+ * signal kept across a reload keeps what it recorded; a new one starts
+ * invalid (nothing has been evaluated yet), so that its validity series
+ * exists from the start and never vanishes while it is configured. False
+ * on ENOMEM, with the slots unchanged. */
+static bool sync_signals(struct group_metrics *g, const struct group_conf *gc)
+{
+	struct signal_metric v[CONFIG_MAX_SIGNALS] = {0};
+	bool used[CONFIG_MAX_SIGNALS] = {false}, fresh[CONFIG_MAX_SIGNALS] = {false};
+	size_t n = gc->n_signals < CONFIG_MAX_SIGNALS ? gc->n_signals : CONFIG_MAX_SIGNALS;
+	bool same = n == g->n_signals;
+
+	for (size_t i = 0; same && i < n; i++)
+		same = strcmp(g->signals[i].name, gc->signals[i].name) == 0;
+	if (same)
+		return true;
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < g->n_signals; k++)
+			if (!used[k] && strcmp(g->signals[k].name, gc->signals[i].name) == 0) {
+				v[i] = g->signals[k];
+				used[k] = true;
+				break;
+			}
+		if (v[i].name)
+			continue;
+		fresh[i] = true;
+		if (!(v[i].name = strdup(gc->signals[i].name))) {
+			for (size_t k = 0; k < i; k++)
+				if (fresh[k])
+					free(v[k].name);
+			return false;
+		}
+	}
+	for (size_t k = 0; k < g->n_signals; k++)
+		if (!used[k])
+			free(g->signals[k].name);
+	memcpy(g->signals, v, sizeof(v));
+	g->n_signals = n;
+	return true;
 }
 
 /* The entry of `name`, created when missing; NULL on ENOMEM. */
@@ -159,29 +242,29 @@ static void record_decision(struct group_metrics *g, const struct group_conf *gc
 	g->paused = st->paused;
 	g->pinned = st->pinned;
 	g->in_flight = st->in_flight;
-	for (size_t i = 0; i < d->n_signals && i < gc->n_signals && i < CONFIG_MAX_SIGNALS; i++) {
-		struct signal_metric *s = &g->signals[i];
-
-		/* A reload may rename signals: the slot follows the config. */
-		if (!s->name || strcmp(s->name, gc->signals[i].name) != 0) {
-			char *n = strdup(gc->signals[i].name);
-
-			if (!n)
-				return;
-			free(s->name);
-			s->name = n;
-		}
-		s->valid = d->signals[i].valid;
-		s->value = d->signals[i].value;
-		s->recommendation = d->signals[i].recommendation;
+	g->last_evaluation = wall_seconds();
+	if (d->hold > HOLD_NONE && d->hold < N_HOLDS)
+		g->holds[d->hold]++;
+	/* The decision carries the active profile's bounds; a decision
+	 * without a profile (the tests build some) leaves them as they are. */
+	if (d->profile && set_profile(g, d->profile)) {
+		g->have_bounds = true;
+		g->min = d->min;
+		g->max = d->max;
+		g->def = d->def;
 	}
-	for (size_t i = d->n_signals; i < g->n_signals; i++) {
-		free(g->signals[i].name);
-		g->signals[i].name = NULL;
-	}
-	g->n_signals = d->n_signals < gc->n_signals ? d->n_signals : gc->n_signals;
 	if (st->evaluation_seconds >= 0)
 		observe(&g->eval, eval_buckets, N_EVAL_BUCKETS, st->evaluation_seconds);
+	/* A reload may rename signals: the slots follow the config. */
+	if (!sync_signals(g, gc))
+		return;
+	for (size_t i = 0; i < g->n_signals; i++) {
+		struct signal_metric *s = &g->signals[i];
+
+		s->valid = i < d->n_signals && d->signals[i].valid;
+		s->value = i < d->n_signals ? d->signals[i].value : NAN;
+		s->recommendation = i < d->n_signals ? d->signals[i].recommendation : 0;
+	}
 }
 
 void metrics_record_action(struct metrics *m, const char *group, enum scale_direction dir)
@@ -325,6 +408,27 @@ out:
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* The group's entry follows its configuration: the signals it configures,
+ * and the bounds of its active profile (the default one until an
+ * evaluation names another). */
+static void follow_config(struct group_metrics *g, const struct group_conf *gc)
+{
+	const struct profile_conf *p = NULL;
+
+	for (size_t i = 0; g->profile && i < gc->n_profiles; i++)
+		if (gc->profiles[i].name && strcmp(gc->profiles[i].name, g->profile) == 0)
+			p = &gc->profiles[i];
+	if (!p)
+		p = group_default_profile(gc);
+	if (p && set_profile(g, p->name ? p->name : "default")) {
+		g->have_bounds = true;
+		g->min = p->min;
+		g->max = p->max;
+		g->def = p->def;
+	}
+	sync_signals(g, gc);
+}
+
 void metrics_prune(struct metrics *m, const struct config *c)
 {
 	size_t k = 0;
@@ -339,6 +443,54 @@ void metrics_prune(struct metrics *m, const struct config *c)
 			group_free(m->groups[i]);
 	}
 	m->n_groups = k;
+	for (size_t i = 0; i < c->n_groups; i++) {
+		struct group_metrics *g = group_get(m, c->groups[i].name);
+
+		if (g)
+			follow_config(g, &c->groups[i]);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_record_reload(struct metrics *m, bool ok)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->reload_ok = ok;
+	if (ok)
+		m->reload_success = wall_seconds();
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_record_observation(struct metrics *m, const char *group)
+{
+	struct group_metrics *g;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	if (g)
+		g->last_observation = wall_seconds();
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_record_sample(struct metrics *m, const char *group, const char *signal)
+{
+	struct group_metrics *g;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	/* Only a configured signal has a slot: a sample of one a reload just
+	 * removed is dropped. */
+	for (size_t i = 0; g && i < g->n_signals; i++)
+		if (strcmp(g->signals[i].name, signal) == 0) {
+			g->signals[i].last_sample = wall_seconds();
+			break;
+		}
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -449,6 +601,82 @@ static void signal_family(FILE *f, const struct metrics *m, const char *name, co
 	}
 }
 
+static void signal_labels(FILE *f, const char *name, const struct group_metrics *g, const struct signal_metric *s)
+{
+	fprintf(f, "%s{group=\"", name);
+	put_label(f, g->name);
+	fputs("\",signal=\"", f);
+	put_label(f, s->name);
+	fputs("\"} ", f);
+}
+
+/* The families an operator alerts on: validity, freshness, bounds,
+ * profile, holds. */
+static void alerting_families(FILE *f, const struct metrics *m)
+{
+	static const char *const bound_names[] = {"autoscaled_group_min_instances", "autoscaled_group_max_instances",
+						  "autoscaled_group_default_instances"};
+	static const char *const bound_help[] = {"The active profile's minimum count.",
+						 "The active profile's maximum count.",
+						 "The active profile's default count."};
+
+	header(f, "autoscaled_signal_valid", "gauge",
+	       "1 when the last evaluation found the signal valid, 0 when not (or before the first evaluation).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t s = 0; s < m->groups[i]->n_signals; s++) {
+			signal_labels(f, "autoscaled_signal_valid", m->groups[i], &m->groups[i]->signals[s]);
+			fprintf(f, "%d\n", m->groups[i]->signals[s].valid ? 1 : 0);
+		}
+	header(f, "autoscaled_signal_last_sample_timestamp_seconds", "gauge",
+	       "When the signal's source last returned a good sample (Unix time).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t s = 0; s < m->groups[i]->n_signals; s++)
+			if (m->groups[i]->signals[s].last_sample > 0) {
+				signal_labels(f, "autoscaled_signal_last_sample_timestamp_seconds", m->groups[i],
+					      &m->groups[i]->signals[s]);
+				put_value(f, m->groups[i]->signals[s].last_sample);
+				fputc('\n', f);
+			}
+	header(f, "autoscaled_group_last_evaluation_timestamp_seconds", "gauge",
+	       "When the group was last evaluated (Unix time).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->last_evaluation > 0)
+			group_sample(f, "autoscaled_group_last_evaluation_timestamp_seconds", m->groups[i],
+				     m->groups[i]->last_evaluation);
+	header(f, "autoscaled_group_last_observation_success_timestamp_seconds", "gauge",
+	       "When the driver last observed the group successfully (Unix time).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->last_observation > 0)
+			group_sample(f, "autoscaled_group_last_observation_success_timestamp_seconds", m->groups[i],
+				     m->groups[i]->last_observation);
+	for (size_t b = 0; b < 3; b++) {
+		header(f, bound_names[b], "gauge", bound_help[b]);
+		for (size_t i = 0; i < m->n_groups; i++) {
+			const struct group_metrics *g = m->groups[i];
+
+			if (g->have_bounds)
+				group_sample(f, bound_names[b], g, b == 0 ? g->min : b == 1 ? g->max : g->def);
+		}
+	}
+	header(f, "autoscaled_group_profile_info", "gauge", "The group's active profile, as a label; always 1.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->profile) {
+			fputs("autoscaled_group_profile_info{group=\"", f);
+			put_label(f, m->groups[i]->name);
+			fputs("\",profile=\"", f);
+			put_label(f, m->groups[i]->profile);
+			fputs("\"} 1\n", f);
+		}
+	header(f, "autoscaled_holds_total", "counter", "Evaluations that held the count, by reason.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (int h = HOLD_NONE + 1; h < N_HOLDS; h++) {
+			fputs("autoscaled_holds_total{group=\"", f);
+			put_label(f, m->groups[i]->name);
+			fprintf(f, "\",reason=\"%s\"} %llu\n", decision_hold_name((enum hold_reason)h),
+				m->groups[i]->holds[h]);
+		}
+}
+
 static void driver_labels(FILE *f, const char *name, const struct group_metrics *g)
 {
 	fprintf(f, "%s{group=\"", name);
@@ -491,6 +719,18 @@ static void driver_families(FILE *f, const struct metrics *m)
 
 static void write_locked(const struct metrics *m, FILE *f)
 {
+	header(f, "autoscaled_build_info", "gauge", "The daemon's version, as a label; always 1.");
+	fputs("autoscaled_build_info{version=\"", f);
+	put_label(f, PACKAGE_VERSION);
+	fputs("\"} 1\n", f);
+	header(f, "autoscaled_config_last_reload_successful", "gauge",
+	       "1 when the last load of the configuration succeeded, 0 when it failed.");
+	fprintf(f, "autoscaled_config_last_reload_successful %d\n", m->reload_ok ? 1 : 0);
+	header(f, "autoscaled_config_last_reload_success_timestamp_seconds", "gauge",
+	       "When the configuration was last loaded successfully (Unix time).");
+	fputs("autoscaled_config_last_reload_success_timestamp_seconds ", f);
+	put_value(f, m->reload_success);
+	fputc('\n', f);
 	header(f, "autoscaled_group_current_instances", "gauge", "Instances in the group as last observed.");
 	for (size_t i = 0; i < m->n_groups; i++)
 		if (m->groups[i]->have_decision)
@@ -545,6 +785,7 @@ static void write_locked(const struct metrics *m, FILE *f)
 	header(f, "autoscaled_group_pinned", "gauge", "1 while the group is pinned to a count.");
 	for (size_t i = 0; i < m->n_groups; i++)
 		group_sample(f, "autoscaled_group_pinned", m->groups[i], m->groups[i]->pinned);
+	alerting_families(f, m);
 	driver_families(f, m);
 }
 
@@ -595,6 +836,10 @@ int metrics_new(sd_event *event, const char *listen, struct metrics **ret)
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
+	/* The registry is made after the configuration was read: that first
+	 * load counts as a successful one. */
+	m->reload_ok = true;
+	m->reload_success = wall_seconds();
 	if (listen) {
 		fd = httpd_listen_tcp(listen);
 		if (fd < 0) {

@@ -63,8 +63,21 @@ void metrics_record_driver_call(struct metrics *m, const char *group, const char
 void metrics_record_driver_metric(struct metrics *m, const char *group, const char *driver,
 				  enum autoscaled_metric metric, const char *label, double value);
 
-/* Forgets every group that `c` does not configure. */
+/* Follows configuration `c` (at start-up and after each reload): forgets
+ * every group it does not configure, and gives each group it configures
+ * the series that exist whatever happens, one autoscaled_signal_valid per
+ * configured signal and the bounds of the active profile. */
 void metrics_prune(struct metrics *m, const struct config *c);
+
+/* Records the outcome of a configuration reload. The registry starts with
+ * a successful load (the one the daemon started with). */
+void metrics_record_reload(struct metrics *m, bool ok);
+
+/* Records a successful observation of `group` by its driver. */
+void metrics_record_observation(struct metrics *m, const char *group);
+
+/* Records a good sample of `signal` of `group` from its source. */
+void metrics_record_sample(struct metrics *m, const char *group, const char *signal);
 
 /* Writes the exposition to `f`, for the endpoint and the tests. Returns 0
  * or -EIO. */

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The admin API through autoscalectl against a running daemon: every
-# command, their effect on the group, --json, exit codes for refusals,
+# command (a mistyped one gets the near one), their effect on the group,
+# --json, --no-legend, exit codes for refusals,
 # unknown groups, usage and permission, and raw bad requests.
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/integration/ops-lib.sh"
@@ -28,6 +29,34 @@ ctl show nosuch 2>/dev/null; rc=$?
 check "an unknown group: exit 4 (got $rc)" test $rc -eq 4
 ctl bogus 2>/dev/null; rc=$?
 check "an unknown command: exit 2 (got $rc)" test $rc -eq 2
+# A mistyped command: one line naming the near command, not the usage.
+err=$(ctl stauts 2>&1); rc=$?
+check "a mistyped command suggests the near one, in one line: $err" \
+	test $rc -eq 2 -a "$err" = "autoscalectl: unknown command 'stauts'; did you mean 'status'?"
+err=$(ctl explian web 2>&1)
+check "explian: did you mean 'explain'?" test "$err" = "autoscalectl: unknown command 'explian'; did you mean 'explain'?"
+err=$(ctl frobnicate 2>&1); rc=$?
+check "a command near none: exit 2, the commands listed in one line" eval '
+	test $rc -eq 2 -a "$(echo "$err" | wc -l)" -eq 1 && echo "$err" | grep -q "the commands are: status show .* reload"'
+# --no-legend: the table without its header, for scripts.
+out=$(ctl --no-legend status)
+check "status --no-legend: no header, the group's row first" eval '
+	! echo "$out" | grep -q "^GROUP" && echo "$out" | head -1 | grep -q "^web "'
+check "status without it keeps the header" eval 'ctl status | head -1 | grep -q "^GROUP *CURRENT *DESIRED"'
+# members: one line per instance, as the driver observed them.
+members_are() { [ "$(ctl --no-legend members web | grep -c ' running  *yes ')" -eq "$1" ]; }
+check "members: the pool's 2 instances, running and ready" wait_for 10 members_are 2
+out=$(ctl members web)
+check "members: a header, then the instances with their age" eval '
+	echo "$out" | head -1 | grep -q "^MEMBER *STATE *READY *AGE" &&
+	test "$(echo "$out" | grep -cE "^[^ ]+ +running +yes +[0-9]+(s|m[0-9]+s) ")" -eq 2'
+out=$(ctl --json members web)
+check "members --json: the array of members" python3 -c '
+import json, sys
+m = json.loads(sys.argv[1])
+assert len(m) == 2 and all(x["state"] == "running" and x["ready"] is True and x["created"] for x in m), m' "$out"
+ctl members nosuch 2>/dev/null; rc=$?
+check "members of an unknown group: exit 4 (got $rc)" test $rc -eq 4
 
 # Pin: within the bounds, outside them refused, forced, expiry required.
 ctl pin web 5 --for 1h >/dev/null; rc=$?
@@ -37,6 +66,7 @@ out=$(ctl show web)
 check "show says pinned with its expiry" test -n "$(echo "$out" | grep -E '^pinned: +5 until 20[0-9-]+T')"
 err=$(ctl pin web 20 --for 1h 2>&1); rc=$?
 check "a pin outside [1, 8] is refused: exit 1 with the bounds (rc $rc)" test $rc -eq 1 -a -n "$(echo "$err" | grep 'bounds \[1, 8\]')"
+check "the refusal names the flag that overrides it: $err" eval 'echo "$err" | grep -q -- "with --force"'
 ctl pin web 3 2>/dev/null; rc=$?
 check "a pin without an expiry is a usage error: exit 2 (rc $rc)" test $rc -eq 2
 out=$(ctl --json pin web 9 --for 30m --force); rc=$?
@@ -132,8 +162,20 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 	check "a user outside the group is denied: exit 3, 'permission denied' (rc $rc)" test $rc -eq 3 -a -n "$(echo "$err" | grep 'permission denied')"
 	setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" -s "$T/admin.sock" status >/dev/null; rc=$?
 	check "a member of the admin group may use it (rc $rc)" test $rc -eq 0
+	# Every change is logged with the caller's uid, from the socket.
+	nobody=$(id -u nobody)
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" -s "$T/admin.sock" pause web --for 1m >/dev/null
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" -s "$T/admin.sock" resume web >/dev/null
+	logged() { grep -qE "admin: $1: 200 \(uid $2, pid [0-9]+\)" "$T/daemon.log"; }
+	check "the log names uid $nobody for its pause and its resume" eval '
+		wait_for 5 logged "POST /v1/groups/web/pause" "$nobody" && logged "POST /v1/groups/web/resume" "$nobody"'
+	check "and uid 0 for root's pin" logged "POST /v1/groups/web/pin" 0
+	check "a read is not logged" eval '! grep -q "admin: GET /v1/groups: 200" "$T/daemon.log"'
 else
 	ok "# SKIP not root or no setpriv: permission checks need another user"
+	ok "# SKIP not root or no setpriv"
+	ok "# SKIP not root or no setpriv"
+	ok "# SKIP not root or no setpriv"
 	ok "# SKIP not root or no setpriv"
 fi
 stop_daemon

@@ -1,7 +1,11 @@
 #!/bin/bash
 # The metrics endpoint scraped by a real Prometheus: the exposition passes
 # promtool's checks, and a PromQL query returns the group's desired count,
-# which follows the load.
+# which follows the load. The alerting series (build, reload, validity,
+# bounds, profile, freshness, holds) are there; the shipped alert rules pass
+# their unit tests and load into Prometheus, and they and the Grafana
+# dashboard name only metrics the daemon exports. A source that dies turns
+# its signal's validity to 0, the series stays, and the alert goes pending.
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/integration/ops-lib.sh"
 command -v prometheus >/dev/null || skip_all "prometheus is not installed (Debian: apt-get install prometheus)"
@@ -45,10 +49,52 @@ if command -v promtool >/dev/null; then
 else
 	ok "# SKIP promtool is not installed"
 fi
+# The series an operator alerts on.
+has() { echo "$body" | grep -q "$1"; }
+check "build info with the version" has "^autoscaled_build_info{version=\"$(
+	"$AUTOSCALED" --version | awk '{print $2}')\"} 1$"
+check "the configuration the daemon started with counts as a successful load" eval '
+	has "^autoscaled_config_last_reload_successful 1$" &&
+	has "^autoscaled_config_last_reload_success_timestamp_seconds 1[0-9]\{9\}"'
+check "the signal is valid" has '^autoscaled_signal_valid{group="web",signal="queue"} 1$'
+check "the active profile's bounds and the profile as info" eval '
+	has "^autoscaled_group_min_instances{group=\"web\"} 1$" &&
+	has "^autoscaled_group_max_instances{group=\"web\"} 8$" &&
+	has "^autoscaled_group_default_instances{group=\"web\"} [0-9]" &&
+	has "^autoscaled_group_profile_info{group=\"web\",profile=\"[^\"]*\"} 1$"'
+# The timestamps are wall-clock seconds, at most a few seconds old.
+fresh() {
+	local v
+	v=$(echo "$body" | awk -v s="$1" '$1 == s { print $2 }')
+	[ -n "$v" ] && python3 -c "import sys, time; sys.exit(not (0 <= time.time() - float(sys.argv[1]) < 10))" "$v"
+}
+check "last evaluation, observation and sample are recent" eval '
+	fresh "autoscaled_group_last_evaluation_timestamp_seconds{group=\"web\"}" &&
+	fresh "autoscaled_group_last_observation_success_timestamp_seconds{group=\"web\"}" &&
+	fresh "autoscaled_signal_last_sample_timestamp_seconds{group=\"web\",signal=\"queue\"}"'
+check "a hold-reason counter for every reason" eval '
+	test "$(echo "$body" | grep -c "^autoscaled_holds_total{group=\"web\",reason=")" -ge 9 &&
+	has "^autoscaled_holds_total{group=\"web\",reason=\"stabilization\"} [0-9]"'
+echo "$body" > "$T/scrape"
+
+CONTRIB="$top_srcdir/contrib"
+if command -v promtool >/dev/null; then
+	out=$(promtool check rules "$CONTRIB/prometheus/alerts.yml" 2>&1); rc=$?
+	check "promtool check rules accepts the shipped alerts" test $rc -eq 0
+	[ $rc -eq 0 ] || echo "$out" | sed 's/^/# /'
+	out=$(cd "$CONTRIB/prometheus" && promtool test rules alerts.test.yml 2>&1); rc=$?
+	check "promtool test rules: the alerts' unit tests pass" test $rc -eq 0
+	[ $rc -eq 0 ] || echo "$out" | sed 's/^/# /'
+else
+	ok "# SKIP promtool is not installed"
+	ok "# SKIP promtool is not installed"
+fi
+
 check "POST /metrics: 405" test "$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$MPORT/metrics")" = 405
 
 cat > "$T/prometheus.yml" <<YML
 global: { scrape_interval: 1s, evaluation_interval: 1s }
+rule_files: [ "$(cd "$CONTRIB/prometheus" && pwd)/alerts.yml" ]
 scrape_configs:
   - job_name: autoscaled
     static_configs: [ { targets: [ "127.0.0.1:$MPORT" ] } ]
@@ -72,10 +118,48 @@ set_load 70
 check "the pool follows the load to 7" wait_for 30 pool_is 7
 check "PromQL: the desired count follows to 7" \
 	wait_for 20 query_is 'autoscaled_group_desired_instances{group="web"}' 7
+out=$(python3 "$top_srcdir/tests/integration/check-promql.py" "$T/scrape" --prometheus "http://127.0.0.1:$PPORT" \
+	"$CONTRIB/grafana/autoscaled.json" "$CONTRIB/prometheus/alerts.yml" 2>&1); rc=$?
+check "the dashboard and the alerts name only exported metrics, in PromQL Prometheus accepts" test $rc -eq 0
+[ $rc -eq 0 ] || echo "$out" | sed 's/^/# /'
+rules_loaded() {
+	curl -s "http://127.0.0.1:$PPORT/api/v1/rules" | grep -q '"name":"AutoscaledSignalInvalid"'
+}
+check "Prometheus loaded the shipped alerts" wait_for 10 rules_loaded
 check "PromQL: the scrape target is up" test "$(query 'up{job="autoscaled"}')" = 1
 check "PromQL: one scale-out counted, then another" \
 	test "$(query 'sum(autoscaled_actions_total{group="web",direction="out"})')" = 2
 ctl pin web 5 --for 10m >/dev/null
 check "PromQL: the pin shows" wait_for 20 query_is 'autoscaled_group_pinned{group="web"}' 1
+
+# The source dies (its command fails): the signal turns invalid, its
+# validity series stays at 0 while its value goes, and the alert is pending.
+rm -f "$T/load"
+check "the dead source's signal turns invalid, and its validity stays" \
+	wait_for 15 scrape_has 'autoscaled_signal_valid{group="web",signal="queue"} 0'
+body=$(curl -sf "http://127.0.0.1:$MPORT/metrics")
+check "an invalid signal has no value series" eval '! has "^autoscaled_signal_value{group=\"web\",signal=\"queue\"}"'
+check "PromQL: autoscaled_signal_valid is 0, not absent" \
+	wait_for 20 query_is 'autoscaled_signal_valid{group="web",signal="queue"}' 0
+check "PromQL: AutoscaledSignalInvalid is pending" \
+	wait_for 20 query_is 'ALERTS{alertname="AutoscaledSignalInvalid",group="web",alertstate="pending"}' 1
+set_load 50
+check "the source is back: the signal is valid again" \
+	wait_for 15 scrape_has 'autoscaled_signal_valid{group="web",signal="queue"} 1'
+
+# A reload that fails says so and keeps the time of the last good load.
+before=$(curl -sf "http://127.0.0.1:$MPORT/metrics" | awk '$1 == "autoscaled_config_last_reload_success_timestamp_seconds" { print $2 }')
+cp "$T/autoscaled.conf" "$T/good.conf"
+echo "this is not a configuration" >> "$T/autoscaled.conf"
+ctl reload >/dev/null 2>&1
+check "a failed reload: autoscaled_config_last_reload_successful 0" \
+	wait_for 10 scrape_has 'autoscaled_config_last_reload_successful 0'
+check "the failed reload leaves the success timestamp" \
+	scrape_has "autoscaled_config_last_reload_success_timestamp_seconds $before"
+cp "$T/good.conf" "$T/autoscaled.conf"
+ctl reload >/dev/null
+check "a good reload: 1 again, and a newer timestamp" eval '
+	wait_for 10 scrape_has "autoscaled_config_last_reload_successful 1" &&
+	! scrape_has "autoscaled_config_last_reload_success_timestamp_seconds $before"'
 stop_daemon
 tap_done

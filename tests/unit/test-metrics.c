@@ -4,6 +4,7 @@
  * over HTTP from the event loop. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -14,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
@@ -76,8 +76,11 @@ static void test_exposition(void **st)
 	assert_non_null(strstr(t, "autoscaled_group_desired_instances{group=\"web\"} 6\n"));
 	assert_non_null(strstr(t, "autoscaled_signal_value{group=\"web\",signal=\"cpu\"} 90\n"));
 	assert_non_null(strstr(t, "autoscaled_signal_recommendation{group=\"web\",signal=\"cpu\"} 6\n"));
-	/* An invalid signal is absent, never zero. */
-	assert_null(strstr(t, "signal=\"queue\""));
+	/* An invalid signal has no value, never a zero; its validity says 0. */
+	assert_null(strstr(t, "autoscaled_signal_value{group=\"web\",signal=\"queue\"}"));
+	assert_null(strstr(t, "autoscaled_signal_recommendation{group=\"web\",signal=\"queue\"}"));
+	assert_non_null(strstr(t, "autoscaled_signal_valid{group=\"web\",signal=\"queue\"} 0\n"));
+	assert_non_null(strstr(t, "autoscaled_signal_valid{group=\"web\",signal=\"cpu\"} 1\n"));
 	assert_non_null(strstr(t, "# TYPE autoscaled_actions_total counter\n"));
 	assert_non_null(strstr(t, "autoscaled_actions_total{group=\"web\",direction=\"out\"} 2\n"));
 	assert_non_null(strstr(t, "autoscaled_actions_total{group=\"web\",direction=\"in\"} 1\n"));
@@ -222,6 +225,117 @@ static int free_port(void)
 	return port;
 }
 
+static struct profile_conf web_profiles[2] = {
+	{.name = "default", .kind = PROFILE_DEFAULT, .min = 2, .max = 10, .def = 3},
+	{.name = "sales", .kind = PROFILE_FIXED, .min = 5, .max = 20, .def = 6},
+};
+
+/* The number on the line that starts with `series` (the whole series,
+ * labels included), or NAN when there is none. */
+static double sample(const char *t, const char *series)
+{
+	size_t n = strlen(series);
+
+	for (const char *p = t; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, series, n) == 0 && p[n] == ' ')
+			return strtod(p + n + 1, NULL);
+	return NAN;
+}
+
+static void test_alerting_series(void **st)
+{
+	struct group_conf web = {.name = "web", .signals = sigs, .n_signals = 2, .profiles = web_profiles,
+				 .n_profiles = 2};
+	struct config c = {.groups = &web, .n_groups = 1};
+	struct decision d = {.current = 6, .desired = 6, .n_signals = 2, .profile = "sales", .min = 5, .max = 20,
+			     .def = 6, .hold = HOLD_STABILIZATION};
+	struct metrics_group_status s = {.evaluation_seconds = -1};
+	struct metrics *m;
+	time_t before = time(NULL);
+	char *t;
+
+	(void)st;
+	assert_int_equal(metrics_new(NULL, NULL, &m), 0);
+	metrics_prune(m, &c);
+	t = render(m);
+	/* Before any evaluation: the build, a successful first load, the
+	 * default profile's bounds, every configured signal not yet valid, and
+	 * no timestamp of something that has not happened. */
+	assert_non_null(strstr(t, "# TYPE autoscaled_build_info gauge\nautoscaled_build_info{version=\"" PACKAGE_VERSION
+				  "\"} 1\n"));
+	assert_true(sample(t, "autoscaled_config_last_reload_successful") == 1);
+	assert_true(sample(t, "autoscaled_config_last_reload_success_timestamp_seconds") >= (double)before);
+	assert_true(sample(t, "autoscaled_group_min_instances{group=\"web\"}") == 2);
+	assert_true(sample(t, "autoscaled_group_max_instances{group=\"web\"}") == 10);
+	assert_true(sample(t, "autoscaled_group_default_instances{group=\"web\"}") == 3);
+	assert_true(sample(t, "autoscaled_group_profile_info{group=\"web\",profile=\"default\"}") == 1);
+	assert_true(sample(t, "autoscaled_signal_valid{group=\"web\",signal=\"cpu\"}") == 0);
+	assert_true(sample(t, "autoscaled_signal_valid{group=\"web\",signal=\"queue\"}") == 0);
+	assert_null(strstr(t, "autoscaled_group_last_evaluation_timestamp_seconds{"));
+	assert_null(strstr(t, "autoscaled_group_last_observation_success_timestamp_seconds{"));
+	assert_null(strstr(t, "autoscaled_signal_last_sample_timestamp_seconds{"));
+	/* Every reason is there from the start, so that rate() sees the first
+	 * increment. */
+	assert_true(sample(t, "autoscaled_holds_total{group=\"web\",reason=\"stabilization\"}") == 0);
+	assert_true(sample(t, "autoscaled_holds_total{group=\"web\",reason=\"safe_start\"}") == 0);
+	assert_null(strstr(t, "reason=\"none\""));
+	assert_null(strstr(t, "reason=\"unknown\""));
+	free(t);
+	/* The counter has a slot for every reason the engine names. */
+	assert_string_equal(decision_hold_name((enum hold_reason)(HOLD_SAFE_START + 1)), "unknown");
+
+	d.signals[0] = (struct signal_decision){.valid = true, .value = 50, .recommendation = 6};
+	d.signals[1] = (struct signal_decision){.valid = true, .value = 10, .recommendation = 1};
+	metrics_record_decision(m, &web, &d, &s);
+	metrics_record_decision(m, &web, &d, &s);
+	metrics_record_observation(m, "web");
+	metrics_record_sample(m, "web", "queue");
+	metrics_record_sample(m, "web", "gone"); /* not configured: dropped */
+	t = render(m);
+	assert_true(sample(t, "autoscaled_group_min_instances{group=\"web\"}") == 5);
+	assert_true(sample(t, "autoscaled_group_max_instances{group=\"web\"}") == 20);
+	assert_true(sample(t, "autoscaled_group_default_instances{group=\"web\"}") == 6);
+	assert_true(sample(t, "autoscaled_group_profile_info{group=\"web\",profile=\"sales\"}") == 1);
+	assert_null(strstr(t, "profile=\"default\""));
+	assert_true(sample(t, "autoscaled_holds_total{group=\"web\",reason=\"stabilization\"}") == 2);
+	assert_true(sample(t, "autoscaled_signal_valid{group=\"web\",signal=\"queue\"}") == 1);
+	assert_true(sample(t, "autoscaled_group_last_evaluation_timestamp_seconds{group=\"web\"}") >= (double)before);
+	assert_true(sample(t, "autoscaled_group_last_observation_success_timestamp_seconds{group=\"web\"}") >=
+		    (double)before);
+	assert_true(sample(t, "autoscaled_signal_last_sample_timestamp_seconds{group=\"web\",signal=\"queue\"}") >=
+		    (double)before);
+	assert_null(strstr(t, "signal=\"gone\""));
+	assert_null(strstr(t, "autoscaled_signal_last_sample_timestamp_seconds{group=\"web\",signal=\"cpu\"}"));
+	free(t);
+
+	/* The source dies: the signal turns invalid, its value goes, its
+	 * validity stays, at 0. */
+	d.signals[1] = (struct signal_decision){.valid = false};
+	metrics_record_decision(m, &web, &d, &s);
+	t = render(m);
+	assert_true(sample(t, "autoscaled_signal_valid{group=\"web\",signal=\"queue\"}") == 0);
+	assert_null(strstr(t, "autoscaled_signal_value{group=\"web\",signal=\"queue\"}"));
+	free(t);
+
+	/* A failed reload says so and keeps the time of the last good one; a
+	 * reload that drops a signal drops its series, one that keeps a
+	 * signal keeps what it recorded. */
+	metrics_record_reload(m, false);
+	web.n_signals = 1;
+	metrics_prune(m, &c);
+	t = render(m);
+	assert_true(sample(t, "autoscaled_config_last_reload_successful") == 0);
+	assert_true(sample(t, "autoscaled_config_last_reload_success_timestamp_seconds") >= (double)before);
+	assert_null(strstr(t, "signal=\"queue\""));
+	assert_true(sample(t, "autoscaled_signal_valid{group=\"web\",signal=\"cpu\"}") == 1);
+	free(t);
+	metrics_record_reload(m, true);
+	t = render(m);
+	assert_true(sample(t, "autoscaled_config_last_reload_successful") == 1);
+	free(t);
+	metrics_free(m);
+}
+
 static void test_endpoint(void **st)
 {
 	struct metrics *m = NULL;
@@ -295,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_exposition),
 		cmocka_unit_test(test_escaping_and_prune),
 		cmocka_unit_test(test_driver_metrics),
+		cmocka_unit_test(test_alerting_series),
 		cmocka_unit_test(test_endpoint),
 	};
 
