@@ -2,7 +2,9 @@
  *
  * Observe GETs the scale set (sku.capacity, provisioningState compared
  * case-insensitively) and lists its VMs with their instance views,
- * following nextLink. Scale-out PATCHes sku.capacity with If-Match on the
+ * following nextLink: a Uniform set's under the scale set, a Flexible
+ * set's from the resource group's VM list filtered on the scale set (the
+ * route Azure allows for Flexible), named by VM name. Scale-out PATCHes sku.capacity with If-Match on the
  * etag (a 412 re-reads and tries again); scale-in POSTs /delete with the
  * victims' instanceIds. Long-running operations are followed through
  * Azure-AsyncOperation or Location, honouring Retry-After; Failed and
@@ -138,7 +140,7 @@ static int fetch_vmss(struct autoscaled_driver_instance *h)
 }
 
 /* Reads one VM of the list. Returns 0, or -EBADMSG with the field in *bad. */
-static int parse_vm(struct cloud_member *m, const cJSON *vm, const char **bad)
+static int parse_vm(struct cloud_member *m, const cJSON *vm, bool flexible, const char **bad)
 {
 	const cJSON *p, *iid, *name, *id, *ps_v, *iv, *st, *s, *created, *zones, *loc, *z;
 	const char *ps, *vid;
@@ -163,8 +165,9 @@ static int parse_vm(struct cloud_member *m, const cJSON *vm, const char **bad)
 		*bad = "zones[]";
 	if (*bad)
 		return -EBADMSG;
-	/* The instanceId is what /delete takes (a Flexible VM has its name). */
-	vid = iid && iid->valuestring[0] ? iid->valuestring : name ? name->valuestring : "";
+	/* The identifier /delete takes: a Uniform VM's instanceId, a Flexible
+	 * VM's name (its list carries no instanceId). */
+	vid = !flexible && iid && iid->valuestring[0] ? iid->valuestring : name ? name->valuestring : "";
 	if (!vid[0] || strlen(vid) >= sizeof(m->id)) {
 		*bad = "instanceId";
 		return -EBADMSG;
@@ -206,12 +209,55 @@ static int parse_vm(struct cloud_member *m, const cJSON *vm, const char **bad)
 	return 0;
 }
 
+/* The first page of the VM list. A Uniform set lists its VMs with their
+ * instance views under the scale set. Azure refuses that route with the
+ * expand on a Flexible set (400 OperationNotAllowed): a Flexible set's VMs
+ * are ordinary VMs of the resource group, listed with a filter on their
+ * scale set, and the instance view may be expanded only together with that
+ * filter. */
+static int list_url(const struct autoscaled_driver_instance *h, char *url, size_t size)
+{
+	const char *id = strstr(h->vmss_url, "/subscriptions/");
+	const char *prov = strstr(h->vmss_url, "/providers/Microsoft.Compute/virtualMachineScaleSets/");
+	char filter[1536], esc[4096];
+	int rc;
+
+	if (!h->flexible)
+		return snprintf(url, size, "%s/virtualMachines?api-version=%s&$expand=instanceView", h->vmss_url,
+				h->api_version) >= (int)size ? -E2BIG : 0;
+	if (!id || !prov)
+		return -EINVAL;
+	snprintf(filter, sizeof(filter), "'virtualMachineScaleSet/id' eq '%s'", id);
+	rc = rest_escape(filter, esc, sizeof(esc));
+	if (rc < 0)
+		return rc;
+	return snprintf(url, size, "%.*s/providers/Microsoft.Compute/virtualMachines?api-version=%s&$filter=%s"
+			"&$expand=instanceView", (int)(prov - h->vmss_url), h->vmss_url, h->api_version,
+			esc) >= (int)size ? -E2BIG : 0;
+}
+
+/* A Flexible set's VM names the scale set it belongs to. A VM of another
+ * set (a server that ignored the filter) must never become a victim. */
+static bool other_set(const struct autoscaled_driver_instance *h, const cJSON *vm)
+{
+	const char *id = strstr(h->vmss_url, "/subscriptions/");
+	const cJSON *set = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(vm, "properties"),
+						 "virtualMachineScaleSet"), "id");
+
+	/* ARM resource ids compare case-insensitively. */
+	return !cJSON_IsString(set) || !id || strcasecmp(set->valuestring, id) != 0;
+}
+
 static int list_vms(struct autoscaled_driver_instance *h, struct cloud_members *out)
 {
 	char url[4096];
-	int rc;
+	int rc = list_url(h, url, sizeof(url));
 
-	snprintf(url, sizeof(url), "%s/virtualMachines?api-version=%s&$expand=instanceView", h->vmss_url, h->api_version);
+	if (rc < 0) {
+		LOG(h, ERROR, WHO ": the VM list URL of '%s' is too long", h->name);
+		return rc;
+	}
 	for (int page = 0; page < CLOUD_MAX_PAGES; page++) {
 		struct rest_reply r;
 		const cJSON *vm, *list, *next;
@@ -236,13 +282,17 @@ static int list_vms(struct autoscaled_driver_instance *h, struct cloud_members *
 
 			if (bad)
 				break;
+			if (h->flexible && other_set(h, vm)) {
+				bad = "properties.virtualMachineScaleSet.id";
+				break;
+			}
 			m = cloud_members_add(out);
 			if (!m) {
 				LOG(h, ERROR, WHO ": '%s' has more than %d virtual machines", h->name, CLOUD_MAX_MEMBERS);
 				rest_reply_clear(&r);
 				return -E2BIG;
 			}
-			parse_vm(m, vm, &bad);
+			parse_vm(m, vm, h->flexible, &bad);
 		}
 		if (bad) {
 			rest_reply_clear(&r);

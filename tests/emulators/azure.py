@@ -11,6 +11,7 @@ answers in `patch_style` ("async": 201 + Azure-AsyncOperation, "location":
 token_lifetime, retry_after (sent on 202 and operation polls)."""
 
 import os
+import re
 import secrets
 import sys
 import time
@@ -53,6 +54,8 @@ class AzureEmulator(Emulator):
         self.route("PATCH", VMSS, self.vmss_patch)
         self.route("POST", VMSS + r"/delete", self.vmss_delete)
         self.route("GET", VMSS + r"/virtualMachines", self.vm_list)
+        self.route("GET", r"/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.Compute/virtualMachines",
+                   self.rg_vm_list)
         self.route("GET", VMSS + r"/providers/Microsoft\.Insights/metrics", self.metrics)
         self.route("GET", r"/subscriptions/([^/]+)/providers/Microsoft\.Compute/locations/([^/]+)/operations/([^/]+)",
                    self.op_async)
@@ -290,29 +293,85 @@ class AzureEmulator(Emulator):
                                "error": op["fail"]}, h)
         return Reply(200, None, h)
 
-    def vm_list(self, req, sub, rg, name):
-        err, s = self._guard(req, sub, rg, name)
-        if err:
-            return err
-        expand = req["query"].get("$expand") == "instanceView"
-        rows = []
-        for v in s["vms"]:
-            ps, statuses = self._vm_state(v)
-            rid = "/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s/" \
-                  "virtualMachines/%s" % (sub, rg, name, v["instanceId"])
-            vm = {"id": rid, "name": v["name"], "instanceId": v["instanceId"], "location": "westeurope",
-                  "zones": [v["zone"]], "properties": {"provisioningState": ps, "latestModelApplied": True,
-                                                       "timeCreated": iso(v["created"])}}
-            if expand:
-                vm["properties"]["instanceView"] = {"statuses": [{"code": c, "level": "Info"} for c in statuses]}
-            rows.append(vm)
+    def _vm_row(self, s, v, expand):
+        sub, rg, name = s["key"]
+        ps, statuses = self._vm_state(v)
+        vm = {"location": "westeurope", "zones": [v["zone"]],
+              "properties": {"provisioningState": ps, "timeCreated": iso(v["created"])}}
+        if s["mode"] == "Uniform":
+            vm.update(id="/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s/"
+                      "virtualMachines/%s" % (sub, rg, name, v["instanceId"]), name=v["name"],
+                      instanceId=v["instanceId"], type="Microsoft.Compute/virtualMachineScaleSets/virtualMachines")
+            vm["properties"]["latestModelApplied"] = True
+        else:
+            # A Flexible set's VM is an ordinary VM that names its scale set;
+            # it has no instanceId (its name is what /delete takes).
+            vm.update(id="/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachines/%s"
+                      % (sub, rg, v["name"]), name=v["name"], type="Microsoft.Compute/virtualMachines")
+            vm["properties"]["virtualMachineScaleSet"] = {"id": self._set_id(s)}
+            vm["properties"]["vmId"] = "%08x-0000-4000-8000-000000000000" % (hash(v["name"]) & 0xffffffff)
+        if expand:
+            vm["properties"]["instanceView"] = {"statuses": [{"code": c, "level": "Info"} for c in statuses]}
+        return vm
+
+    @staticmethod
+    def _set_id(s):
+        return "/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s" % s["key"]
+
+    def _page(self, req, rows):
         start = int(req["query"].get("$skiptoken") or 0)
         body = {"value": rows[start:start + self.page_cap]}
         if start + self.page_cap < len(rows):
             q = dict(req["query"])
             q["$skiptoken"] = str(start + self.page_cap)
-            body["nextLink"] = "http://%s%s?%s" % (self._host, req["rawpath"], urllib.parse.urlencode(q))
+            body["nextLink"] = "http://%s%s?%s" % (self._host, req["rawpath"],
+                                                   urllib.parse.urlencode(q, quote_via=urllib.parse.quote))
         return Reply(200, body, self._headers())
+
+    def rg_vm_list(self, req, sub, rg):
+        """Virtual Machines - List of a resource group: `$filter` may only be
+        'virtualMachineScaleSet/id' eq '<scale set id>' and `$expand=instanceView`
+        is allowed only with that filter, as the API documents."""
+        auth = req["headers"].get("authorization", "")
+        exp = self.tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
+        if exp is None or exp < time.time():
+            return arm_error(401, "InvalidAuthenticationToken", "The access token is invalid.")
+        if "api-version" not in req["query"]:
+            return arm_error(400, "MissingApiVersionParameter",
+                             "The api-version query parameter (?api-version=) is required for all requests.")
+        flt = req["query"].get("$filter")
+        want = None
+        if flt is not None:
+            m = re.fullmatch(r"'virtualMachineScaleSet/id' eq '([^']+)'", flt)
+            if not m:
+                return arm_error(400, "InvalidParameter", "The value of parameter $filter is invalid.")
+            want = m.group(1).lower()
+        expand = req["query"].get("$expand")
+        if expand is not None and (expand != "instanceView" or want is None):
+            return arm_error(400, "InvalidParameter", "The $expand=instanceView option requires a valid $filter "
+                             "on 'virtualMachineScaleSet/id'.")
+        rows = []
+        for key, s in sorted(self.sets.items()):
+            if key[0] != sub or key[1].lower() != rg.lower() or s["mode"] != "Flexible":
+                continue
+            if want is not None and self._set_id(s).lower() != want:
+                continue
+            self._expire(s)
+            rows.extend(self._vm_row(s, v, expand is not None) for v in s["vms"])
+        return self._page(req, rows)
+
+    def vm_list(self, req, sub, rg, name):
+        err, s = self._guard(req, sub, rg, name)
+        if err:
+            return err
+        expand = req["query"].get("$expand") == "instanceView"
+        if expand and s["mode"] == "Flexible":
+            # The real API refuses it (the list of a set's VMs with their
+            # instance views is Uniform-only).
+            return arm_error(400, "OperationNotAllowed", "Operation 'VirtualMachineScaleSets.virtualMachines.GET' is "
+                             "not allowed on Virtual Machine Scale Set '%s'." % name)
+        rows = [self._vm_row(s, v, expand) for v in s["vms"]]
+        return self._page(req, rows)
 
     def metrics(self, req, sub, rg, name):
         err, s = self._guard(req, sub, rg, name)

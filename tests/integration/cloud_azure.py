@@ -14,6 +14,7 @@ tap = Tap()
 TMP = tempdir()
 SECRET = "Zq8~s3cr3t.value_" + os.urandom(6).hex()
 VMSS = r"/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft\.Compute/virtualMachineScaleSets/%s"
+RG_VMS = r"^/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft\.Compute/virtualMachines$"
 
 
 class Ctx:
@@ -23,6 +24,9 @@ class Ctx:
         self.url = self.emu.start()
         self.emu.add_set("sub1", "rg1", "web", 3, "Uniform")
         self.emu.add_set("sub1", "rg1", "flex", 3, "Flexible")
+        # Another Flexible set in the same resource group: its VMs are in the
+        # same VM list, and only the filter keeps them out.
+        self.emu.add_set("sub1", "rg1", "flex2", 2, "Flexible")
         self.emu.secrets[("tenant1", "app1")] = SECRET
 
     def options(self, name="web", secret=False, **extra):
@@ -80,7 +84,18 @@ def scale_out_and_in(ctx, name, secret):
     check(len(loc) >= ctx.emu.op_polls and len({r["rawquery"] for r in loc}) > 1,
           "Location polled, following a new Location", [r["rawquery"] for r in loc])
     check(o[6]["observation"]["target_size"] == 3, "capacity 3 after delete", o[6])
-    lists = ctx.emu.find("GET", path + "/virtualMachines$")
+    if name == "flex":
+        check(not ctx.emu.find("GET", path + "/virtualMachines$"), "the Uniform-only list is not used on Flexible")
+        lists = ctx.emu.find("GET", RG_VMS)
+        want = "'virtualMachineScaleSet/id' eq '%s'" % (VMSS % name).replace("\\", "")
+        check(lists and all(r["query"].get("$filter") == want for r in lists), "the VM list filtered on the set",
+              [r["query"] for r in lists])
+        check(all(r["status"] < 400 for r in ctx.emu.requests), "no request refused",
+              [(r["path"], r["status"]) for r in ctx.emu.requests if r["status"] >= 400])
+        check(all(i["id"].startswith("flex_") for i in o[0]["instances"] + o[4]["instances"]),
+              "only the set's own VMs", o[0], o[4])
+    else:
+        lists = ctx.emu.find("GET", path + "/virtualMachines$")
     check(any("$skiptoken" in r["query"] for r in lists), "nextLink followed")
     check(all(r["query"].get("$expand") == "instanceView" for r in lists), "instance views asked for")
     check(all("api-version" in r["query"] for r in ctx.emu.find(None, "^/subscriptions/")), "api-version on every call")
@@ -115,6 +130,37 @@ def uniform_identity_flexible_secret(ctx):
     scale_out_and_in(ctx, "web", False)
     ctx.emu.clear()
     scale_out_and_in(ctx, "flex", True)
+
+
+@tap.test
+def flexible_expand_refused(ctx):
+    """the emulator refuses the instance-view list on a Flexible set with Azure's 400, as the real API does"""
+    import json
+    import urllib.request
+    tok = ctx.emu._issue("test")
+    url = ctx.url + (VMSS % "flex").replace("\\", "") + "/virtualMachines?api-version=2024-07-01&$expand=instanceView"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": "Bearer " + tok}))
+        check(False, "accepted")
+    except urllib.error.HTTPError as e:
+        body = json.loads(e.read())
+        check(e.code == 400 and body["error"]["code"] == "OperationNotAllowed" and
+              "VirtualMachineScaleSets.virtualMachines.GET' is not allowed" in body["error"]["message"],
+              "the real error", e.code, body)
+
+
+@tap.test
+def flexible_foreign_vm_refused(ctx):
+    """a Flexible VM list carrying another set's VM (a filter ignored) is an error: nothing is deleted"""
+    def spoof(reply):
+        for vm in (reply.body or {}).get("value", []):
+            vm["properties"]["virtualMachineScaleSet"]["id"] = (VMSS % "flex2").replace("\\", "")
+        return reply
+    ctx.emu.add_fault("GET", RG_VMS[1:], times=-1, mutate=spoof)
+    res = probe("azure-vmss", ctx.options("flex"), ["remove=1"])
+    check(res.ops[0]["rc"] == -74, "EBADMSG", res.ops)
+    check("virtualMachineScaleSet.id" in res.stderr, "the field is named", res.stderr)
+    check(not ctx.emu.find("POST", "/delete$"), "no delete")
 
 
 @tap.test
