@@ -26,6 +26,7 @@ struct body_buf {
 struct hdr_ctx {
 	struct rest_client *c;
 	struct rest_reply *r;
+	bool resource_seen; /* an x-ms-ratelimit-remaining-resource line in this response */
 };
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -63,6 +64,22 @@ static void copy_value(char *dst, size_t size, const char *v, size_t n)
 	dst[n] = '\0';
 }
 
+/* Appends a further x-ms-ratelimit-remaining-resource line to the ones of
+ * the same response; a line that does not fit whole is dropped, so no
+ * policy is ever cut in two. */
+static void append_value(char *dst, size_t size, const char *v, size_t n)
+{
+	size_t len = strlen(dst), add;
+	char tmp[512];
+
+	copy_value(tmp, sizeof(tmp), v, n);
+	add = strlen(tmp);
+	if (add == 0 || len + 1 + add >= size)
+		return;
+	dst[len] = ',';
+	memcpy(dst + len + 1, tmp, add + 1);
+}
+
 int64_t rest_parse_retry_after(const char *v, int64_t now_ms)
 {
 	const int64_t max_s = REST_MAX_RETRY_AFTER_MS / 1000;
@@ -98,6 +115,10 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 	size_t klen, vlen;
 	char tmp[64];
 
+	/* A status line starts a response (an interim or redirected one
+	 * before the last): its resource budgets start afresh. */
+	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0)
+		h->resource_seen = false;
 	if (!colon)
 		return n;
 	klen = (size_t)(colon - buf);
@@ -118,8 +139,19 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 	} else if (IS("x-ms-ratelimit-remaining-subscription-writes")) {
 		copy_value(h->c->ratelimit_writes, sizeof(h->c->ratelimit_writes), colon + 1, vlen);
 		h->r->ratelimit = true;
+	} else if (IS("x-ms-ratelimit-remaining-subscription-global-reads")) {
+		copy_value(h->c->ratelimit_global_reads, sizeof(h->c->ratelimit_global_reads), colon + 1, vlen);
+		h->r->ratelimit = true;
+	} else if (IS("x-ms-ratelimit-remaining-subscription-global-writes")) {
+		copy_value(h->c->ratelimit_global_writes, sizeof(h->c->ratelimit_global_writes), colon + 1, vlen);
+		h->r->ratelimit = true;
 	} else if (IS("x-ms-ratelimit-remaining-resource")) {
-		copy_value(h->c->ratelimit_resource, sizeof(h->c->ratelimit_resource), colon + 1, vlen);
+		/* One line per policy is allowed: keep them all. */
+		if (h->resource_seen)
+			append_value(h->c->ratelimit_resource, sizeof(h->c->ratelimit_resource), colon + 1, vlen);
+		else
+			copy_value(h->c->ratelimit_resource, sizeof(h->c->ratelimit_resource), colon + 1, vlen);
+		h->resource_seen = true;
 		h->r->ratelimit = true;
 	}
 #undef IS
@@ -162,6 +194,8 @@ static void publish_budgets(const struct rest_client *c)
 
 	publish_budget(c, "subscription-reads", c->ratelimit_reads, strlen(c->ratelimit_reads));
 	publish_budget(c, "subscription-writes", c->ratelimit_writes, strlen(c->ratelimit_writes));
+	publish_budget(c, "subscription-global-reads", c->ratelimit_global_reads, strlen(c->ratelimit_global_reads));
+	publish_budget(c, "subscription-global-writes", c->ratelimit_global_writes, strlen(c->ratelimit_global_writes));
 	while (*p) {
 		size_t len = strcspn(p, ",");
 		const char *semi = memchr(p, ';', len);
@@ -363,7 +397,7 @@ static int perform_once(struct rest_client *c, const struct rest_request *req, s
 	CURL *h = c->curl;
 	struct curl_slist *hl = NULL, *tmp;
 	struct body_buf b = { 0 };
-	struct hdr_ctx hc = { c, r };
+	struct hdr_ctx hc = { c, r, false };
 	char auth[REST_MAX_TOKEN + 32], ct[128];
 	CURLcode cc;
 	int rc = 0;
@@ -449,8 +483,10 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 		 * published as metrics; each reply that carries them is logged
 		 * at debug. */
 		if (rc == 0 && reply->ratelimit) {
-			host->log(host, AUTOSCALED_LOG_DEBUG, "%s: %s %s: ratelimit remaining reads '%s' writes '%s' resource '%s'",
-				  c->who, req->method, path, c->ratelimit_reads, c->ratelimit_writes, c->ratelimit_resource);
+			host->log(host, AUTOSCALED_LOG_DEBUG, "%s: %s %s: ratelimit remaining reads '%s' writes '%s' "
+				  "global reads '%s' global writes '%s' resource '%s'", c->who, req->method, path,
+				  c->ratelimit_reads, c->ratelimit_writes, c->ratelimit_global_reads,
+				  c->ratelimit_global_writes, c->ratelimit_resource);
 			publish_budgets(c);
 		}
 		again = rc != 0 ? rc != -EFBIG : retryable(c, reply);

@@ -43,7 +43,11 @@ struct rest_client {
 	/* Azure throttling budgets from the last reply that carried them. */
 	char ratelimit_reads[64];
 	char ratelimit_writes[64];
-	char ratelimit_resource[512];
+	char ratelimit_global_reads[64];
+	char ratelimit_global_writes[64];
+	/* Every policy of the reply: Compute may send one header line per
+	 * policy, joined here with ','. */
+	char ratelimit_resource[1024];
 	unsigned long retries;    /* retries done since open, for metrics */
 	unsigned long errors;     /* final failures since open (the drivers add failed operations) */
 };

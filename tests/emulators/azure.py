@@ -109,12 +109,16 @@ class AzureEmulator(Emulator):
 
     def _headers(self, write=False):
         self.reads -= 1
+        # Compute sends one x-ms-ratelimit-remaining-resource line per
+        # policy; ARM's token buckets add the global budgets.
         h = {"x-ms-ratelimit-remaining-subscription-reads": str(self.reads),
-             "x-ms-ratelimit-remaining-resource": "Microsoft.Compute/GetVMScaleSet3Min;197,"
-                                                  "Microsoft.Compute/GetVMScaleSet30Min;1297",
+             "x-ms-ratelimit-remaining-subscription-global-reads": str(self.reads * 2),
+             "x-ms-ratelimit-remaining-resource": ["Microsoft.Compute/GetVMScaleSet3Min;197",
+                                                   "Microsoft.Compute/GetVMScaleSet30Min;1297"],
              "x-ms-request-id": secrets.token_hex(16)}
         if write:
             h["x-ms-ratelimit-remaining-subscription-writes"] = "1199"
+            h["x-ms-ratelimit-remaining-subscription-global-writes"] = "2399"
         return h
 
     # -- auth ----------------------------------------------------------------

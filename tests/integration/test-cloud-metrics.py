@@ -129,7 +129,11 @@ def budgets(_):
     v, text = D.wait_sample(BUDGET, "Microsoft.Compute/GetVMScaleSet3Min", 197, 20)
     check(v == 197, "the 3-minute resource budget is 197", v, text[-1500:], D.log_tail())
     check("# TYPE %s gauge" % BUDGET in text, "declared a gauge")
-    check(sample(text, BUDGET, "Microsoft.Compute/GetVMScaleSet30Min") == 1297, "the 30-minute budget is 1297")
+    # The emulator sends each policy on a header line of its own: both count.
+    check(sample(text, BUDGET, "Microsoft.Compute/GetVMScaleSet30Min") == 1297, "the 30-minute budget is 1297",
+          text[-1500:])
+    check(sample(text, BUDGET, "subscription-global-reads") is not None, "the global read budget is exported",
+          text[-1500:])
     reads = sample(text, BUDGET, "subscription-reads")
     check(reads is not None and D.az.reads <= reads < D.start_reads, "the read budget is one the emulator sent",
           reads, D.start_reads, D.az.reads)
@@ -151,6 +155,8 @@ def writes(_):
     D.set_load(15)
     v, text = D.wait_sample(BUDGET, "subscription-writes", None, 20)
     check(v == 1199, "the write budget is 1199", v, text[-1500:], D.log_tail())
+    check(sample(text, BUDGET, "subscription-global-writes") == 2399, "the global write budget is 2399",
+          text[-1500:])
 
 
 @tap.test
