@@ -250,6 +250,73 @@ def operation_error(ctx):
     check(len(ctx.emu.find("POST", r"/resize$")) == 1, "one resize")
 
 
+def post(ctx, path, body=None, token=None):
+    """A POST to the emulator with a token of its own; (status, JSON body)."""
+    import urllib.request
+    req = urllib.request.Request(ctx.url + path, data=json.dumps(body or {}).encode(), method="POST", headers={
+        "Authorization": "Bearer " + (token or ctx.emu._issue("test")), "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+ZONAL = "/compute/v1/projects/p1/zones/europe-west1-b/instanceGroupManagers/web"
+
+
+@tap.test
+def emulator_request_id(ctx):
+    """the emulator refuses a requestId that is not a non-zero UUID, as the API does"""
+    for rid in ("1234", "00000000-0000-0000-0000-000000000000", "not-a-uuid-at-all-0000-000000000000"):
+        st, body = post(ctx, ZONAL + "/resize?size=4&requestId=" + rid)
+        check(st == 400 and "requestId" in body["error"]["message"], "refused", rid, st, body)
+    check(ctx.emu.group("p1", "zones", "europe-west1-b", "web")["target"] == 3, "no effect")
+    st, _ = post(ctx, ZONAL + "/resize?size=4&requestId=6f1c3c0e-8a1d-4d8e-9c47-2f6a1b0c9d3e")
+    check(st == 200, "a UUID is taken", st)
+
+
+@tap.test
+def emulator_delete_validation(ctx):
+    """deleteInstances fails as a whole for a malformed or wrong-zone URL, even with skipInstancesOnValidationError"""
+    g = ctx.emu.group("p1", "zones", "europe-west1-b", "web")
+    good = "zones/europe-west1-b/instances/" + g["instances"][0]["name"]
+    rid = "/deleteInstances?requestId=%s"
+    for n, bad in enumerate(("zones/europe-west1-b/instance/x", "zones/us-east1-b/instances/" + g["instances"][1]["name"],
+                             "projects/other/zones/europe-west1-b/instances/" + g["instances"][1]["name"])):
+        st, body = post(ctx, ZONAL + rid % ("6f1c3c0e-8a1d-4d8e-9c47-2f6a1b0c9d3%d" % n),
+                        {"instances": [good, bad], "skipInstancesOnValidationError": True})
+        check(st == 400, "refused", bad, st, body)
+    check(g["target"] == 3 and all(i["deleting"] is None for i in g["instances"]), "nothing deleted")
+    st, body = post(ctx, ZONAL + rid % "6f1c3c0e-8a1d-4d8e-9c47-2f6a1b0c9d3f",
+                    {"instances": [good, "zones/europe-west1-b/instances/gone-1"], "skipInstancesOnValidationError": True})
+    check(st == 200 and g["target"] == 2, "a non-member is skipped, the member deleted", st, body, g["target"])
+
+
+@tap.test
+def emulator_scopes(ctx):
+    """a token without a compute scope is refused by the compute API (403), as the API does"""
+    tok = ctx.emu._issue("test", ["https://www.googleapis.com/auth/monitoring.read"])
+    st, body = post(ctx, ZONAL + "/listManagedInstances", token=tok)
+    check(st == 403 and body["error"]["errors"][0]["reason"] == "ACCESS_TOKEN_SCOPE_INSUFFICIENT", "refused", st, body)
+    res = probe("gce-mig", ctx.options(scopes="https://www.googleapis.com/auth/monitoring.read"), ["observe"])
+    check(res.ops[0]["rc"] < 0 and "insufficient authentication scopes" in res.stderr, "the driver shows it",
+          res.ops, res.stderr)
+
+
+@tap.test
+def operation_wait_times_out(ctx):
+    """an operation that stays RUNNING through delayed waits ends in ETIMEDOUT at operation_timeout"""
+    ctx.emu.op_stuck = True
+    ctx.emu.wait_s = 0.7
+    res = probe("gce-mig", ctx.options(operation_timeout="1s"), ["set_capacity=5"])
+    check(res.ops[0]["rc"] == -110, "ETIMEDOUT", res.ops, res.stderr)
+    check("not done after 1 s" in res.stderr, "clear error", res.stderr)
+    waits = ctx.emu.find("POST", r"/operations/[^/]+/wait$")
+    check(1 <= len(waits) <= 3 and res.elapsed < 10, "a few held waits, bounded", len(waits), res.elapsed)
+    check(len(ctx.emu.find("POST", r"/resize$")) == 1, "one resize")
+
+
 @tap.test
 def unstable_group_waits_then_acts(ctx):
     """instances stuck in PROVISIONING: no new action until unstable_limit, then one, logged"""
