@@ -150,6 +150,36 @@ def flexible_expand_refused(ctx):
 
 
 @tap.test
+def unzoned_set(ctx):
+    """a set that is not zonal (no zones in its replies) is observed; its VMs are placed by location"""
+    ctx.emu.add_set("sub1", "rg1", "plain", 2, "Flexible", zonal=False)
+    res = probe("azure-vmss", ctx.options("plain"), ["observe"])
+    check(res.returncode == 0 and [i["location"] for i in res.ops[0]["instances"]] == ["westeurope"] * 2,
+          "observed", res.ops, res.stderr)
+
+
+@tap.test
+def emulator_audience(ctx):
+    """tokens are checked for their audience: another resource's scope or token is refused, as Azure does"""
+    import urllib.parse
+    import urllib.request
+    form = urllib.parse.urlencode({"grant_type": "client_credentials", "client_id": "app1", "client_secret": SECRET,
+                                   "scope": "https://storage.azure.com/.default"}).encode()
+    try:
+        urllib.request.urlopen(ctx.url + "/tenant1/oauth2/v2.0/token", data=form, timeout=5)
+        check(False, "accepted")
+    except urllib.error.HTTPError as e:
+        check(e.code == 400 and b"invalid_scope" in e.read(), "scope refused", e.code)
+    tok = ctx.emu._issue("test", "https://storage.azure.com/")
+    url = ctx.url + (VMSS % "web").replace("\\", "") + "?api-version=2024-07-01"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": "Bearer " + tok}), timeout=5)
+        check(False, "accepted")
+    except urllib.error.HTTPError as e:
+        check(e.code == 401 and b"wrong audience" in e.read(), "audience refused", e.code)
+
+
+@tap.test
 def flexible_foreign_vm_refused(ctx):
     """a Flexible VM list carrying another set's VM (a filter ignored) is an error: nothing is deleted"""
     def spoof(reply):
