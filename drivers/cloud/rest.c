@@ -461,16 +461,34 @@ static int perform_once(struct rest_client *c, const struct rest_request *req, s
 	return rc;
 }
 
+static void format_until(int64_t ms, char *out, size_t size)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
 int rest_call(struct rest_client *c, const struct rest_request *req, struct rest_reply *reply)
 {
 	const struct autoscaled_host *host = c->host;
 	char path[256], msg[256];
 	int attempts = req->no_retry ? 1 : (c->attempts > 0 ? c->attempts : 1);
+	int write = strcmp(req->method, "GET") != 0;
 	int rc = -EIO;
 
 	url_path(req->url, path, sizeof(path));
 	memset(reply, 0, sizeof(*reply));
 	reply->retry_after_ms = -1;
+	if (c->throttled_until_ms[write] > rest_now_ms()) {
+		char until[32];
+
+		format_until(c->throttled_until_ms[write], until, sizeof(until));
+		host->log(host, AUTOSCALED_LOG_WARNING, "%s: %s %s: throttled until %s (the server's Retry-After): "
+			  "no request before then", c->who, req->method, path, until);
+		return -EAGAIN;
+	}
 	for (int attempt = 1; attempt <= attempts; attempt++) {
 		CURLcode cc = CURLE_OK;
 		int64_t wait;
@@ -492,6 +510,22 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 		again = rc != 0 ? rc != -EFBIG : retryable(c, reply);
 		if (!again)
 			return rc;
+		/* The server named a time before which it takes no request,
+		 * longer than we may wait in one call: a retry before then
+		 * would be refused too, and count against the budget. */
+		if (rc == 0 && reply->retry_after_ms > c->backoff_max_ms) {
+			char until[32];
+
+			c->throttled_until_ms[write] = rest_now_ms() + reply->retry_after_ms;
+			format_until(c->throttled_until_ms[write], until, sizeof(until));
+			host->log(host, AUTOSCALED_LOG_ERROR, "%s: %s %s: HTTP %ld (%s): throttled until %s (Retry-After "
+				  "%lld s, longer than retry_max %lld s): no request before then", c->who, req->method,
+				  path, reply->status, rest_error_message(reply, msg, sizeof(msg)), until,
+				  (long long)(reply->retry_after_ms / 1000), (long long)(c->backoff_max_ms / 1000));
+			rest_count_error(c);
+			rest_reply_clear(reply);
+			return -EAGAIN;
+		}
 		if (attempt == attempts)
 			break;
 		wait = rest_retry_wait_ms(c, attempt, rc == 0 ? reply->retry_after_ms : -1);

@@ -48,6 +48,10 @@ struct rest_client {
 	/* Every policy of the reply: Compute may send one header line per
 	 * policy, joined here with ','. */
 	char ratelimit_resource[1024];
+	/* Wall-clock ms before which the server asked for no request (a
+	 * Retry-After longer than backoff_max_ms), 0 when none: reads (GET)
+	 * and writes apart, as the clouds budget them apart. */
+	int64_t throttled_until_ms[2];
 	unsigned long retries;    /* retries done since open, for metrics */
 	unsigned long errors;     /* final failures since open (the drivers add failed operations) */
 };
@@ -77,8 +81,9 @@ struct rest_reply {
 };
 
 /* The longest Retry-After taken as given: a longer one, or one too large
- * for any integer, counts as this much. rest_call() and the drivers' polls
- * wait at most the client's backoff_max_ms in any case. */
+ * for any integer, counts as this much. rest_call() sleeps at most the
+ * client's backoff_max_ms and holds off for a longer one (see rest_call);
+ * the drivers' operation polls wait at most backoff_max_ms. */
 #define REST_MAX_RETRY_AFTER_MS (24 * 3600 * INT64_C(1000))
 
 /* Sets defaults and creates the curl handle. Returns 0 or -ENOMEM. */
@@ -88,7 +93,12 @@ void rest_client_fini(struct rest_client *c);
 
 /* Performs the request, retrying per policy. Returns 0 with *reply filled
  * (any HTTP status: the caller judges it) or a negative errno when no HTTP
- * reply came after all tries (the failure is logged). */
+ * reply came after all tries (the failure is logged). A retryable reply
+ * whose Retry-After is longer than backoff_max_ms is honoured, not cut
+ * short: the call returns -EAGAIN at once, logging "throttled until T",
+ * and every call of the same kind (a read or a write) before T returns
+ * -EAGAIN without a request, so the caller holds instead of retrying early
+ * and giving up. */
 int rest_call(struct rest_client *c, const struct rest_request *req, struct rest_reply *reply);
 void rest_reply_clear(struct rest_reply *r);
 

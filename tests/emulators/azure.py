@@ -80,6 +80,7 @@ class AzureEmulator(Emulator):
         self.cpu = {}
         self.reads = 12000
         self.throttle_until = 0
+        self.throttle_methods = None
         self.throttle_policy = "Microsoft.Compute/GetVMScaleSet30Min"
         self.audiences = {"https://management.azure.com"}
         self.serial = 0
@@ -155,9 +156,11 @@ class AzureEmulator(Emulator):
         return h
 
     # -- auth ----------------------------------------------------------------
-    def throttle(self, seconds, policy=None):
-        """Every ARM call answers 429 for `seconds` from now."""
+    def throttle(self, seconds, policy=None, methods=None):
+        """Every ARM call (of `methods` only, e.g. {"PATCH", "POST"} for the
+        writes budget) answers 429 for `seconds` from now."""
         self.throttle_until = time.time() + seconds
+        self.throttle_methods = methods
         if policy:
             self.throttle_policy = policy
 
@@ -175,7 +178,7 @@ class AzureEmulator(Emulator):
         if tok[1] not in self.audiences:
             return arm_error(401, "InvalidAuthenticationToken", "The access token has been obtained for wrong "
                              "audience or resource '%s'." % tok[1])
-        if self.throttle_until > time.time():
+        if self.throttle_until > time.time() and (not self.throttle_methods or req["method"] in self.throttle_methods):
             left = int(self.throttle_until - time.time()) + 1
             h = self._headers()
             h["x-ms-ratelimit-remaining-resource"] = [self.throttle_policy + ";0"]

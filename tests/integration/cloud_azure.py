@@ -257,6 +257,19 @@ def throttled_429(ctx):
 
 
 @tap.test
+def throttled_for_minutes(ctx):
+    """a 429 whose Retry-After (minutes) is beyond retry_max is honoured: EAGAIN "throttled until", no early retry"""
+    ctx.emu.throttle(300)
+    res = probe("azure-vmss", ctx.options(), ["observe", "set_capacity=5", "remove=1"])
+    check(all(op["rc"] == -11 for op in res.ops), "EAGAIN for every call", res.ops, res.stderr)
+    check("throttled until" in res.stderr and "Retry-After 30" in res.stderr, "the log says until when", res.stderr)
+    arm = ctx.emu.find(None, "^/subscriptions/")
+    check(len(arm) == 1 and arm[0]["status"] == 429, "one request: none before the time the server named",
+          [(r["method"], r["path"], r["status"]) for r in arm])
+    check(res.elapsed < 20, "the call did not sit out the minutes", res.elapsed)
+
+
+@tap.test
 def conflict_409_waits(ctx):
     """409 (another operation in progress) on PATCH waits and retries; one capacity change"""
     ctx.emu.add_fault("PATCH", VMSS % "web" + "$", 409, times=2, body={"error": {

@@ -159,6 +159,46 @@ def writes(_):
           text[-1500:])
 
 
+def wait_log(pattern, timeout):
+    """The first line of the daemon's log matching pattern, waited for."""
+    deadline = time.time() + timeout
+    while True:
+        with open(D.log_path) as f:
+            line = next((x for x in f if re.search(pattern, x)), None)
+        if line is not None or time.time() > deadline:
+            return line
+        time.sleep(0.2)
+
+
+@tap.test
+def throttled_scale_out_holds(_):
+    """a scale-out throttled for minutes: the decision record says until when; no PATCH before then"""
+    D.az.throttle(300, methods={"PATCH", "POST"})
+    start = time.time()
+    D.set_load(20)
+    line = wait_log(r"scale out 3 -> 4; last scale-out failed: .*throttled until", 20)
+    check(line is not None, "a decision record says the scale-out is throttled until a time", D.log_tail())
+    # Several more cycles: none may send a write before the time named.
+    time.sleep(3)
+    writes = [r for r in D.az.find(None, "^/subscriptions/") if r["time"] >= start and r["method"] != "GET"]
+    check(len(writes) == 1 and writes[0]["status"] == 429, "one throttled write, then none",
+          [(r["method"], r["path"], r["status"]) for r in writes])
+
+
+@tap.test
+def throttled_observe_holds(_):
+    """reads throttled for minutes: the group holds, the log says until when, no read before then"""
+    D.az.throttle(300)
+    start = time.time()
+    line = wait_log(r"observe failed: .*throttled until .*holding", 20)
+    check(line is not None, "the hold says throttled until", D.log_tail())
+    time.sleep(3)
+    calls = [r for r in D.az.find(None, "^/subscriptions/") if r["time"] >= start]
+    check(len(calls) == 1 and calls[0]["status"] == 429, "one throttled call, then none",
+          [(r["method"], r["path"], r["status"]) for r in calls])
+    check(D.proc.poll() is None, "the daemon runs on", D.log_tail())
+
+
 @tap.test
 def stops(_):
     """the daemon stops cleanly"""
