@@ -17,6 +17,7 @@ TMP = tempdir()
 PEM, PUBKEY = rsa_key(TMP.name)
 EMAIL = "autoscaler@test-project.iam.gserviceaccount.com"
 IGM = r"/compute/v1/projects/p1/(zones|regions)/[^/]+/instanceGroupManagers/web"
+SELF_URL = "https://www.googleapis.com/compute/v1/"
 
 
 class Ctx:
@@ -354,6 +355,31 @@ def remove_named_ids(ctx):
     check("'nosuch' is not a live instance" in res.stderr, "unknown id logged", res.stderr)
     body = ctx.emu.find("POST", r"/deleteInstances$")[0]["json"]
     check([u.rsplit("/", 1)[1] for u in body["instances"]] == [victim], "exactly the named one", body)
+
+
+@tap.test
+def skipped_victim_not_reported(ctx):
+    """a victim deleteInstances skips (skipInstancesOnValidationError) is not reported as stopping"""
+    g = ctx.emu.group("p1", "zones", "europe-west1-b", "web")
+    ghost = "web-ghost"
+
+    def with_ghost(reply):
+        # A member the list shows but the group no longer has (abandoned
+        # meanwhile): deleteInstances skips it.
+        rows = reply.body.setdefault("managedInstances", [])
+        if reply.status == 200 and not reply.body.get("nextPageToken"):
+            rows.append({"instance": SELF_URL + "projects/p1/zones/europe-west1-b/instances/" + ghost, "name": ghost,
+                         "id": "42", "instanceStatus": "RUNNING", "currentAction": "NONE"})
+        return reply
+    ctx.emu.add_fault("POST", "/zones/europe-west1-b/instanceGroupManagers/web/listManagedInstances$", times=-1,
+                      mutate=with_ghost)
+    real = g["instances"][0]["name"]
+    res = probe("gce-mig", ctx.options(), ["remove_ids=%s,%s" % (ghost, real)])
+    check(res.ops[0]["rc"] == 0, "succeeds", res.ops, res.stderr)
+    check([i["id"] for i in res.ops[0]["instances"]] == [real], "only the deleted one reported", res.ops)
+    check("'%s' of 'web' was not deleted" % ghost in res.stderr, "the skip logged", res.stderr)
+    body = ctx.emu.find("POST", r"/deleteInstances$")[0]["json"]
+    check(len(body["instances"]) == 2 and g["target"] == 2, "both asked, one deleted", body, g["target"])
 
 
 @tap.test

@@ -71,6 +71,7 @@ def gce_value(ctx):
     req = ctx.gce.find("GET", "/timeSeries$")[0]["query"]
     check(req["aggregation.perSeriesAligner"] == "ALIGN_MEAN" and req["aggregation.crossSeriesReducer"] ==
           "REDUCE_MEAN" and req["aggregation.alignmentPeriod"] == "60s", "aggregation", req)
+    check(req.get("view") == "FULL", "view=FULL asked for: the points, not only the headers", req)
     check('metadata.system_labels.instance_group = "web"' in req["filter"], "filter", req)
     check(len(ctx.gce.find("GET", "^/computeMetadata/")) == 1, "token cached across polls")
     for tok in ctx.gce.tokens:
