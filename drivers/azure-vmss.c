@@ -645,13 +645,16 @@ static int init_auth(const struct autoscaled_host *host, const struct autoscaled
 	const char *id = cloud_opt(o, n, "client_id"), *secret = cloud_opt(o, n, "secret_file");
 	const char *scope = cloud_opt(o, n, "scope"), *login = cloud_opt(o, n, "login_host");
 	const char *resource = cloud_opt(o, n, "resource");
-	char def_scope[600];
+	char def_scope[600], def_resource[600];
 
 	if (!cred)
 		cred = secret ? "client_secret" : "managed_identity";
+	/* A managed identity's token is for the ARM endpoint in use (a
+	 * sovereign cloud's ARM refuses one for the public cloud's). */
+	snprintf(def_resource, sizeof(def_resource), "%s/", arm);
 	if (strcmp(cred, "managed_identity") == 0)
-		return azauth_init_imds(a, host, WHO, cloud_opt(o, n, "imds_base"),
-					resource ? resource : "https://management.azure.com/", id);
+		return azauth_init_imds(a, host, WHO, cloud_opt(o, n, "imds_base"), resource ? resource : def_resource,
+					id);
 	if (strcmp(cred, "client_secret") != 0 || !tenant || !id || !secret) {
 		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": credentials = '%s' must be managed_identity, or "
 			  "client_secret with tenant, client_id and secret_file", cred);
@@ -726,7 +729,7 @@ static const struct autoscaled_driver driver = {
 		       "arm_base = url  ARM endpoint (https://management.azure.com)\n"
 		       "scope = string  token scope (ARM_BASE/.default)\n"
 		       "imds_base = url  IMDS endpoint (http://169.254.169.254)\n"
-		       "resource = string  managed identity resource (https://management.azure.com/)\n"
+		       "resource = string  managed identity resource (ARM_BASE/)\n"
 		       "api_version = string  Microsoft.Compute api-version (2024-07-01)\n"
 		       "victim_policy = newest|oldest  which running VMs go first on scale-in (newest)\n"
 		       "operation_timeout = duration  longest wait for a long-running operation (15m)\n"

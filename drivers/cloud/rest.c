@@ -416,6 +416,11 @@ static int perform_once(struct rest_client *c, const struct rest_request *req, s
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &hc);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "autoscaled/" PACKAGE_VERSION);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
+	/* The metadata servers (169.254.169.254, metadata.google.internal)
+	 * answer only from the VM itself: a proxy from http_proxy would reach
+	 * nothing, or another machine's metadata. */
+	if (req->direct)
+		curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	if (strcmp(req->method, "GET") != 0) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body ? req->body : "");
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)(req->body ? strlen(req->body) : 0));

@@ -64,6 +64,7 @@ struct rest_request {
 	const char *bearer;        /* token, or NULL */
 	const char *const *headers; /* extra "Name: value" lines, NULL-terminated, or NULL */
 	bool no_retry;
+	bool direct;               /* never through a proxy: metadata servers are link-local */
 };
 
 /* A reply. body is NUL-terminated; json is the parsed body or NULL. The

@@ -135,7 +135,7 @@ static int az_init(struct source *s, const struct signal_conf *sc, char *err, si
 	    (r = source_opt_str(sc, "arm_base", false, "https://management.azure.com", &arm, err, errlen)) < 0 ||
 	    (r = source_opt_str(sc, "scope", false, NULL, &scope, err, errlen)) < 0 ||
 	    (r = source_opt_str(sc, "imds_base", false, NULL, &imds, err, errlen)) < 0 ||
-	    (r = source_opt_str(sc, "resource", false, "https://management.azure.com/", &resource, err, errlen)) < 0 ||
+	    (r = source_opt_str(sc, "resource", false, NULL, &resource, err, errlen)) < 0 ||
 	    (r = source_opt_num(sc, "max_age", 60, 86400, 300, &max_age, err, errlen)) < 0)
 		goto out;
 	m->max_age_ms = (int64_t)(max_age * 1000);
@@ -144,6 +144,13 @@ static int az_init(struct source *s, const struct signal_conf *sc, char *err, si
 		goto out;
 	}
 	snprintf(def_scope, sizeof(def_scope), "%s/.default", b);
+	/* A managed identity's token is for the ARM endpoint in use: a
+	 * sovereign cloud's ARM refuses one for the public cloud's. */
+	if (!resource && asprintf(&resource, "%s/", b) < 0) {
+		resource = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
 	if (!cred)
 		cred = strdup(secret ? "client_secret" : "managed_identity");
 	if (cred && strcmp(cred, "managed_identity") == 0) {

@@ -269,6 +269,33 @@ def throttled_for_minutes(ctx):
     check(res.elapsed < 20, "the call did not sit out the minutes", res.elapsed)
 
 
+DEAD_PROXY = {"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY":
+              "http://127.0.0.1:9", "no_proxy": "localhost", "NO_PROXY": "localhost"}
+
+
+@tap.test
+def imds_bypasses_proxy(ctx):
+    """the IMDS token is fetched directly even with http_proxy set to a dead proxy"""
+    # ARM is reached as localhost (excluded by no_proxy), IMDS as 127.0.0.1:
+    # only the driver can keep the proxy from IMDS.
+    arm = ctx.url.replace("127.0.0.1", "localhost")
+    ctx.emu.audiences.add(arm)
+    ctx.emu.page_cap = 10
+    res = probe("azure-vmss", ctx.options(arm_base=arm), ["observe"], env=DEAD_PROXY)
+    check(res.returncode == 0 and len(res.ops[0]["instances"]) == 3, "observed", res.ops, res.stderr)
+    check(len(ctx.emu.find("GET", "^/metadata/identity/oauth2/token$")) == 1, "IMDS reached directly")
+
+
+@tap.test
+def imds_resource_follows_arm_base(ctx):
+    """the managed identity's token is asked for the configured ARM endpoint (a sovereign cloud's), not the public one"""
+    ctx.emu.audiences = {ctx.url}
+    res = probe("azure-vmss", ctx.options(), ["observe"])
+    check(res.returncode == 0, "observed", res.ops, res.stderr)
+    tok = ctx.emu.find("GET", "^/metadata/identity/oauth2/token$")
+    check(tok and tok[0]["query"]["resource"] == ctx.url + "/", "resource = arm_base/", [t["query"] for t in tok])
+
+
 @tap.test
 def conflict_409_waits(ctx):
     """409 (another operation in progress) on PATCH waits and retries; one capacity change"""

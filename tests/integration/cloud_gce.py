@@ -383,6 +383,19 @@ def skipped_victim_not_reported(ctx):
 
 
 @tap.test
+def metadata_bypasses_proxy(ctx):
+    """the metadata server's token is fetched directly even with http_proxy set to a dead proxy"""
+    # Compute is reached as localhost (excluded by no_proxy), the metadata
+    # server as 127.0.0.1: only the driver can keep the proxy from it.
+    env = {"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY":
+           "http://127.0.0.1:9", "no_proxy": "localhost", "NO_PROXY": "localhost"}
+    res = probe("gce-mig", ctx.options(compute_base=ctx.url.replace("127.0.0.1", "localhost") + "/compute/v1"),
+                ["observe"], env=env)
+    check(res.returncode == 0 and len(res.ops[0]["instances"]) == 3, "observed", res.ops, res.stderr)
+    check(len(ctx.emu.find("GET", r"^/computeMetadata/")) == 1, "the metadata server reached directly")
+
+
+@tap.test
 def token_refreshed(ctx):
     """a token close to expiry is refreshed before use"""
     ctx.emu.token_lifetime = 2
