@@ -36,6 +36,7 @@ struct autoscaled_driver_instance {
 	bool stable;
 	int64_t unstable_since_ms; /* monotonic; 0: stable */
 	char actions[256];
+	char autoscaler[512]; /* status.autoscaler: the cloud's own autoscaler drives the group */
 };
 
 static const char *const known_options[] = {
@@ -88,7 +89,7 @@ static int malformed(struct autoscaled_driver_instance *h, const char *what, con
 static int fetch_group(struct autoscaled_driver_instance *h)
 {
 	struct rest_reply r;
-	const cJSON *ts, *status, *stable, *acts, *a;
+	const cJSON *ts, *status, *stable, *acts, *a, *as;
 	const char *bad = NULL;
 	char actions[sizeof(h->actions)] = "";
 	size_t off = 0;
@@ -106,6 +107,7 @@ static int fetch_group(struct autoscaled_driver_instance *h)
 	ts = cloud_json_get(r.json, "targetSize", cJSON_Number | cJSON_String, &bad);
 	status = cloud_json_get(r.json, "status", cJSON_Object, &bad);
 	stable = cloud_json_get(status, "isStable", cJSON_True | cJSON_False, &bad);
+	as = cloud_json_get(status, "autoscaler", cJSON_String, &bad);
 	/* currentActions only explains an unstable group in messages, but one
 	 * of another shape is as malformed as any field. */
 	acts = cloud_json_get(r.json, "currentActions", cJSON_Object, &bad);
@@ -126,6 +128,7 @@ static int fetch_group(struct autoscaled_driver_instance *h)
 	h->target_size = target;
 	h->stable = cJSON_IsTrue(stable);
 	snprintf(h->actions, sizeof(h->actions), "%s", actions);
+	snprintf(h->autoscaler, sizeof(h->autoscaler), "%s", as ? as->valuestring : "");
 	if (h->stable)
 		h->unstable_since_ms = 0;
 	else if (h->unstable_since_ms == 0)
@@ -356,6 +359,14 @@ static int may_act(struct autoscaled_driver_instance *h, const char *what)
 {
 	int64_t for_ms;
 
+	/* Two controllers moving one number do not converge, they
+	 * oscillate: the cloud's own autoscaler keeps the group. */
+	if (h->autoscaler[0]) {
+		LOG(h, ERROR, WHO ": not starting %s of '%s': it is driven by its own autoscaler '%s'; remove that "
+		    "autoscaler, or let it alone scale the group", what, h->name, h->autoscaler);
+		rest_count_error(&h->http);
+		return -EBUSY;
+	}
 	if (h->stable)
 		return 0;
 	for_ms = rest_mono_ms() - h->unstable_since_ms;

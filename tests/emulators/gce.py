@@ -32,6 +32,8 @@ Documented behaviours implemented, refused as the real API refuses them:
   and crossSeriesReducer (REDUCE_MEAN folds the per-instance series into
   one; a reducer without an aligner is a 400), view (FULL or HEADERS),
   pageSize (points with FULL, series with HEADERS) and pageToken.
+- status.autoscaler names the group's own autoscaler when one is attached
+  (add_group(autoscaler=NAME)); the autoscaler resource itself is not served.
 - Replies carry fields the drivers do not know (as newer API versions do),
   and leave out optional ones (a ManagedInstance's `id` before its VM
   exists, `version` of an instance being created).
@@ -106,9 +108,10 @@ class GceEmulator(Emulator):
         self.route("GET", r"/v3/projects/([^/]+)/timeSeries", self.time_series)
 
     # -- set-up ------------------------------------------------------------
-    def add_group(self, project, kind, where, name, size=0, paginated=True):
+    def add_group(self, project, kind, where, name, size=0, paginated=True, autoscaler=None):
         key = (project, kind, where, name)
-        g = {"key": key, "target": 0, "instances": [], "paginated": paginated, "id": str(10**17 + len(self.groups))}
+        g = {"key": key, "target": 0, "instances": [], "paginated": paginated, "id": str(10**17 + len(self.groups)),
+             "autoscaler": autoscaler}
         self.groups[key] = g
         self._grow(g, size, created=time.time() - 3600)
         return g
@@ -251,7 +254,8 @@ class GceEmulator(Emulator):
         body = {"kind": "compute#instanceGroupManager", "id": g["id"], "name": name, "selfLink": link,
                 "instanceTemplate": SELF + "projects/%s/global/instanceTemplates/t" % project,
                 "baseInstanceName": name, "fingerprint": base64.b64encode(secrets.token_bytes(8)).decode(),
-                "targetSize": g["target"], "currentActions": acts, "status": {"isStable": stable},
+                "targetSize": g["target"], "currentActions": acts, "status": dict({"isStable": stable}, **({"autoscaler": SELF + "projects/%s/%s/%s/autoscalers/%s" % (
+                    project, kind, where, g["autoscaler"])} if g["autoscaler"] else {})),
                 "listManagedInstancesResults": "PAGINATED" if g["paginated"] else "PAGELESS",
                 # Fields a newer API has and the driver does not read.
                 "satisfiesPzi": False, "instanceLifecyclePolicy": {"forceUpdateOnRepair": "NO",

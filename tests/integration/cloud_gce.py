@@ -396,6 +396,18 @@ def metadata_bypasses_proxy(ctx):
 
 
 @tap.test
+def own_autoscaler_refused(ctx):
+    """a group with its own autoscaler (status.autoscaler) is observed but never resized nor shrunk"""
+    ctx.emu.add_group("p1", "zones", "europe-west1-c", "auto", 2, autoscaler="auto-as")
+    res = probe("gce-mig", ctx.options(zone="europe-west1-c", name="auto"), ["observe", "set_capacity=4", "remove=1"])
+    check(res.ops[0]["rc"] == 0 and res.ops[0]["observation"]["target_size"] == 2, "observed", res.ops, res.stderr)
+    check(res.ops[1]["rc"] == -16 and res.ops[2]["rc"] == -16, "EBUSY for both actions", res.ops)
+    check("driven by its own autoscaler" in res.stderr and "autoscalers/auto-as" in res.stderr, "the reason logged",
+          res.stderr)
+    check(not ctx.emu.find("POST", r"/(resize|deleteInstances)$"), "no action sent")
+
+
+@tap.test
 def token_refreshed(ctx):
     """a token close to expiry is refreshed before use"""
     ctx.emu.token_lifetime = 2
