@@ -480,6 +480,82 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, const 
 	}
 }
 
+/* Refuses an action while an enabled Azure autoscale setting targets the
+ * scale set: two controllers moving one capacity do not converge, they
+ * oscillate. The settings are listed for the subscription (they may live
+ * in any resource group); an identity that may not read them is warned
+ * about and not held up. */
+static int check_autoscale(struct autoscaled_driver_instance *h, const char *what)
+{
+	const char *id = strstr(h->vmss_url, "/subscriptions/");
+	const char *rg = strstr(h->vmss_url, "/resourceGroups/");
+	char url[4096];
+	int rc;
+
+	if (!id || !rg)
+		return -EINVAL;
+	snprintf(url, sizeof(url), "%.*s/providers/Microsoft.Insights/autoscalesettings?api-version=2022-10-01",
+		 (int)(rg - h->vmss_url), h->vmss_url);
+	for (int page = 0; page < CLOUD_MAX_PAGES; page++) {
+		struct rest_reply r;
+		const cJSON *list, *next, *s;
+		const char *bad = NULL;
+
+		rc = request(h, "GET", url, NULL, NULL, &r);
+		if (rc < 0)
+			return rc;
+		if (r.status == 401 || r.status == 403) {
+			LOG(h, WARNING, WHO ": cannot list the autoscale settings of the subscription (HTTP %ld): '%s' not "
+			    "checked for a competing Azure autoscale setting", r.status, h->name);
+			rest_reply_clear(&r);
+			return 0;
+		}
+		if (r.status != 200) {
+			rc = http_fail(h, "list of autoscale settings", &r);
+			rest_reply_clear(&r);
+			return rc;
+		}
+		list = cloud_json_get(r.json, "value", cJSON_Array, &bad);
+		next = cloud_json_get(r.json, "nextLink", cJSON_String, &bad);
+		if (!cJSON_IsObject(r.json) || (!list && !bad))
+			bad = "value";
+		cJSON_ArrayForEach(s, list) {
+			const cJSON *p = cloud_json_get(s, "properties", cJSON_Object, &bad);
+			const cJSON *target = cloud_json_get(p, "targetResourceUri", cJSON_String, &bad);
+			const cJSON *enabled = cloud_json_get(p, "enabled", cJSON_True | cJSON_False, &bad);
+			const cJSON *name = cloud_json_get(s, "name", cJSON_String, &bad);
+
+			if (bad)
+				break;
+			/* ARM resource ids compare case-insensitively; a setting
+			 * without `enabled` is enabled (the API's default). */
+			if (target && strcasecmp(target->valuestring, id) == 0 && !cJSON_IsFalse(enabled)) {
+				LOG(h, ERROR, WHO ": not starting %s of '%s': the Azure autoscale setting '%s' is enabled "
+				    "on it; disable that setting, or let it alone scale the set", what, h->name,
+				    name ? name->valuestring : "(no name)");
+				rest_count_error(&h->http);
+				rest_reply_clear(&r);
+				return -EBUSY;
+			}
+		}
+		if (bad) {
+			rest_reply_clear(&r);
+			return malformed(h, "list of autoscale settings", bad);
+		}
+		if (!next || !next->valuestring[0]) {
+			rest_reply_clear(&r);
+			return 0;
+		}
+		if (!same_endpoint(h, next->valuestring) ||
+		    snprintf(url, sizeof(url), "%s", next->valuestring) >= (int)sizeof(url)) {
+			rest_reply_clear(&r);
+			return malformed(h, "list of autoscale settings", "nextLink");
+		}
+		rest_reply_clear(&r);
+	}
+	return -E2BIG;
+}
+
 static int delete_members(struct autoscaled_driver_instance *h, const size_t *idx, size_t n,
 			  autoscaled_instance_fn fn, void *ctx)
 {
@@ -523,6 +599,9 @@ static int az_remove(struct autoscaled_driver_instance *h, int count, const char
 	size_t *idx, n;
 	int rc = refresh(h);
 
+	if (rc < 0)
+		return rc;
+	rc = check_autoscale(h, "a scale-in");
 	if (rc < 0)
 		return rc;
 	rc = cloud_choose_victims(h->host, WHO, "VM", h->name, &h->members, count, ids, n_ids, h->victims, &idx, &n);
@@ -582,6 +661,9 @@ static int az_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 		return 0;
 	if (count < h->capacity)
 		return az_remove(h, h->capacity - count, NULL, 0, NULL, NULL);
+	rc = check_autoscale(h, "a capacity update");
+	if (rc < 0)
+		return rc;
 	rc = patch_capacity(h, count);
 	if (rc < 0)
 		return rc;

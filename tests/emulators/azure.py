@@ -33,9 +33,12 @@ Documented behaviours implemented, refused as the real API refuses them:
 - Replies carry fields the driver does not know, and leave out optional
   ones (zones of a set that is not zonal).
 
+- Autoscale Settings - List By Subscription (Microsoft.Insights), with
+  nextLink paging and targetResourceUri in lower case (add_autoscale).
+
 Not implemented: the scale set's own instanceView route, per-VM
 instanceView and GET, the VM model (PUT), upgrade policies, autoscale
-settings (Microsoft.Insights/autoscalesettings), real token signatures and
+setting profiles and rules (listed, never applied), real token signatures and
 tenants beyond the secret table, the read/write budgets actually running
 out (throttling is set by tests), Azure Monitor dimensions, interval and
 aggregation other than PT1M Average."""
@@ -79,6 +82,7 @@ class AzureEmulator(Emulator):
         self.secrets = {}
         self.cpu = {}
         self.reads = 12000
+        self.autoscale = []
         self.throttle_until = 0
         self.throttle_methods = None
         self.throttle_policy = "Microsoft.Compute/GetVMScaleSet30Min"
@@ -95,6 +99,7 @@ class AzureEmulator(Emulator):
                    self.op_async)
         self.route("GET", r"/subscriptions/([^/]+)/providers/Microsoft\.Compute/locations/([^/]+)/operationResults/([^/]+)",
                    self.op_location)
+        self.route("GET", r"/subscriptions/([^/]+)/providers/Microsoft\.Insights/autoscalesettings", self.autoscale_list)
         self.route("POST", r"/([^/]+)/oauth2/v2\.0/token", self.login_token)
         self.route("GET", r"/metadata/identity/oauth2/token", self.imds_token)
 
@@ -431,6 +436,27 @@ class AzureEmulator(Emulator):
                 continue
             self._expire(s)
             rows.extend(self._vm_row(s, v, expand is not None) for v in s["vms"])
+        return self._page(req, rows)
+
+    def add_autoscale(self, sub, rg, name, target_set, enabled=True):
+        """An Azure autoscale setting (Microsoft.Insights) targeting a set."""
+        self.autoscale.append({"sub": sub, "rg": rg, "name": name, "target": self._set_id(self.sets[target_set]),
+                               "enabled": enabled})
+
+    def autoscale_list(self, req, sub):
+        """Autoscale Settings - List By Subscription, with nextLink paging."""
+        err = self._check_token(req)
+        if err:
+            return err
+        rows = [{"id": "/subscriptions/%s/resourceGroups/%s/providers/microsoft.insights/autoscalesettings/%s" % (
+                    a["sub"], a["rg"], a["name"]), "name": a["name"], "type": "Microsoft.Insights/autoscaleSettings",
+                 "location": "westeurope", "tags": {},
+                 # ARM returns the target as it was written, often lower case.
+                 "properties": {"name": a["name"], "enabled": a["enabled"], "targetResourceUri": a["target"].lower(),
+                                "profiles": [{"name": "default", "capacity": {"minimum": "1", "maximum": "10",
+                                                                              "default": "1"}, "rules": []}],
+                                "notifications": []}}
+                for a in self.autoscale if a["sub"] == sub]
         return self._page(req, rows)
 
     def vm_list(self, req, sub, rg, name):

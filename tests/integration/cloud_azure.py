@@ -297,6 +297,20 @@ def imds_resource_follows_arm_base(ctx):
 
 
 @tap.test
+def own_autoscale_refused(ctx):
+    """an enabled Azure autoscale setting on the set: observed, never resized nor shrunk; a disabled one is ignored"""
+    ctx.emu.add_autoscale("sub1", "rg2", "other-rg-setting", ("sub1", "rg1", "flex"), enabled=False)
+    ctx.emu.add_autoscale("sub1", "rg2", "web-autoscale", ("sub1", "rg1", "web"))
+    res = probe("azure-vmss", ctx.options(), ["observe", "set_capacity=5", "remove=1"])
+    check(res.ops[0]["rc"] == 0, "observed", res.ops, res.stderr)
+    check(res.ops[1]["rc"] == -16 and res.ops[2]["rc"] == -16, "EBUSY for both actions", res.ops)
+    check("autoscale setting 'web-autoscale' is enabled" in res.stderr, "the reason logged", res.stderr)
+    check(not ctx.emu.find("PATCH") and not ctx.emu.find("POST", "/delete$"), "no action sent")
+    res = probe("azure-vmss", ctx.options("flex"), ["set_capacity=4"])
+    check(res.ops[0]["rc"] == 0, "a disabled setting does not hold the set", res.ops, res.stderr)
+
+
+@tap.test
 def conflict_409_waits(ctx):
     """409 (another operation in progress) on PATCH waits and retries; one capacity change"""
     ctx.emu.add_fault("PATCH", VMSS % "web" + "$", 409, times=2, body={"error": {
