@@ -2,7 +2,9 @@
  *
  * Observe GETs the scale set (sku.capacity, provisioningState compared
  * case-insensitively) and lists its VMs with their instance views,
- * following nextLink. Scale-out PATCHes sku.capacity with If-Match on the
+ * following nextLink: a Uniform set's under the scale set, a Flexible
+ * set's from the resource group's VM list filtered on the scale set (the
+ * route Azure allows for Flexible), named by VM name. Scale-out PATCHes sku.capacity with If-Match on the
  * etag (a 412 re-reads and tries again); scale-in POSTs /delete with the
  * victims' instanceIds. Long-running operations are followed through
  * Azure-AsyncOperation or Location, honouring Retry-After; Failed and
@@ -138,7 +140,7 @@ static int fetch_vmss(struct autoscaled_driver_instance *h)
 }
 
 /* Reads one VM of the list. Returns 0, or -EBADMSG with the field in *bad. */
-static int parse_vm(struct cloud_member *m, const cJSON *vm, const char **bad)
+static int parse_vm(struct cloud_member *m, const cJSON *vm, bool flexible, const char **bad)
 {
 	const cJSON *p, *iid, *name, *id, *ps_v, *iv, *st, *s, *created, *zones, *loc, *z;
 	const char *ps, *vid;
@@ -163,8 +165,9 @@ static int parse_vm(struct cloud_member *m, const cJSON *vm, const char **bad)
 		*bad = "zones[]";
 	if (*bad)
 		return -EBADMSG;
-	/* The instanceId is what /delete takes (a Flexible VM has its name). */
-	vid = iid && iid->valuestring[0] ? iid->valuestring : name ? name->valuestring : "";
+	/* The identifier /delete takes: a Uniform VM's instanceId, a Flexible
+	 * VM's name (its list carries no instanceId). */
+	vid = !flexible && iid && iid->valuestring[0] ? iid->valuestring : name ? name->valuestring : "";
 	if (!vid[0] || strlen(vid) >= sizeof(m->id)) {
 		*bad = "instanceId";
 		return -EBADMSG;
@@ -206,12 +209,55 @@ static int parse_vm(struct cloud_member *m, const cJSON *vm, const char **bad)
 	return 0;
 }
 
+/* The first page of the VM list. A Uniform set lists its VMs with their
+ * instance views under the scale set. Azure refuses that route with the
+ * expand on a Flexible set (400 OperationNotAllowed): a Flexible set's VMs
+ * are ordinary VMs of the resource group, listed with a filter on their
+ * scale set, and the instance view may be expanded only together with that
+ * filter. */
+static int list_url(const struct autoscaled_driver_instance *h, char *url, size_t size)
+{
+	const char *id = strstr(h->vmss_url, "/subscriptions/");
+	const char *prov = strstr(h->vmss_url, "/providers/Microsoft.Compute/virtualMachineScaleSets/");
+	char filter[1536], esc[4096];
+	int rc;
+
+	if (!h->flexible)
+		return snprintf(url, size, "%s/virtualMachines?api-version=%s&$expand=instanceView", h->vmss_url,
+				h->api_version) >= (int)size ? -E2BIG : 0;
+	if (!id || !prov)
+		return -EINVAL;
+	snprintf(filter, sizeof(filter), "'virtualMachineScaleSet/id' eq '%s'", id);
+	rc = rest_escape(filter, esc, sizeof(esc));
+	if (rc < 0)
+		return rc;
+	return snprintf(url, size, "%.*s/providers/Microsoft.Compute/virtualMachines?api-version=%s&$filter=%s"
+			"&$expand=instanceView", (int)(prov - h->vmss_url), h->vmss_url, h->api_version,
+			esc) >= (int)size ? -E2BIG : 0;
+}
+
+/* A Flexible set's VM names the scale set it belongs to. A VM of another
+ * set (a server that ignored the filter) must never become a victim. */
+static bool other_set(const struct autoscaled_driver_instance *h, const cJSON *vm)
+{
+	const char *id = strstr(h->vmss_url, "/subscriptions/");
+	const cJSON *set = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(vm, "properties"),
+						 "virtualMachineScaleSet"), "id");
+
+	/* ARM resource ids compare case-insensitively. */
+	return !cJSON_IsString(set) || !id || strcasecmp(set->valuestring, id) != 0;
+}
+
 static int list_vms(struct autoscaled_driver_instance *h, struct cloud_members *out)
 {
 	char url[4096];
-	int rc;
+	int rc = list_url(h, url, sizeof(url));
 
-	snprintf(url, sizeof(url), "%s/virtualMachines?api-version=%s&$expand=instanceView", h->vmss_url, h->api_version);
+	if (rc < 0) {
+		LOG(h, ERROR, WHO ": the VM list URL of '%s' is too long", h->name);
+		return rc;
+	}
 	for (int page = 0; page < CLOUD_MAX_PAGES; page++) {
 		struct rest_reply r;
 		const cJSON *vm, *list, *next;
@@ -236,13 +282,17 @@ static int list_vms(struct autoscaled_driver_instance *h, struct cloud_members *
 
 			if (bad)
 				break;
+			if (h->flexible && other_set(h, vm)) {
+				bad = "properties.virtualMachineScaleSet.id";
+				break;
+			}
 			m = cloud_members_add(out);
 			if (!m) {
 				LOG(h, ERROR, WHO ": '%s' has more than %d virtual machines", h->name, CLOUD_MAX_MEMBERS);
 				rest_reply_clear(&r);
 				return -E2BIG;
 			}
-			parse_vm(m, vm, &bad);
+			parse_vm(m, vm, h->flexible, &bad);
 		}
 		if (bad) {
 			rest_reply_clear(&r);
@@ -430,6 +480,82 @@ static int follow(struct autoscaled_driver_instance *h, const char *what, const 
 	}
 }
 
+/* Refuses an action while an enabled Azure autoscale setting targets the
+ * scale set: two controllers moving one capacity do not converge, they
+ * oscillate. The settings are listed for the subscription (they may live
+ * in any resource group); an identity that may not read them is warned
+ * about and not held up. */
+static int check_autoscale(struct autoscaled_driver_instance *h, const char *what)
+{
+	const char *id = strstr(h->vmss_url, "/subscriptions/");
+	const char *rg = strstr(h->vmss_url, "/resourceGroups/");
+	char url[4096];
+	int rc;
+
+	if (!id || !rg)
+		return -EINVAL;
+	snprintf(url, sizeof(url), "%.*s/providers/Microsoft.Insights/autoscalesettings?api-version=2022-10-01",
+		 (int)(rg - h->vmss_url), h->vmss_url);
+	for (int page = 0; page < CLOUD_MAX_PAGES; page++) {
+		struct rest_reply r;
+		const cJSON *list, *next, *s;
+		const char *bad = NULL;
+
+		rc = request(h, "GET", url, NULL, NULL, &r);
+		if (rc < 0)
+			return rc;
+		if (r.status == 401 || r.status == 403) {
+			LOG(h, WARNING, WHO ": cannot list the autoscale settings of the subscription (HTTP %ld): '%s' not "
+			    "checked for a competing Azure autoscale setting", r.status, h->name);
+			rest_reply_clear(&r);
+			return 0;
+		}
+		if (r.status != 200) {
+			rc = http_fail(h, "list of autoscale settings", &r);
+			rest_reply_clear(&r);
+			return rc;
+		}
+		list = cloud_json_get(r.json, "value", cJSON_Array, &bad);
+		next = cloud_json_get(r.json, "nextLink", cJSON_String, &bad);
+		if (!cJSON_IsObject(r.json) || (!list && !bad))
+			bad = "value";
+		cJSON_ArrayForEach(s, list) {
+			const cJSON *p = cloud_json_get(s, "properties", cJSON_Object, &bad);
+			const cJSON *target = cloud_json_get(p, "targetResourceUri", cJSON_String, &bad);
+			const cJSON *enabled = cloud_json_get(p, "enabled", cJSON_True | cJSON_False, &bad);
+			const cJSON *name = cloud_json_get(s, "name", cJSON_String, &bad);
+
+			if (bad)
+				break;
+			/* ARM resource ids compare case-insensitively; a setting
+			 * without `enabled` is enabled (the API's default). */
+			if (target && strcasecmp(target->valuestring, id) == 0 && !cJSON_IsFalse(enabled)) {
+				LOG(h, ERROR, WHO ": not starting %s of '%s': the Azure autoscale setting '%s' is enabled "
+				    "on it; disable that setting, or let it alone scale the set", what, h->name,
+				    name ? name->valuestring : "(no name)");
+				rest_count_error(&h->http);
+				rest_reply_clear(&r);
+				return -EBUSY;
+			}
+		}
+		if (bad) {
+			rest_reply_clear(&r);
+			return malformed(h, "list of autoscale settings", bad);
+		}
+		if (!next || !next->valuestring[0]) {
+			rest_reply_clear(&r);
+			return 0;
+		}
+		if (!same_endpoint(h, next->valuestring) ||
+		    snprintf(url, sizeof(url), "%s", next->valuestring) >= (int)sizeof(url)) {
+			rest_reply_clear(&r);
+			return malformed(h, "list of autoscale settings", "nextLink");
+		}
+		rest_reply_clear(&r);
+	}
+	return -E2BIG;
+}
+
 static int delete_members(struct autoscaled_driver_instance *h, const size_t *idx, size_t n,
 			  autoscaled_instance_fn fn, void *ctx)
 {
@@ -473,6 +599,9 @@ static int az_remove(struct autoscaled_driver_instance *h, int count, const char
 	size_t *idx, n;
 	int rc = refresh(h);
 
+	if (rc < 0)
+		return rc;
+	rc = check_autoscale(h, "a scale-in");
 	if (rc < 0)
 		return rc;
 	rc = cloud_choose_victims(h->host, WHO, "VM", h->name, &h->members, count, ids, n_ids, h->victims, &idx, &n);
@@ -532,6 +661,9 @@ static int az_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 		return 0;
 	if (count < h->capacity)
 		return az_remove(h, h->capacity - count, NULL, 0, NULL, NULL);
+	rc = check_autoscale(h, "a capacity update");
+	if (rc < 0)
+		return rc;
 	rc = patch_capacity(h, count);
 	if (rc < 0)
 		return rc;
@@ -595,13 +727,16 @@ static int init_auth(const struct autoscaled_host *host, const struct autoscaled
 	const char *id = cloud_opt(o, n, "client_id"), *secret = cloud_opt(o, n, "secret_file");
 	const char *scope = cloud_opt(o, n, "scope"), *login = cloud_opt(o, n, "login_host");
 	const char *resource = cloud_opt(o, n, "resource");
-	char def_scope[600];
+	char def_scope[600], def_resource[600];
 
 	if (!cred)
 		cred = secret ? "client_secret" : "managed_identity";
+	/* A managed identity's token is for the ARM endpoint in use (a
+	 * sovereign cloud's ARM refuses one for the public cloud's). */
+	snprintf(def_resource, sizeof(def_resource), "%s/", arm);
 	if (strcmp(cred, "managed_identity") == 0)
-		return azauth_init_imds(a, host, WHO, cloud_opt(o, n, "imds_base"),
-					resource ? resource : "https://management.azure.com/", id);
+		return azauth_init_imds(a, host, WHO, cloud_opt(o, n, "imds_base"), resource ? resource : def_resource,
+					id);
 	if (strcmp(cred, "client_secret") != 0 || !tenant || !id || !secret) {
 		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": credentials = '%s' must be managed_identity, or "
 			  "client_secret with tenant, client_id and secret_file", cred);
@@ -679,7 +814,7 @@ static const struct autoscaled_driver driver = {
 		       "arm_base = url  ARM endpoint (https://management.azure.com)\n"
 		       "scope = string  token scope (ARM_BASE/.default)\n"
 		       "imds_base = url  IMDS endpoint (http://169.254.169.254)\n"
-		       "resource = string  managed identity resource (https://management.azure.com/)\n"
+		       "resource = string  managed identity resource (ARM_BASE/)\n"
 		       "api_version = string  Microsoft.Compute api-version (2024-07-01)\n"
 		       "victim_policy = newest|oldest  which running VMs go first on scale-in (newest)\n"
 		       "operation_timeout = duration  longest wait for a long-running operation (15m)\n"

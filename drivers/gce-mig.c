@@ -36,6 +36,7 @@ struct autoscaled_driver_instance {
 	bool stable;
 	int64_t unstable_since_ms; /* monotonic; 0: stable */
 	char actions[256];
+	char autoscaler[512]; /* status.autoscaler: the cloud's own autoscaler drives the group */
 };
 
 static const char *const known_options[] = {
@@ -88,7 +89,7 @@ static int malformed(struct autoscaled_driver_instance *h, const char *what, con
 static int fetch_group(struct autoscaled_driver_instance *h)
 {
 	struct rest_reply r;
-	const cJSON *ts, *status, *stable, *acts, *a;
+	const cJSON *ts, *status, *stable, *acts, *a, *as;
 	const char *bad = NULL;
 	char actions[sizeof(h->actions)] = "";
 	size_t off = 0;
@@ -106,6 +107,7 @@ static int fetch_group(struct autoscaled_driver_instance *h)
 	ts = cloud_json_get(r.json, "targetSize", cJSON_Number | cJSON_String, &bad);
 	status = cloud_json_get(r.json, "status", cJSON_Object, &bad);
 	stable = cloud_json_get(status, "isStable", cJSON_True | cJSON_False, &bad);
+	as = cloud_json_get(status, "autoscaler", cJSON_String, &bad);
 	/* currentActions only explains an unstable group in messages, but one
 	 * of another shape is as malformed as any field. */
 	acts = cloud_json_get(r.json, "currentActions", cJSON_Object, &bad);
@@ -126,6 +128,7 @@ static int fetch_group(struct autoscaled_driver_instance *h)
 	h->target_size = target;
 	h->stable = cJSON_IsTrue(stable);
 	snprintf(h->actions, sizeof(h->actions), "%s", actions);
+	snprintf(h->autoscaler, sizeof(h->autoscaler), "%s", as ? as->valuestring : "");
 	if (h->stable)
 		h->unstable_since_ms = 0;
 	else if (h->unstable_since_ms == 0)
@@ -356,6 +359,14 @@ static int may_act(struct autoscaled_driver_instance *h, const char *what)
 {
 	int64_t for_ms;
 
+	/* Two controllers moving one number do not converge, they
+	 * oscillate: the cloud's own autoscaler keeps the group. */
+	if (h->autoscaler[0]) {
+		LOG(h, ERROR, WHO ": not starting %s of '%s': it is driven by its own autoscaler '%s'; remove that "
+		    "autoscaler, or let it alone scale the group", what, h->name, h->autoscaler);
+		rest_count_error(&h->http);
+		return -EBUSY;
+	}
 	if (h->stable)
 		return 0;
 	for_ms = rest_mono_ms() - h->unstable_since_ms;
@@ -370,53 +381,88 @@ static int may_act(struct autoscaled_driver_instance *h, const char *what)
 	return 0;
 }
 
+/* Reports the victims of finished deleteInstances calls. With
+ * skipInstancesOnValidationError the operation succeeds even for victims
+ * it skipped (no longer deletable, e.g. abandoned meanwhile): only those
+ * the group now shows deleting, or no longer has, are reported as
+ * stopping. When the group cannot be read again, all are, as the
+ * operation succeeded. */
+static int report_deleted(struct autoscaled_driver_instance *h, const struct cloud_member *v, size_t n,
+			  autoscaled_instance_fn fn, void *ctx)
+{
+	int known = refresh(h);
+
+	if (known < 0)
+		LOG(h, WARNING, WHO ": '%s' could not be read after deleteInstances; taking all %zu victim(s) as "
+		    "deleted", h->name, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct cloud_member *now = known == 0 ? cloud_members_find(&h->members, v[i].id) : NULL;
+		struct autoscaled_instance inst = { .id = v[i].id, .state = AUTOSCALED_INSTANCE_STOPPING,
+						    .created_ms = v[i].created_ms, .location = v[i].location };
+		int rc;
+
+		if (now && now->state != AUTOSCALED_INSTANCE_STOPPING) {
+			LOG(h, WARNING, WHO ": instance '%s' of '%s' was not deleted: deleteInstances skipped it", v[i].id,
+			    h->name);
+			continue;
+		}
+		if (fn && (rc = fn(ctx, &inst)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int delete_members(struct autoscaled_driver_instance *h, const size_t *idx, size_t n, autoscaled_instance_fn fn,
 			  void *ctx)
 {
-	for (size_t off = 0; off < n; off += DELETE_BATCH) {
+	/* The victims are copied: reading the group again replaces members. */
+	struct cloud_member *v = malloc(n * sizeof(*v));
+	size_t sent = 0;
+	int rc = 0, rc2;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		v[i] = h->members.v[idx[i]];
+	for (size_t off = 0; off < n && rc == 0; off += DELETE_BATCH) {
 		size_t k = n - off < DELETE_BATCH ? n - off : DELETE_BATCH;
 		cJSON *body = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(body, "instances");
 		char uuid[37], url[1536], *text;
 		struct rest_reply r;
-		int rc;
 
 		for (size_t i = 0; i < k; i++)
-			cJSON_AddItemToArray(arr, cJSON_CreateString(h->members.v[idx[off + i]].ref));
+			cJSON_AddItemToArray(arr, cJSON_CreateString(v[off + i].ref));
 		cJSON_AddBoolToObject(body, "skipInstancesOnValidationError", true);
 		text = cJSON_PrintUnformatted(body);
 		cJSON_Delete(body);
-		if (!text)
-			return -ENOMEM;
+		if (!text) {
+			rc = -ENOMEM;
+			break;
+		}
 		if (rest_uuid4(uuid) < 0) {
 			cJSON_free(text);
-			return -EIO;
+			rc = -EIO;
+			break;
 		}
 		snprintf(url, sizeof(url), "%s/deleteInstances?requestId=%s", h->igm_url, uuid);
-		LOG(h, INFO, WHO ": deleting %zu instance(s) of '%s' (first '%s', requestId %s)", k, h->name,
-		    h->members.v[idx[off]].id, uuid);
+		LOG(h, INFO, WHO ": deleting %zu instance(s) of '%s' (first '%s', requestId %s)", k, h->name, v[off].id,
+		    uuid);
 		rc = request(h, "POST", url, text, &r);
 		cJSON_free(text);
 		if (rc < 0)
-			return rc;
+			break;
 		if (r.status != 200) {
 			rc = http_fail(h, "deleteInstances", &r);
 			rest_reply_clear(&r);
-			return rc;
+			break;
 		}
 		rc = follow(h, "deleteInstances", &r);
-		if (rc < 0)
-			return rc;
-		for (size_t i = 0; i < k; i++) {
-			struct cloud_member *m = &h->members.v[idx[off + i]];
-			struct autoscaled_instance inst = { .id = m->id, .state = AUTOSCALED_INSTANCE_STOPPING,
-							    .created_ms = m->created_ms, .location = m->location };
-
-			m->state = AUTOSCALED_INSTANCE_STOPPING;
-			if (fn && (rc = fn(ctx, &inst)) != 0)
-				return rc;
-		}
+		if (rc == 0)
+			sent = off + k;
 	}
-	return 0;
+	rc2 = sent > 0 ? report_deleted(h, v, sent, fn, ctx) : 0;
+	free(v);
+	return rc < 0 ? rc : rc2;
 }
 
 /* Deletes victims from the members of the last refresh. */

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -303,6 +304,34 @@ static void read_group(struct config_ctx *x, const config_setting_t *s, struct g
 	cfg_read_notify(x, s, &g->notify, &a->notify);
 }
 
+static bool opt_equal(const struct group_conf *a, const struct group_conf *b, const char *key, bool icase)
+{
+	const char *va = options_get_str(&a->driver_options, key, NULL);
+	const char *vb = options_get_str(&b->driver_options, key, NULL);
+
+	if (!va || !vb)
+		return va == vb;
+	return icase ? strcasecmp(va, vb) == 0 : strcmp(va, vb) == 0;
+}
+
+/* What two groups both drive, or NULL: two controllers moving one number
+ * do not converge, they oscillate. ARM resource names compare without
+ * case, as ARM does. */
+static const char *shared_target(const struct group_conf *a, const struct group_conf *b)
+{
+	if (!a->driver || !b->driver || strcmp(a->driver, b->driver) != 0)
+		return NULL;
+	if (strcmp(a->driver, "gce-mig") == 0 && options_get_str(&a->driver_options, "name", NULL) &&
+	    opt_equal(a, b, "project", false) && opt_equal(a, b, "zone", false) && opt_equal(a, b, "region", false) &&
+	    opt_equal(a, b, "name", false))
+		return "managed instance group";
+	if (strcmp(a->driver, "azure-vmss") == 0 && options_get_str(&a->driver_options, "name", NULL) &&
+	    opt_equal(a, b, "subscription", true) && opt_equal(a, b, "resource_group", true) &&
+	    opt_equal(a, b, "name", true))
+		return "scale set";
+	return NULL;
+}
+
 static void read_groups(struct config_ctx *x, const config_setting_t *list, GHashTable *names)
 {
 	struct config *c = x->c;
@@ -340,6 +369,18 @@ static void read_groups(struct config_ctx *x, const config_setting_t *list, GHas
 				  g->name, f->file, f->line);
 		} else {
 			g_hash_table_insert(names, g->name, (void *)(uintptr_t)(c->n_groups - 1));
+		}
+		for (size_t k = 0; k + 1 < c->n_groups; k++) {
+			const struct group_conf *f = &c->groups[k];
+			const char *what = f->name ? shared_target(f, g) : NULL;
+
+			if (what) {
+				const config_setting_t *o = config_setting_get_member(e, "driver_options");
+
+				cfg_error(x, o ? o : e, "group '%s' drives the same %s as group '%s' (defined at %s:%d): "
+					  "two controllers would fight", g->name, what, f->name, f->file, f->line);
+				break;
+			}
 		}
 	}
 }

@@ -509,8 +509,11 @@ void group_job_done(struct job *j)
 	switch (j->kind) {
 	case JOB_OBSERVE:
 		if (j->r < 0) {
-			log_group(LOG_WARNING, g->gc->name, NULL, NULL, "observe failed: %s; holding",
-				  strerror(-j->r));
+			/* The driver's own words say why (e.g. until when the
+			 * cloud throttles it). */
+			log_group(LOG_WARNING, g->gc->name, NULL, NULL, "observe failed: %s%s%s%s; holding",
+				  strerror(-j->r), j->driver_msg[0] ? " (" : "", j->driver_msg,
+				  j->driver_msg[0] ? ")" : "");
 			metrics_record_error(g->ctx->metrics, g->gc->name, "observe");
 			break;
 		}

@@ -129,6 +129,7 @@ int azauth_token(struct azauth *a, struct rest_client *c, const char **ret)
 	if (a->imds) {
 		req.method = "GET";
 		req.headers = imds_hdrs;
+		req.direct = true;
 		c->policy = REST_POLICY_IMDS;
 	} else {
 		size_t n;

@@ -318,6 +318,7 @@ int gauth_token(struct gauth *g, struct rest_client *c, const char **ret)
 		req.method = "GET";
 		req.url = url;
 		req.headers = hdrs;
+		req.direct = true;
 	} else {
 		char jwt[4096];
 		size_t flen;

@@ -26,6 +26,7 @@ struct body_buf {
 struct hdr_ctx {
 	struct rest_client *c;
 	struct rest_reply *r;
+	bool resource_seen; /* an x-ms-ratelimit-remaining-resource line in this response */
 };
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -63,6 +64,22 @@ static void copy_value(char *dst, size_t size, const char *v, size_t n)
 	dst[n] = '\0';
 }
 
+/* Appends a further x-ms-ratelimit-remaining-resource line to the ones of
+ * the same response; a line that does not fit whole is dropped, so no
+ * policy is ever cut in two. */
+static void append_value(char *dst, size_t size, const char *v, size_t n)
+{
+	size_t len = strlen(dst), add;
+	char tmp[512];
+
+	copy_value(tmp, sizeof(tmp), v, n);
+	add = strlen(tmp);
+	if (add == 0 || len + 1 + add >= size)
+		return;
+	dst[len] = ',';
+	memcpy(dst + len + 1, tmp, add + 1);
+}
+
 int64_t rest_parse_retry_after(const char *v, int64_t now_ms)
 {
 	const int64_t max_s = REST_MAX_RETRY_AFTER_MS / 1000;
@@ -98,6 +115,10 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 	size_t klen, vlen;
 	char tmp[64];
 
+	/* A status line starts a response (an interim or redirected one
+	 * before the last): its resource budgets start afresh. */
+	if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0)
+		h->resource_seen = false;
 	if (!colon)
 		return n;
 	klen = (size_t)(colon - buf);
@@ -118,8 +139,19 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 	} else if (IS("x-ms-ratelimit-remaining-subscription-writes")) {
 		copy_value(h->c->ratelimit_writes, sizeof(h->c->ratelimit_writes), colon + 1, vlen);
 		h->r->ratelimit = true;
+	} else if (IS("x-ms-ratelimit-remaining-subscription-global-reads")) {
+		copy_value(h->c->ratelimit_global_reads, sizeof(h->c->ratelimit_global_reads), colon + 1, vlen);
+		h->r->ratelimit = true;
+	} else if (IS("x-ms-ratelimit-remaining-subscription-global-writes")) {
+		copy_value(h->c->ratelimit_global_writes, sizeof(h->c->ratelimit_global_writes), colon + 1, vlen);
+		h->r->ratelimit = true;
 	} else if (IS("x-ms-ratelimit-remaining-resource")) {
-		copy_value(h->c->ratelimit_resource, sizeof(h->c->ratelimit_resource), colon + 1, vlen);
+		/* One line per policy is allowed: keep them all. */
+		if (h->resource_seen)
+			append_value(h->c->ratelimit_resource, sizeof(h->c->ratelimit_resource), colon + 1, vlen);
+		else
+			copy_value(h->c->ratelimit_resource, sizeof(h->c->ratelimit_resource), colon + 1, vlen);
+		h->resource_seen = true;
 		h->r->ratelimit = true;
 	}
 #undef IS
@@ -162,6 +194,8 @@ static void publish_budgets(const struct rest_client *c)
 
 	publish_budget(c, "subscription-reads", c->ratelimit_reads, strlen(c->ratelimit_reads));
 	publish_budget(c, "subscription-writes", c->ratelimit_writes, strlen(c->ratelimit_writes));
+	publish_budget(c, "subscription-global-reads", c->ratelimit_global_reads, strlen(c->ratelimit_global_reads));
+	publish_budget(c, "subscription-global-writes", c->ratelimit_global_writes, strlen(c->ratelimit_global_writes));
 	while (*p) {
 		size_t len = strcspn(p, ",");
 		const char *semi = memchr(p, ';', len);
@@ -363,7 +397,7 @@ static int perform_once(struct rest_client *c, const struct rest_request *req, s
 	CURL *h = c->curl;
 	struct curl_slist *hl = NULL, *tmp;
 	struct body_buf b = { 0 };
-	struct hdr_ctx hc = { c, r };
+	struct hdr_ctx hc = { c, r, false };
 	char auth[REST_MAX_TOKEN + 32], ct[128];
 	CURLcode cc;
 	int rc = 0;
@@ -382,6 +416,11 @@ static int perform_once(struct rest_client *c, const struct rest_request *req, s
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &hc);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "autoscaled/" PACKAGE_VERSION);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
+	/* The metadata servers (169.254.169.254, metadata.google.internal)
+	 * answer only from the VM itself: a proxy from http_proxy would reach
+	 * nothing, or another machine's metadata. */
+	if (req->direct)
+		curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	if (strcmp(req->method, "GET") != 0) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body ? req->body : "");
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)(req->body ? strlen(req->body) : 0));
@@ -427,16 +466,34 @@ static int perform_once(struct rest_client *c, const struct rest_request *req, s
 	return rc;
 }
 
+static void format_until(int64_t ms, char *out, size_t size)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
 int rest_call(struct rest_client *c, const struct rest_request *req, struct rest_reply *reply)
 {
 	const struct autoscaled_host *host = c->host;
 	char path[256], msg[256];
 	int attempts = req->no_retry ? 1 : (c->attempts > 0 ? c->attempts : 1);
+	int write = strcmp(req->method, "GET") != 0;
 	int rc = -EIO;
 
 	url_path(req->url, path, sizeof(path));
 	memset(reply, 0, sizeof(*reply));
 	reply->retry_after_ms = -1;
+	if (c->throttled_until_ms[write] > rest_now_ms()) {
+		char until[32];
+
+		format_until(c->throttled_until_ms[write], until, sizeof(until));
+		host->log(host, AUTOSCALED_LOG_WARNING, "%s: %s %s: throttled until %s (the server's Retry-After): "
+			  "no request before then", c->who, req->method, path, until);
+		return -EAGAIN;
+	}
 	for (int attempt = 1; attempt <= attempts; attempt++) {
 		CURLcode cc = CURLE_OK;
 		int64_t wait;
@@ -449,13 +506,31 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 		 * published as metrics; each reply that carries them is logged
 		 * at debug. */
 		if (rc == 0 && reply->ratelimit) {
-			host->log(host, AUTOSCALED_LOG_DEBUG, "%s: %s %s: ratelimit remaining reads '%s' writes '%s' resource '%s'",
-				  c->who, req->method, path, c->ratelimit_reads, c->ratelimit_writes, c->ratelimit_resource);
+			host->log(host, AUTOSCALED_LOG_DEBUG, "%s: %s %s: ratelimit remaining reads '%s' writes '%s' "
+				  "global reads '%s' global writes '%s' resource '%s'", c->who, req->method, path,
+				  c->ratelimit_reads, c->ratelimit_writes, c->ratelimit_global_reads,
+				  c->ratelimit_global_writes, c->ratelimit_resource);
 			publish_budgets(c);
 		}
 		again = rc != 0 ? rc != -EFBIG : retryable(c, reply);
 		if (!again)
 			return rc;
+		/* The server named a time before which it takes no request,
+		 * longer than we may wait in one call: a retry before then
+		 * would be refused too, and count against the budget. */
+		if (rc == 0 && reply->retry_after_ms > c->backoff_max_ms) {
+			char until[32];
+
+			c->throttled_until_ms[write] = rest_now_ms() + reply->retry_after_ms;
+			format_until(c->throttled_until_ms[write], until, sizeof(until));
+			host->log(host, AUTOSCALED_LOG_ERROR, "%s: %s %s: HTTP %ld (%s): throttled until %s (Retry-After "
+				  "%lld s, longer than retry_max %lld s): no request before then", c->who, req->method,
+				  path, reply->status, rest_error_message(reply, msg, sizeof(msg)), until,
+				  (long long)(reply->retry_after_ms / 1000), (long long)(c->backoff_max_ms / 1000));
+			rest_count_error(c);
+			rest_reply_clear(reply);
+			return -EAGAIN;
+		}
 		if (attempt == attempts)
 			break;
 		wait = rest_retry_wait_ms(c, attempt, rc == 0 ? reply->retry_after_ms : -1);

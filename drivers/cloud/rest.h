@@ -43,7 +43,15 @@ struct rest_client {
 	/* Azure throttling budgets from the last reply that carried them. */
 	char ratelimit_reads[64];
 	char ratelimit_writes[64];
-	char ratelimit_resource[512];
+	char ratelimit_global_reads[64];
+	char ratelimit_global_writes[64];
+	/* Every policy of the reply: Compute may send one header line per
+	 * policy, joined here with ','. */
+	char ratelimit_resource[1024];
+	/* Wall-clock ms before which the server asked for no request (a
+	 * Retry-After longer than backoff_max_ms), 0 when none: reads (GET)
+	 * and writes apart, as the clouds budget them apart. */
+	int64_t throttled_until_ms[2];
 	unsigned long retries;    /* retries done since open, for metrics */
 	unsigned long errors;     /* final failures since open (the drivers add failed operations) */
 };
@@ -56,6 +64,7 @@ struct rest_request {
 	const char *bearer;        /* token, or NULL */
 	const char *const *headers; /* extra "Name: value" lines, NULL-terminated, or NULL */
 	bool no_retry;
+	bool direct;               /* never through a proxy: metadata servers are link-local */
 };
 
 /* A reply. body is NUL-terminated; json is the parsed body or NULL. The
@@ -73,8 +82,9 @@ struct rest_reply {
 };
 
 /* The longest Retry-After taken as given: a longer one, or one too large
- * for any integer, counts as this much. rest_call() and the drivers' polls
- * wait at most the client's backoff_max_ms in any case. */
+ * for any integer, counts as this much. rest_call() sleeps at most the
+ * client's backoff_max_ms and holds off for a longer one (see rest_call);
+ * the drivers' operation polls wait at most backoff_max_ms. */
 #define REST_MAX_RETRY_AFTER_MS (24 * 3600 * INT64_C(1000))
 
 /* Sets defaults and creates the curl handle. Returns 0 or -ENOMEM. */
@@ -84,7 +94,12 @@ void rest_client_fini(struct rest_client *c);
 
 /* Performs the request, retrying per policy. Returns 0 with *reply filled
  * (any HTTP status: the caller judges it) or a negative errno when no HTTP
- * reply came after all tries (the failure is logged). */
+ * reply came after all tries (the failure is logged). A retryable reply
+ * whose Retry-After is longer than backoff_max_ms is honoured, not cut
+ * short: the call returns -EAGAIN at once, logging "throttled until T",
+ * and every call of the same kind (a read or a write) before T returns
+ * -EAGAIN without a request, so the caller holds instead of retrying early
+ * and giving up. */
 int rest_call(struct rest_client *c, const struct rest_request *req, struct rest_reply *reply);
 void rest_reply_clear(struct rest_reply *r);
 

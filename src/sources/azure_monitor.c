@@ -134,7 +134,7 @@ static int az_init(struct source *s, const struct signal_conf *sc, char *err, si
 	    (r = source_opt_str(sc, "arm_base", false, "https://management.azure.com", &arm, err, errlen)) < 0 ||
 	    (r = source_opt_str(sc, "scope", false, NULL, &scope, err, errlen)) < 0 ||
 	    (r = source_opt_str(sc, "imds_base", false, NULL, &imds, err, errlen)) < 0 ||
-	    (r = source_opt_str(sc, "resource", false, "https://management.azure.com/", &resource, err, errlen)) < 0 ||
+	    (r = source_opt_str(sc, "resource", false, NULL, &resource, err, errlen)) < 0 ||
 	    (r = source_opt_duration(sc, "max_age", 60 * 1000, 86400 * 1000, 300 * 1000, &m->max_age_ms, err,
 				     errlen)) < 0)
 		goto out;
@@ -143,6 +143,13 @@ static int az_init(struct source *s, const struct signal_conf *sc, char *err, si
 		goto out;
 	}
 	snprintf(def_scope, sizeof(def_scope), "%s/.default", b);
+	/* A managed identity's token is for the ARM endpoint in use: a
+	 * sovereign cloud's ARM refuses one for the public cloud's. */
+	if (!resource && asprintf(&resource, "%s/", b) < 0) {
+		resource = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
 	if (!cred)
 		cred = strdup(secret ? "client_secret" : "managed_identity");
 	if (cred && strcmp(cred, "managed_identity") == 0) {

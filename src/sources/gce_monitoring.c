@@ -58,7 +58,8 @@ static int gce_fetch(void *state, struct rest_client *http, double *value, char 
 	cloud_format_time(now, end, sizeof(end));
 	snprintf(url, sizeof(url),
 		 "%s&interval.startTime=%s&interval.endTime=%s&aggregation.alignmentPeriod=60s"
-		 "&aggregation.perSeriesAligner=ALIGN_MEAN&aggregation.crossSeriesReducer=REDUCE_MEAN&pageSize=10",
+		 "&aggregation.perSeriesAligner=ALIGN_MEAN&aggregation.crossSeriesReducer=REDUCE_MEAN&pageSize=10"
+		 "&view=FULL",
 		 m->url, start, end);
 	rc = cloud_source_get(http, url, bearer, "timeSeries.list", &r, why, whylen);
 	if (rc < 0)

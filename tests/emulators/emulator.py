@@ -152,7 +152,10 @@ class Emulator:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.headers.pop("Content-Type", ctype))
                 for k, v in reply.headers.items():
-                    self.send_header(k, str(v))
+                    # A list is sent as one header line per item (Azure's
+                    # budgets come so, one line per policy).
+                    for item in (v if isinstance(v, list) else [v]):
+                        self.send_header(k, str(item))
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

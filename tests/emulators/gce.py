@@ -7,11 +7,49 @@ Instances go PROVISIONING -> STAGING -> RUNNING, `step_s` seconds per step,
 after a resize; deleted ones stay DELETING for `step_s`. Operations need
 `op_polls` polls (get or wait) to reach DONE. Settings for tests:
 stuck_provisioning, op_error (the next operations end in this error),
-page_cap (largest page of listManagedInstances), token_lifetime."""
+op_stuck (operations never finish), wait_s (how long operations.wait holds
+an operation that is not DONE: about two minutes on the real API),
+page_cap (largest page of listManagedInstances), token_lifetime,
+default_scopes (the metadata server's service-account scopes).
+
+Documented behaviours implemented, refused as the real API refuses them:
+- requestId on resize and deleteInstances must be a non-zero UUID (400
+  otherwise); a repeated requestId returns the first operation, no effect.
+- deleteInstances: at most 1000 URLs; a malformed instance URL, another
+  project's, or a zone outside the group's zone or region fails the whole
+  call (400) even with skipInstancesOnValidationError; a well-formed URL of
+  an instance that is not a member is skipped with that flag (400 without).
+  targetSize drops by the number actually deleted.
+- operations.wait answers at once when the operation is DONE, else after
+  `wait_s` (the operation may still be RUNNING: callers loop).
+- Tokens carry their scopes: compute calls need .../auth/compute or
+  .../auth/cloud-platform, monitoring calls .../auth/monitoring(.read) or
+  cloud-platform (403 ACCESS_TOKEN_SCOPE_INSUFFICIENT otherwise); the
+  metadata server grants the `scopes` asked for only within its own.
+- timeSeries.list: `filter` parsed as a filter (terms `field = "value"`
+  joined by AND; an unknown field or other syntax is a 400), the required
+  interval.endTime, aggregation.alignmentPeriod (>= 60s), perSeriesAligner
+  and crossSeriesReducer (REDUCE_MEAN folds the per-instance series into
+  one; a reducer without an aligner is a 400), view (FULL or HEADERS),
+  pageSize (points with FULL, series with HEADERS) and pageToken.
+- status.autoscaler names the group's own autoscaler when one is attached
+  (add_group(autoscaler=NAME)); the autoscaler resource itself is not served.
+- Replies carry fields the drivers do not know (as newer API versions do),
+  and leave out optional ones (a ManagedInstance's `id` before its VM
+  exists, `version` of an instance being created).
+
+Not implemented: instance templates, the Instance resource itself,
+abandonInstances, recreate, per-instance configs, stateful policy,
+fingerprints (no 412), listManagedInstances' `filter`/`orderBy`, the
+project quota counters behind 403 rateLimitExceeded (injected as faults
+instead), monitoring aligners and reducers other than MEAN, groupByFields,
+filter operators other than `=` and `AND`, and real JWT audience checks
+beyond `aud` == token_uri."""
 
 import base64
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -23,6 +61,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from emulator import Emulator, Reply, error_body, run_main  # noqa: E402
 
 SELF = "https://www.googleapis.com/compute/v1/"
+SCOPE = "https://www.googleapis.com/auth/"
+COMPUTE_SCOPES = {SCOPE + "compute", SCOPE + "cloud-platform"}
+MONITORING_SCOPES = {SCOPE + "monitoring", SCOPE + "monitoring.read", SCOPE + "cloud-platform"}
+UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+FILTER_FIELDS = ("metric.type", "resource.type", "metadata.system_labels.instance_group", "resource.labels.zone",
+                 "resource.labels.project_id", "metric.labels.instance_name")
 
 
 def b64url_decode(s):
@@ -39,6 +83,9 @@ class GceEmulator(Emulator):
         self.step_s = 0.3
         self.op_polls = 3
         self.op_error = None
+        self.op_stuck = False
+        self.wait_s = 0
+        self.default_scopes = [SCOPE + "cloud-platform"]
         self.stuck_provisioning = False
         self.page_cap = 2
         self.token_lifetime = 3600
@@ -55,15 +102,16 @@ class GceEmulator(Emulator):
         self.route("POST", igm + r"/listManagedInstances", self.igm_list)
         self.route("POST", igm + r"/deleteInstances", self.igm_delete)
         self.route("GET", scope + r"/operations/([^/]+)", self.op_get)
-        self.route("POST", scope + r"/operations/([^/]+)/wait", self.op_get)
+        self.route("POST", scope + r"/operations/([^/]+)/wait", self.op_wait)
         self.route("GET", r"/computeMetadata/v1/instance/service-accounts/default/token", self.metadata_token)
         self.route("POST", r"/token", self.oauth_token)
         self.route("GET", r"/v3/projects/([^/]+)/timeSeries", self.time_series)
 
     # -- set-up ------------------------------------------------------------
-    def add_group(self, project, kind, where, name, size=0, paginated=True):
+    def add_group(self, project, kind, where, name, size=0, paginated=True, autoscaler=None):
         key = (project, kind, where, name)
-        g = {"key": key, "target": 0, "instances": [], "paginated": paginated, "id": str(10**17 + len(self.groups))}
+        g = {"key": key, "target": 0, "instances": [], "paginated": paginated, "id": str(10**17 + len(self.groups)),
+             "autoscaler": autoscaler}
         self.groups[key] = g
         self._grow(g, size, created=time.time() - 3600)
         return g
@@ -119,23 +167,33 @@ class GceEmulator(Emulator):
         return "%sprojects/%s/zones/%s/instances/%s" % (SELF, g["key"][0], inst["zone"], inst["name"])
 
     # -- auth ----------------------------------------------------------------
-    def _authorized(self, req):
+    def _authorized(self, req, scopes=COMPUTE_SCOPES):
+        """None when the request's token is valid and has one of `scopes`,
+        else the error reply."""
         auth = req["headers"].get("authorization", "")
-        if not auth.startswith("Bearer "):
-            return False
-        exp = self.tokens.get(auth[7:])
-        return exp is not None and exp > time.time()
+        tok = self.tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
+        if tok is None or tok[0] <= time.time():
+            return Reply(401, error_body(401, "Request had invalid authentication credentials.", "authError"))
+        if not scopes & set(tok[1]):
+            return Reply(403, error_body(403, "Request had insufficient authentication scopes.",
+                                         "ACCESS_TOKEN_SCOPE_INSUFFICIENT"))
+        return None
 
-    def _issue(self, kind):
+    def _issue(self, kind, scopes=None):
         tok = "ya29.%s-%s" % (kind, secrets.token_urlsafe(24))
         with self.lock:
-            self.tokens[tok] = time.time() + self.token_lifetime
+            self.tokens[tok] = (time.time() + self.token_lifetime, list(scopes or self.default_scopes))
         return tok
 
     def metadata_token(self, req):
         if req["headers"].get("metadata-flavor") != "Google":
             return Reply(403, "Missing Metadata-Flavor:Google header.", {"Metadata-Flavor": "Google"})
-        return Reply(200, {"access_token": self._issue("meta"), "expires_in": self.token_lifetime,
+        asked = [x for x in req["query"].get("scopes", "").split(",") if x]
+        # The metadata server grants scopes only within the service
+        # account's own; cloud-platform covers every API.
+        if asked and SCOPE + "cloud-platform" not in self.default_scopes and not set(asked) <= set(self.default_scopes):
+            return Reply(400, "invalid scopes", {"Metadata-Flavor": "Google"})
+        return Reply(200, {"access_token": self._issue("meta", asked or None), "expires_in": self.token_lifetime,
                            "token_type": "Bearer"}, {"Metadata-Flavor": "Google"})
 
     def oauth_token(self, req):
@@ -164,13 +222,13 @@ class GceEmulator(Emulator):
                 or claims.get("exp", 0) - claims.get("iat", 0) != 3600
                 or not (claims["iat"] <= now + 60 and claims["exp"] > now)):
             return Reply(400, {"error": "invalid_grant", "error_description": "Invalid JWT claims."})
-        return Reply(200, {"access_token": self._issue("key"), "expires_in": self.token_lifetime,
-                           "token_type": "Bearer"})
+        return Reply(200, {"access_token": self._issue("key", claims["scope"].split(" ")),
+                           "expires_in": self.token_lifetime, "token_type": "Bearer"})
 
     def _guard(self, req, project, kind, where, name=None):
-        if not self._authorized(req):
-            return Reply(401, error_body(401, "Request had invalid authentication credentials.",
-                                         "authError")), None
+        err = self._authorized(req)
+        if err:
+            return err, None
         if name is None:
             return None, None
         g = self.groups.get((project, kind, where, name))
@@ -196,10 +254,25 @@ class GceEmulator(Emulator):
         body = {"kind": "compute#instanceGroupManager", "id": g["id"], "name": name, "selfLink": link,
                 "instanceTemplate": SELF + "projects/%s/global/instanceTemplates/t" % project,
                 "baseInstanceName": name, "fingerprint": base64.b64encode(secrets.token_bytes(8)).decode(),
-                "targetSize": g["target"], "currentActions": acts, "status": {"isStable": stable},
-                "listManagedInstancesResults": "PAGINATED" if g["paginated"] else "PAGELESS"}
+                "targetSize": g["target"], "currentActions": acts, "status": dict({"isStable": stable}, **({"autoscaler": SELF + "projects/%s/%s/%s/autoscalers/%s" % (
+                    project, kind, where, g["autoscaler"])} if g["autoscaler"] else {})),
+                "listManagedInstancesResults": "PAGINATED" if g["paginated"] else "PAGELESS",
+                # Fields a newer API has and the driver does not read.
+                "satisfiesPzi": False, "instanceLifecyclePolicy": {"forceUpdateOnRepair": "NO",
+                                                                   "defaultActionOnFailure": "REPAIR"}}
         body["zone" if kind == "zones" else "region"] = SELF + "projects/%s/%s/%s" % (project, kind, where)
         return Reply(200, body)
+
+    @staticmethod
+    def _bad_request_id(req):
+        """The real API takes any non-zero UUID as requestId, nothing else."""
+        rid = req["query"].get("requestId")
+        if rid is None:
+            return None
+        if not UUID.fullmatch(rid) or not rid.replace("-", "").strip("0"):
+            return Reply(400, error_body(400, "Invalid value for field 'requestId': '%s'. The requestId must be a "
+                                         "valid non-zero UUID." % rid, "invalid"))
+        return None
 
     def _new_op(self, g, op_type, request_id):
         project, kind, where, name = g["key"]
@@ -227,6 +300,9 @@ class GceEmulator(Emulator):
         err, g = self._guard(req, project, kind, where, name)
         if err:
             return err
+        bad = self._bad_request_id(req)
+        if bad:
+            return bad
         try:
             size = int(req["query"]["size"])
         except (KeyError, ValueError):
@@ -251,7 +327,9 @@ class GceEmulator(Emulator):
         for i in g["instances"]:
             st, act = self._status(i)
             mi = {"instance": self._inst_url(g, i), "name": i["name"], "instanceStatus": st, "currentAction": act,
-                  "version": {"instanceTemplate": "t"}}
+                  "instanceHealth": [], "propertiesFromFlexibilityPolicy": {"machineType": "e2-small"}}
+            if st != "PROVISIONING":
+                mi["version"] = {"instanceTemplate": "t"}
             if st != "PROVISIONING":
                 mi["id"] = i["id"]
             if self.stuck_provisioning and st == "PROVISIONING":
@@ -271,14 +349,28 @@ class GceEmulator(Emulator):
         err, g = self._guard(req, project, kind, where, name)
         if err:
             return err
+        bad = self._bad_request_id(req)
+        if bad:
+            return bad
         js = req["json"] or {}
         urls = js.get("instances", [])
         skip = js.get("skipInstancesOnValidationError", False)
+        if not isinstance(urls, list) or not urls or len(urls) > 1000:
+            return Reply(400, error_body(400, "Invalid value for field 'resource.instances': between 1 and 1000 "
+                                         "instances are required.", "invalid"))
+        url_rx = re.compile(r"(?:https://(?:www|compute)\.googleapis\.com/compute/v1/)?(?:projects/([^/]+)/)?"
+                            r"zones/([a-z0-9-]+)/instances/([a-z]([-a-z0-9]{0,61}[a-z0-9])?)")
         targets = []
         for u in urls:
-            path = u.split("/compute/v1/", 1)[-1]
-            path = path.split("projects/%s/" % project, 1)[-1]
-            match = [i for i in g["instances"] if "zones/%s/instances/%s" % (i["zone"], i["name"]) == path
+            m = url_rx.fullmatch(u) if isinstance(u, str) else None
+            # Validation the skip flag does not cover: the whole call fails.
+            if not m or (m.group(1) and m.group(1) != project):
+                return Reply(400, error_body(400, "Invalid value for field 'resource.instances[]': '%s'. The URL is "
+                                             "malformed." % u, "invalid"))
+            if m.group(2) not in self._zones(g):
+                return Reply(400, error_body(400, "Invalid value for field 'resource.instances[]': '%s'. Instance "
+                                             "is in a zone the group does not span." % u, "invalid"))
+            match = [i for i in g["instances"] if i["zone"] == m.group(2) and i["name"] == m.group(3)
                      and i["deleting"] is None]
             if not match:
                 if not skip:
@@ -301,7 +393,7 @@ class GceEmulator(Emulator):
             op = self.ops.get(opname)
             if op is None or op["_scope"] != (project, kind, where):
                 return Reply(404, error_body(404, "The resource operation '%s' was not found" % opname, "notFound"))
-            if op["status"] != "DONE":
+            if op["status"] != "DONE" and not self.op_stuck:
                 op["_polls"] += 1
                 op["status"] = "RUNNING"
                 op["progress"] = min(100, op["_polls"] * 100 // self.op_polls)
@@ -314,27 +406,134 @@ class GceEmulator(Emulator):
                         op["httpErrorMessage"] = "BAD REQUEST"
             return Reply(200, self._public(op))
 
-    # -- monitoring ------------------------------------------------------------
-    def time_series(self, req, project):
-        if not self._authorized(req):
-            return Reply(401, error_body(401, "Request had invalid authentication credentials.", "authError"))
-        q = req["query"]
-        if "filter" not in q:
-            return Reply(400, error_body(400, "Field filter had an invalid value", "badRequest"))
-        series = []
-        for group, values in self.cpu.items():
-            if 'metadata.system_labels.instance_group = "%s"' % group not in q["filter"]:
-                continue
-            now = int(time.time() - self.cpu_lag_s) // 60 * 60
-            points = []
-            for k, v in enumerate(values):
-                t = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 60 * k))
-                points.append({"interval": {"startTime": t, "endTime": t}, "value": {"doubleValue": v}})
-            series.append({"metric": {"type": "compute.googleapis.com/instance/cpu/utilization"},
-                           "resource": {"type": "gce_instance", "labels": {"project_id": project}},
-                           "metricKind": "GAUGE", "valueType": "DOUBLE", "points": points})
-        return Reply(200, {"timeSeries": series} if series else {})
+    def op_wait(self, req, project, kind, where, opname):
+        """Answers at DONE, else after wait_s with the operation as it is."""
+        reply = self.op_get(req, project, kind, where, opname)
+        if reply.status == 200 and reply.body.get("status") != "DONE" and self.wait_s:
+            time.sleep(self.wait_s)
+            with self.lock:
+                reply = Reply(200, self._public(self.ops[opname]))
+        return reply
 
+    # -- monitoring ------------------------------------------------------------
+    @staticmethod
+    def _parse_filter(text):
+        """A Monitoring filter of `field = "value"` terms joined by AND, as
+        {field: value}; None when it is anything else."""
+        terms = {}
+        for part in re.split(r"\s+AND\s+", text.strip()):
+            m = re.fullmatch(r'([a-z_.]+)\s*=\s*"((?:[^"\\]|\\.)*)"', part.strip())
+            if not m or m.group(1) not in FILTER_FIELDS or m.group(1) in terms:
+                return None
+            terms[m.group(1)] = m.group(2)
+        return terms
+
+    def time_series(self, req, project):
+        err = self._authorized(req, MONITORING_SCOPES)
+        if err:
+            return err
+        q = req["query"]
+
+        def bad(field):
+            return Reply(400, error_body(400, "Field %s had an invalid value" % field, "badRequest"))
+        terms = self._parse_filter(q["filter"]) if "filter" in q else None
+        if terms is None or "metric.type" not in terms:
+            return bad("filter")
+        end = cloud_time(q.get("interval.endTime"))
+        start = cloud_time(q.get("interval.startTime")) if "interval.startTime" in q else end
+        if end is None or start is None or start > end:
+            return bad("interval")
+        period = q.get("aggregation.alignmentPeriod")
+        aligner = q.get("aggregation.perSeriesAligner", "ALIGN_NONE")
+        reducer = q.get("aggregation.crossSeriesReducer", "REDUCE_NONE")
+        if period is not None and (not re.fullmatch(r"\d+s", period) or int(period[:-1]) < 60):
+            return bad("aggregation.alignmentPeriod")
+        if aligner not in ("ALIGN_NONE", "ALIGN_MEAN") or (aligner != "ALIGN_NONE" and period is None):
+            return bad("aggregation.perSeriesAligner")
+        if reducer not in ("REDUCE_NONE", "REDUCE_MEAN") or (reducer != "REDUCE_NONE" and aligner == "ALIGN_NONE"):
+            return bad("aggregation.crossSeriesReducer")
+        view = q.get("view", "FULL")
+        if view not in ("FULL", "HEADERS"):
+            return bad("view")
+        try:
+            page_size = int(q.get("pageSize") or 100000)
+            offset = int(q.get("pageToken") or 0)
+        except ValueError:
+            return bad("pageSize")
+        if page_size <= 0:
+            return bad("pageSize")
+        series = []
+        want_group = terms.get("metadata.system_labels.instance_group")
+        if (terms["metric.type"] == "compute.googleapis.com/instance/cpu/utilization"
+                and terms.get("resource.type", "gce_instance") == "gce_instance"
+                and terms.get("resource.labels.project_id", project) == project):
+            for group, values in sorted(self.cpu.items()):
+                if want_group is not None and group != want_group:
+                    continue
+                now = int(time.time() - self.cpu_lag_s) // 60 * 60
+                # Two instances whose mean is the group's value: only the
+                # reducer gives that value as one series.
+                per = []
+                for k, v in enumerate(values):
+                    t = now - 60 * k
+                    if start <= t <= end:
+                        d = min(v, 1 - v) / 2 if 0 <= v <= 1 else 0
+                        per.append((t, v - d, v + d, v))
+                for n, idx in ((0, 1), (1, 2)) if reducer == "REDUCE_NONE" else ((None, 3),):
+                    pts = [{"interval": {"startTime": iso_z(t[0]), "endTime": iso_z(t[0])},
+                            "value": {"doubleValue": t[idx]}} for t in per]
+                    labels = {"project_id": project}
+                    if n is not None:
+                        labels.update(instance_id=str(4 * 10**18 + n), zone="europe-west1-b")
+                    series.append({"metric": {"type": terms["metric.type"]},
+                                   "resource": {"type": "gce_instance", "labels": labels},
+                                   "metricKind": "GAUGE", "valueType": "DOUBLE", "points": pts,
+                                   "unit": "10^2.%"})
+        series = [x for x in series if x["points"]]
+        body = {"unit": "10^2.%"}
+        if view == "HEADERS":
+            for x in series:
+                del x["points"]
+            page, nxt = series[offset:offset + page_size], offset + page_size
+            more = nxt < len(series)
+        else:
+            # With FULL, pageSize counts points; a page ends inside a series.
+            page, count, pos, more = [], 0, 0, False
+            for x in series:
+                pts = []
+                for p in x["points"]:
+                    if pos >= offset:
+                        if count == page_size:
+                            more = True
+                            break
+                        pts.append(p)
+                        count += 1
+                    pos += 1
+                if pts:
+                    page.append(dict(x, points=pts))
+                if more:
+                    break
+            nxt = offset + count
+        if page:
+            body["timeSeries"] = page
+        if more:
+            body["nextPageToken"] = str(nxt)
+        return Reply(200, body)
+
+
+def iso_z(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def cloud_time(s):
+    """RFC 3339 UTC time as epoch seconds, or None."""
+    if not s:
+        return None
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z", s)
+    if not m:
+        return None
+    import calendar
+    return calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
 
 if __name__ == "__main__":
     def make(latency):

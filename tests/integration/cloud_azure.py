@@ -14,6 +14,7 @@ tap = Tap()
 TMP = tempdir()
 SECRET = "Zq8~s3cr3t.value_" + os.urandom(6).hex()
 VMSS = r"/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft\.Compute/virtualMachineScaleSets/%s"
+RG_VMS = r"^/subscriptions/sub1/resourceGroups/rg1/providers/Microsoft\.Compute/virtualMachines$"
 
 
 class Ctx:
@@ -23,6 +24,9 @@ class Ctx:
         self.url = self.emu.start()
         self.emu.add_set("sub1", "rg1", "web", 3, "Uniform")
         self.emu.add_set("sub1", "rg1", "flex", 3, "Flexible")
+        # Another Flexible set in the same resource group: its VMs are in the
+        # same VM list, and only the filter keeps them out.
+        self.emu.add_set("sub1", "rg1", "flex2", 2, "Flexible")
         self.emu.secrets[("tenant1", "app1")] = SECRET
 
     def options(self, name="web", secret=False, **extra):
@@ -80,7 +84,18 @@ def scale_out_and_in(ctx, name, secret):
     check(len(loc) >= ctx.emu.op_polls and len({r["rawquery"] for r in loc}) > 1,
           "Location polled, following a new Location", [r["rawquery"] for r in loc])
     check(o[6]["observation"]["target_size"] == 3, "capacity 3 after delete", o[6])
-    lists = ctx.emu.find("GET", path + "/virtualMachines$")
+    if name == "flex":
+        check(not ctx.emu.find("GET", path + "/virtualMachines$"), "the Uniform-only list is not used on Flexible")
+        lists = ctx.emu.find("GET", RG_VMS)
+        want = "'virtualMachineScaleSet/id' eq '%s'" % (VMSS % name).replace("\\", "")
+        check(lists and all(r["query"].get("$filter") == want for r in lists), "the VM list filtered on the set",
+              [r["query"] for r in lists])
+        check(all(r["status"] < 400 for r in ctx.emu.requests), "no request refused",
+              [(r["path"], r["status"]) for r in ctx.emu.requests if r["status"] >= 400])
+        check(all(i["id"].startswith("flex_") for i in o[0]["instances"] + o[4]["instances"]),
+              "only the set's own VMs", o[0], o[4])
+    else:
+        lists = ctx.emu.find("GET", path + "/virtualMachines$")
     check(any("$skiptoken" in r["query"] for r in lists), "nextLink followed")
     check(all(r["query"].get("$expand") == "instanceView" for r in lists), "instance views asked for")
     check(all("api-version" in r["query"] for r in ctx.emu.find(None, "^/subscriptions/")), "api-version on every call")
@@ -115,6 +130,67 @@ def uniform_identity_flexible_secret(ctx):
     scale_out_and_in(ctx, "web", False)
     ctx.emu.clear()
     scale_out_and_in(ctx, "flex", True)
+
+
+@tap.test
+def flexible_expand_refused(ctx):
+    """the emulator refuses the instance-view list on a Flexible set with Azure's 400, as the real API does"""
+    import json
+    import urllib.request
+    tok = ctx.emu._issue("test")
+    url = ctx.url + (VMSS % "flex").replace("\\", "") + "/virtualMachines?api-version=2024-07-01&$expand=instanceView"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": "Bearer " + tok}))
+        check(False, "accepted")
+    except urllib.error.HTTPError as e:
+        body = json.loads(e.read())
+        check(e.code == 400 and body["error"]["code"] == "OperationNotAllowed" and
+              "VirtualMachineScaleSets.virtualMachines.GET' is not allowed" in body["error"]["message"],
+              "the real error", e.code, body)
+
+
+@tap.test
+def unzoned_set(ctx):
+    """a set that is not zonal (no zones in its replies) is observed; its VMs are placed by location"""
+    ctx.emu.add_set("sub1", "rg1", "plain", 2, "Flexible", zonal=False)
+    res = probe("azure-vmss", ctx.options("plain"), ["observe"])
+    check(res.returncode == 0 and [i["location"] for i in res.ops[0]["instances"]] == ["westeurope"] * 2,
+          "observed", res.ops, res.stderr)
+
+
+@tap.test
+def emulator_audience(ctx):
+    """tokens are checked for their audience: another resource's scope or token is refused, as Azure does"""
+    import urllib.parse
+    import urllib.request
+    form = urllib.parse.urlencode({"grant_type": "client_credentials", "client_id": "app1", "client_secret": SECRET,
+                                   "scope": "https://storage.azure.com/.default"}).encode()
+    try:
+        urllib.request.urlopen(ctx.url + "/tenant1/oauth2/v2.0/token", data=form, timeout=5)
+        check(False, "accepted")
+    except urllib.error.HTTPError as e:
+        check(e.code == 400 and b"invalid_scope" in e.read(), "scope refused", e.code)
+    tok = ctx.emu._issue("test", "https://storage.azure.com/")
+    url = ctx.url + (VMSS % "web").replace("\\", "") + "?api-version=2024-07-01"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": "Bearer " + tok}), timeout=5)
+        check(False, "accepted")
+    except urllib.error.HTTPError as e:
+        check(e.code == 401 and b"wrong audience" in e.read(), "audience refused", e.code)
+
+
+@tap.test
+def flexible_foreign_vm_refused(ctx):
+    """a Flexible VM list carrying another set's VM (a filter ignored) is an error: nothing is deleted"""
+    def spoof(reply):
+        for vm in (reply.body or {}).get("value", []):
+            vm["properties"]["virtualMachineScaleSet"]["id"] = (VMSS % "flex2").replace("\\", "")
+        return reply
+    ctx.emu.add_fault("GET", RG_VMS[1:], times=-1, mutate=spoof)
+    res = probe("azure-vmss", ctx.options("flex"), ["remove=1"])
+    check(res.ops[0]["rc"] == -74, "EBADMSG", res.ops)
+    check("virtualMachineScaleSet.id" in res.stderr, "the field is named", res.stderr)
+    check(not ctx.emu.find("POST", "/delete$"), "no delete")
 
 
 @tap.test
@@ -178,6 +254,60 @@ def throttled_429(ctx):
     gets = ctx.emu.find("GET", VMSS % "web" + "$")
     check(len(gets) == 2 and gets[1]["time"] - gets[0]["time"] >= 0.95, "retried once after Retry-After")
     check("GetVMScaleSet3Min;0" in res.stderr and "TooManyRequests" in res.stderr, "throttling visible", res.stderr)
+
+
+@tap.test
+def throttled_for_minutes(ctx):
+    """a 429 whose Retry-After (minutes) is beyond retry_max is honoured: EAGAIN "throttled until", no early retry"""
+    ctx.emu.throttle(300)
+    res = probe("azure-vmss", ctx.options(), ["observe", "set_capacity=5", "remove=1"])
+    check(all(op["rc"] == -11 for op in res.ops), "EAGAIN for every call", res.ops, res.stderr)
+    check("throttled until" in res.stderr and "Retry-After 30" in res.stderr, "the log says until when", res.stderr)
+    arm = ctx.emu.find(None, "^/subscriptions/")
+    check(len(arm) == 1 and arm[0]["status"] == 429, "one request: none before the time the server named",
+          [(r["method"], r["path"], r["status"]) for r in arm])
+    check(res.elapsed < 20, "the call did not sit out the minutes", res.elapsed)
+
+
+DEAD_PROXY = {"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY":
+              "http://127.0.0.1:9", "no_proxy": "localhost", "NO_PROXY": "localhost"}
+
+
+@tap.test
+def imds_bypasses_proxy(ctx):
+    """the IMDS token is fetched directly even with http_proxy set to a dead proxy"""
+    # ARM is reached as localhost (excluded by no_proxy), IMDS as 127.0.0.1:
+    # only the driver can keep the proxy from IMDS.
+    arm = ctx.url.replace("127.0.0.1", "localhost")
+    ctx.emu.audiences.add(arm)
+    ctx.emu.page_cap = 10
+    res = probe("azure-vmss", ctx.options(arm_base=arm), ["observe"], env=DEAD_PROXY)
+    check(res.returncode == 0 and len(res.ops[0]["instances"]) == 3, "observed", res.ops, res.stderr)
+    check(len(ctx.emu.find("GET", "^/metadata/identity/oauth2/token$")) == 1, "IMDS reached directly")
+
+
+@tap.test
+def imds_resource_follows_arm_base(ctx):
+    """the managed identity's token is asked for the configured ARM endpoint (a sovereign cloud's), not the public one"""
+    ctx.emu.audiences = {ctx.url}
+    res = probe("azure-vmss", ctx.options(), ["observe"])
+    check(res.returncode == 0, "observed", res.ops, res.stderr)
+    tok = ctx.emu.find("GET", "^/metadata/identity/oauth2/token$")
+    check(tok and tok[0]["query"]["resource"] == ctx.url + "/", "resource = arm_base/", [t["query"] for t in tok])
+
+
+@tap.test
+def own_autoscale_refused(ctx):
+    """an enabled Azure autoscale setting on the set: observed, never resized nor shrunk; a disabled one is ignored"""
+    ctx.emu.add_autoscale("sub1", "rg2", "other-rg-setting", ("sub1", "rg1", "flex"), enabled=False)
+    ctx.emu.add_autoscale("sub1", "rg2", "web-autoscale", ("sub1", "rg1", "web"))
+    res = probe("azure-vmss", ctx.options(), ["observe", "set_capacity=5", "remove=1"])
+    check(res.ops[0]["rc"] == 0, "observed", res.ops, res.stderr)
+    check(res.ops[1]["rc"] == -16 and res.ops[2]["rc"] == -16, "EBUSY for both actions", res.ops)
+    check("autoscale setting 'web-autoscale' is enabled" in res.stderr, "the reason logged", res.stderr)
+    check(not ctx.emu.find("PATCH") and not ctx.emu.find("POST", "/delete$"), "no action sent")
+    res = probe("azure-vmss", ctx.options("flex"), ["set_capacity=4"])
+    check(res.ops[0]["rc"] == 0, "a disabled setting does not hold the set", res.ops, res.stderr)
 
 
 @tap.test

@@ -17,6 +17,7 @@ TMP = tempdir()
 PEM, PUBKEY = rsa_key(TMP.name)
 EMAIL = "autoscaler@test-project.iam.gserviceaccount.com"
 IGM = r"/compute/v1/projects/p1/(zones|regions)/[^/]+/instanceGroupManagers/web"
+SELF_URL = "https://www.googleapis.com/compute/v1/"
 
 
 class Ctx:
@@ -250,6 +251,73 @@ def operation_error(ctx):
     check(len(ctx.emu.find("POST", r"/resize$")) == 1, "one resize")
 
 
+def post(ctx, path, body=None, token=None):
+    """A POST to the emulator with a token of its own; (status, JSON body)."""
+    import urllib.request
+    req = urllib.request.Request(ctx.url + path, data=json.dumps(body or {}).encode(), method="POST", headers={
+        "Authorization": "Bearer " + (token or ctx.emu._issue("test")), "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+ZONAL = "/compute/v1/projects/p1/zones/europe-west1-b/instanceGroupManagers/web"
+
+
+@tap.test
+def emulator_request_id(ctx):
+    """the emulator refuses a requestId that is not a non-zero UUID, as the API does"""
+    for rid in ("1234", "00000000-0000-0000-0000-000000000000", "not-a-uuid-at-all-0000-000000000000"):
+        st, body = post(ctx, ZONAL + "/resize?size=4&requestId=" + rid)
+        check(st == 400 and "requestId" in body["error"]["message"], "refused", rid, st, body)
+    check(ctx.emu.group("p1", "zones", "europe-west1-b", "web")["target"] == 3, "no effect")
+    st, _ = post(ctx, ZONAL + "/resize?size=4&requestId=6f1c3c0e-8a1d-4d8e-9c47-2f6a1b0c9d3e")
+    check(st == 200, "a UUID is taken", st)
+
+
+@tap.test
+def emulator_delete_validation(ctx):
+    """deleteInstances fails as a whole for a malformed or wrong-zone URL, even with skipInstancesOnValidationError"""
+    g = ctx.emu.group("p1", "zones", "europe-west1-b", "web")
+    good = "zones/europe-west1-b/instances/" + g["instances"][0]["name"]
+    rid = "/deleteInstances?requestId=%s"
+    for n, bad in enumerate(("zones/europe-west1-b/instance/x", "zones/us-east1-b/instances/" + g["instances"][1]["name"],
+                             "projects/other/zones/europe-west1-b/instances/" + g["instances"][1]["name"])):
+        st, body = post(ctx, ZONAL + rid % ("6f1c3c0e-8a1d-4d8e-9c47-2f6a1b0c9d3%d" % n),
+                        {"instances": [good, bad], "skipInstancesOnValidationError": True})
+        check(st == 400, "refused", bad, st, body)
+    check(g["target"] == 3 and all(i["deleting"] is None for i in g["instances"]), "nothing deleted")
+    st, body = post(ctx, ZONAL + rid % "6f1c3c0e-8a1d-4d8e-9c47-2f6a1b0c9d3f",
+                    {"instances": [good, "zones/europe-west1-b/instances/gone-1"], "skipInstancesOnValidationError": True})
+    check(st == 200 and g["target"] == 2, "a non-member is skipped, the member deleted", st, body, g["target"])
+
+
+@tap.test
+def emulator_scopes(ctx):
+    """a token without a compute scope is refused by the compute API (403), as the API does"""
+    tok = ctx.emu._issue("test", ["https://www.googleapis.com/auth/monitoring.read"])
+    st, body = post(ctx, ZONAL + "/listManagedInstances", token=tok)
+    check(st == 403 and body["error"]["errors"][0]["reason"] == "ACCESS_TOKEN_SCOPE_INSUFFICIENT", "refused", st, body)
+    res = probe("gce-mig", ctx.options(scopes="https://www.googleapis.com/auth/monitoring.read"), ["observe"])
+    check(res.ops[0]["rc"] < 0 and "insufficient authentication scopes" in res.stderr, "the driver shows it",
+          res.ops, res.stderr)
+
+
+@tap.test
+def operation_wait_times_out(ctx):
+    """an operation that stays RUNNING through delayed waits ends in ETIMEDOUT at operation_timeout"""
+    ctx.emu.op_stuck = True
+    ctx.emu.wait_s = 0.7
+    res = probe("gce-mig", ctx.options(operation_timeout="1s"), ["set_capacity=5"])
+    check(res.ops[0]["rc"] == -110, "ETIMEDOUT", res.ops, res.stderr)
+    check("not done after 1 s" in res.stderr, "clear error", res.stderr)
+    waits = ctx.emu.find("POST", r"/operations/[^/]+/wait$")
+    check(1 <= len(waits) <= 3 and res.elapsed < 10, "a few held waits, bounded", len(waits), res.elapsed)
+    check(len(ctx.emu.find("POST", r"/resize$")) == 1, "one resize")
+
+
 @tap.test
 def unstable_group_waits_then_acts(ctx):
     """instances stuck in PROVISIONING: no new action until unstable_limit, then one, logged"""
@@ -287,6 +355,56 @@ def remove_named_ids(ctx):
     check("'nosuch' is not a live instance" in res.stderr, "unknown id logged", res.stderr)
     body = ctx.emu.find("POST", r"/deleteInstances$")[0]["json"]
     check([u.rsplit("/", 1)[1] for u in body["instances"]] == [victim], "exactly the named one", body)
+
+
+@tap.test
+def skipped_victim_not_reported(ctx):
+    """a victim deleteInstances skips (skipInstancesOnValidationError) is not reported as stopping"""
+    g = ctx.emu.group("p1", "zones", "europe-west1-b", "web")
+    ghost = "web-ghost"
+
+    def with_ghost(reply):
+        # A member the list shows but the group no longer has (abandoned
+        # meanwhile): deleteInstances skips it.
+        rows = reply.body.setdefault("managedInstances", [])
+        if reply.status == 200 and not reply.body.get("nextPageToken"):
+            rows.append({"instance": SELF_URL + "projects/p1/zones/europe-west1-b/instances/" + ghost, "name": ghost,
+                         "id": "42", "instanceStatus": "RUNNING", "currentAction": "NONE"})
+        return reply
+    ctx.emu.add_fault("POST", "/zones/europe-west1-b/instanceGroupManagers/web/listManagedInstances$", times=-1,
+                      mutate=with_ghost)
+    real = g["instances"][0]["name"]
+    res = probe("gce-mig", ctx.options(), ["remove_ids=%s,%s" % (ghost, real)])
+    check(res.ops[0]["rc"] == 0, "succeeds", res.ops, res.stderr)
+    check([i["id"] for i in res.ops[0]["instances"]] == [real], "only the deleted one reported", res.ops)
+    check("'%s' of 'web' was not deleted" % ghost in res.stderr, "the skip logged", res.stderr)
+    body = ctx.emu.find("POST", r"/deleteInstances$")[0]["json"]
+    check(len(body["instances"]) == 2 and g["target"] == 2, "both asked, one deleted", body, g["target"])
+
+
+@tap.test
+def metadata_bypasses_proxy(ctx):
+    """the metadata server's token is fetched directly even with http_proxy set to a dead proxy"""
+    # Compute is reached as localhost (excluded by no_proxy), the metadata
+    # server as 127.0.0.1: only the driver can keep the proxy from it.
+    env = {"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY":
+           "http://127.0.0.1:9", "no_proxy": "localhost", "NO_PROXY": "localhost"}
+    res = probe("gce-mig", ctx.options(compute_base=ctx.url.replace("127.0.0.1", "localhost") + "/compute/v1"),
+                ["observe"], env=env)
+    check(res.returncode == 0 and len(res.ops[0]["instances"]) == 3, "observed", res.ops, res.stderr)
+    check(len(ctx.emu.find("GET", r"^/computeMetadata/")) == 1, "the metadata server reached directly")
+
+
+@tap.test
+def own_autoscaler_refused(ctx):
+    """a group with its own autoscaler (status.autoscaler) is observed but never resized nor shrunk"""
+    ctx.emu.add_group("p1", "zones", "europe-west1-c", "auto", 2, autoscaler="auto-as")
+    res = probe("gce-mig", ctx.options(zone="europe-west1-c", name="auto"), ["observe", "set_capacity=4", "remove=1"])
+    check(res.ops[0]["rc"] == 0 and res.ops[0]["observation"]["target_size"] == 2, "observed", res.ops, res.stderr)
+    check(res.ops[1]["rc"] == -16 and res.ops[2]["rc"] == -16, "EBUSY for both actions", res.ops)
+    check("driven by its own autoscaler" in res.stderr and "autoscalers/auto-as" in res.stderr, "the reason logged",
+          res.stderr)
+    check(not ctx.emu.find("POST", r"/(resize|deleteInstances)$"), "no action sent")
 
 
 @tap.test

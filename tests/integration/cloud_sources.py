@@ -5,6 +5,9 @@ import json
 import os
 import subprocess
 import sys
+import time
+import urllib.parse
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "cloud"))
 from cloudtest import Tap, check, private_file, rsa_key, tempdir, top_builddir  # noqa: E402
@@ -71,10 +74,51 @@ def gce_value(ctx):
     req = ctx.gce.find("GET", "/timeSeries$")[0]["query"]
     check(req["aggregation.perSeriesAligner"] == "ALIGN_MEAN" and req["aggregation.crossSeriesReducer"] ==
           "REDUCE_MEAN" and req["aggregation.alignmentPeriod"] == "60s", "aggregation", req)
+    check(req.get("view") == "FULL", "view=FULL asked for: the points, not only the headers", req)
     check('metadata.system_labels.instance_group = "web"' in req["filter"], "filter", req)
     check(len(ctx.gce.find("GET", "^/computeMetadata/")) == 1, "token cached across polls")
     for tok in ctx.gce.tokens:
         check(tok not in err and tok not in "".join(out), "token in output")
+
+
+@tap.test
+def gce_emulator_strict(ctx):
+    """the Monitoring emulator parses the filter, honours the reducer, pageSize and view, as the API does"""
+    import urllib.request
+    tok = ctx.gce._issue("test")
+    ctx.gce.cpu["web"] = [0.4, 0.2, 0.6]
+    ctx.gce.cpu["web2"] = [0.9]
+    now = time.time()
+
+    def ts(flt, **q):
+        q = dict({"filter": flt, "interval.startTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 900)),
+                  "interval.endTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}, **q)
+        req = urllib.request.Request(ctx.gurl + "/v3/projects/p1/timeSeries?" + urllib.parse.urlencode(q),
+                                     headers={"Authorization": "Bearer " + tok})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+    base = 'metric.type = "compute.googleapis.com/instance/cpu/utilization" AND resource.type = "gce_instance"'
+    web = base + ' AND metadata.system_labels.instance_group = "web"'
+    agg = {"aggregation.alignmentPeriod": "60s", "aggregation.perSeriesAligner": "ALIGN_MEAN"}
+    st, b = ts("xx " + web)
+    check(st == 400, "a filter with junk is refused, not matched as a substring", st, b)
+    st, b = ts(web, **dict(agg, **{"aggregation.crossSeriesReducer": "REDUCE_MEAN"}))
+    check(st == 200 and len(b["timeSeries"]) == 1 and b["timeSeries"][0]["points"][0]["value"]["doubleValue"] == 0.4,
+          "REDUCE_MEAN gives the group's mean as one series", b)
+    st, b = ts(web, **agg)
+    check(st == 200 and len(b["timeSeries"]) == 2, "per-instance series without the reducer", b)
+    st, b = ts(base, **dict(agg, **{"aggregation.crossSeriesReducer": "REDUCE_MEAN", "pageSize": "2"}))
+    check(st == 200 and sum(len(x["points"]) for x in b["timeSeries"]) == 2 and b.get("nextPageToken"),
+          "pageSize counts points with view FULL", b)
+    st, b = ts(web, **dict(agg, view="HEADERS"))
+    check(st == 200 and all("points" not in x for x in b["timeSeries"]), "HEADERS has no points", b)
+    st, b = ts(web, **{"aggregation.crossSeriesReducer": "REDUCE_MEAN"})
+    check(st == 400, "a reducer without an aligner is refused", st, b)
+    st, b = ts(web, **{"aggregation.alignmentPeriod": "30s", "aggregation.perSeriesAligner": "ALIGN_MEAN"})
+    check(st == 400, "an alignment period under 60s is refused", st, b)
 
 
 @tap.test
@@ -92,7 +136,9 @@ def gce_key_file(ctx):
 def gce_stale_and_missing(ctx):
     """a point older than max_age, or no series, is an invalid reading, never 0"""
     ctx.gce.cpu["web"] = [0.5]
-    ctx.gce.cpu_lag_s = 900
+    # Old, but within the interval the source asks for (max_age + 10 min):
+    # the emulator keeps to the interval, as the API does.
+    ctx.gce.cpu_lag_s = 600
     out, _ = run("gce_monitoring", gce_opts(ctx, max_age="300"))
     check(len(out) == 1 and out[0].startswith("invalid -61 newest point is") and "max_age 300 s" in out[0], "stale",
           out)

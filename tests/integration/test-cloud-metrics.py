@@ -112,7 +112,11 @@ def budgets(_):
     v, text = D.wait_sample(BUDGET, "Microsoft.Compute/GetVMScaleSet3Min", 197, 20)
     check(v == 197, "the 3-minute resource budget is 197", v, text[-1500:], D.log_tail())
     check("# TYPE %s gauge" % BUDGET in text, "declared a gauge")
-    check(sample(text, BUDGET, "Microsoft.Compute/GetVMScaleSet30Min") == 1297, "the 30-minute budget is 1297")
+    # The emulator sends each policy on a header line of its own: both count.
+    check(sample(text, BUDGET, "Microsoft.Compute/GetVMScaleSet30Min") == 1297, "the 30-minute budget is 1297",
+          text[-1500:])
+    check(sample(text, BUDGET, "subscription-global-reads") is not None, "the global read budget is exported",
+          text[-1500:])
     reads = sample(text, BUDGET, "subscription-reads")
     check(reads is not None and D.az.reads <= reads < D.start_reads, "the read budget is one the emulator sent",
           reads, D.start_reads, D.az.reads)
@@ -134,6 +138,48 @@ def writes(_):
     D.set_load(15)
     v, text = D.wait_sample(BUDGET, "subscription-writes", None, 20)
     check(v == 1199, "the write budget is 1199", v, text[-1500:], D.log_tail())
+    check(sample(text, BUDGET, "subscription-global-writes") == 2399, "the global write budget is 2399",
+          text[-1500:])
+
+
+def wait_log(pattern, timeout):
+    """The first line of the daemon's log matching pattern, waited for."""
+    deadline = time.time() + timeout
+    while True:
+        with open(D.log_path) as f:
+            line = next((x for x in f if re.search(pattern, x)), None)
+        if line is not None or time.time() > deadline:
+            return line
+        time.sleep(0.2)
+
+
+@tap.test
+def throttled_scale_out_holds(_):
+    """a scale-out throttled for minutes: the decision record says until when; no PATCH before then"""
+    D.az.throttle(300, methods={"PATCH", "POST"})
+    start = time.time()
+    D.set_load(20)
+    line = wait_log(r"scale out 3 -> 4; last scale-out failed: .*throttled until", 20)
+    check(line is not None, "a decision record says the scale-out is throttled until a time", D.log_tail())
+    # Several more cycles: none may send a write before the time named.
+    time.sleep(3)
+    writes = [r for r in D.az.find(None, "^/subscriptions/") if r["time"] >= start and r["method"] != "GET"]
+    check(len(writes) == 1 and writes[0]["status"] == 429, "one throttled write, then none",
+          [(r["method"], r["path"], r["status"]) for r in writes])
+
+
+@tap.test
+def throttled_observe_holds(_):
+    """reads throttled for minutes: the group holds, the log says until when, no read before then"""
+    D.az.throttle(300)
+    start = time.time()
+    line = wait_log(r"observe failed: .*throttled until .*holding", 20)
+    check(line is not None, "the hold says throttled until", D.log_tail())
+    time.sleep(3)
+    calls = [r for r in D.az.find(None, "^/subscriptions/") if r["time"] >= start]
+    check(len(calls) == 1 and calls[0]["status"] == 429, "one throttled call, then none",
+          [(r["method"], r["path"], r["status"]) for r in calls])
+    check(D.proc.poll() is None, "the daemon runs on", D.log_tail())
 
 
 @tap.test

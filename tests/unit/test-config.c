@@ -320,6 +320,35 @@ static void test_duplicates(void **state)
 		      "main.conf:6: duplicate group name 'web' (first defined at DIR/main.conf:2)", NULL);
 }
 
+static void test_shared_target(void **state)
+{
+	char drivers[PATH_MAX + 16];
+
+	(void)state;
+	snprintf(drivers, sizeof(drivers), "%s/drivers", dir);
+	write_file("drivers/gce-mig.so", "");
+	write_file("drivers/azure-vmss.so", "");
+	setenv("AUTOSCALED_DRIVER_DIR", drivers, 1);
+	/* Two groups on one MIG or one scale set (ARM names without case)
+	 * would fight; another zone or another set is fine. */
+	expect_errors("groups = (\n"
+		      "  { name = \"a\"; driver = \"gce-mig\"; min = 1; max = 2;\n"
+		      "    driver_options = { project = \"p\"; zone = \"z1\"; name = \"web\"; }; },\n"
+		      "  { name = \"b\"; driver = \"gce-mig\"; min = 1; max = 2;\n"
+		      "    driver_options = { project = \"p\"; zone = \"z2\"; name = \"web\"; }; },\n"
+		      "  { name = \"c\"; driver = \"gce-mig\"; min = 1; max = 2;\n"
+		      "    driver_options = { project = \"p\"; zone = \"z1\"; name = \"web\"; }; },\n"
+		      "  { name = \"d\"; driver = \"azure-vmss\"; min = 1; max = 2;\n"
+		      "    driver_options = { subscription = \"s\"; resource_group = \"RG\"; name = \"Set\"; }; },\n"
+		      "  { name = \"e\"; driver = \"azure-vmss\"; min = 1; max = 2;\n"
+		      "    driver_options = { subscription = \"s\"; resource_group = \"rg\"; name = \"set\"; }; }\n);\n",
+		      "main.conf:7: group 'c' drives the same managed instance group as group 'a' (defined at "
+		      "DIR/main.conf:2): two controllers would fight",
+		      "main.conf:11: group 'e' drives the same scale set as group 'd' (defined at DIR/main.conf:8): two "
+		      "controllers would fight", NULL);
+	unsetenv("AUTOSCALED_DRIVER_DIR");
+}
+
 static void test_drivers_and_sources(void **state)
 {
 	/* The file holds driver names that can be a plugin's file name;
@@ -967,6 +996,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_syntax_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_target, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_range, setup, teardown),
