@@ -7,6 +7,7 @@ One daemon serves all the tests, in order. Prints TAP."""
 import os
 import re
 import sys
+import time
 import urllib.request
 
 top_srcdir = os.environ.get("top_srcdir", ".")
