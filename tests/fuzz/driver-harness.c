@@ -132,6 +132,13 @@ static int on_instance(void *ctx, const struct autoscaled_instance *i)
 	return 0;
 }
 
+void fuzz_transport_start(const uint8_t *data, size_t size)
+{
+	in = size ? data : NULL;
+	in_left = size;
+	fake_now = INT64_C(1767225600000);
+}
+
 void fuzz_driver_run(const struct autoscaled_driver *d, const struct autoscaled_option *o, size_t n,
 		     const uint8_t *data, size_t size)
 {
@@ -148,9 +155,7 @@ void fuzz_driver_run(const struct autoscaled_driver *d, const struct autoscaled_
 	const char *ids[2];
 	int target = 2;
 
-	in = size ? data : NULL;
-	in_left = size;
-	fake_now = INT64_C(1767225600000);
+	fuzz_transport_start(data, size);
 	if (d->open(&host, o, n, &h) < 0)
 		return;
 	if (d->observe(h, on_instance, &seen, &obs) == 0) {
