@@ -4,9 +4,10 @@
  * before them, all answered from the input through the fake transport of
  * driver-harness.c (one reply per record). The source's file is compiled
  * into the target so that its fetch function, which the source's worker
- * thread calls, can be called directly without the thread. A reading it
- * accepts must be a finite number: never NaN, never infinite. */
-#include <math.h>
+ * thread calls, can be called directly without the thread. A value that
+ * is not finite (1e999 in JSON, "inf" or "nan" as an int64Value) may come
+ * back from fetch: the generic half of the source (source.c) turns it into
+ * an invalid reading, so that is not a finding here. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,8 +60,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #else
 		r = gce_fetch(&m, &http, &v, why, sizeof(why));
 #endif
-		if (r == 0 && !isfinite(v))
-			abort(); /* a reading is a number */
 		if (r < 0 && !why[0])
 			abort(); /* every failure says why */
 	}
