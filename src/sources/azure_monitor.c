@@ -9,7 +9,6 @@
  * (client_secret|managed_identity), tenant, client_id, secret_file,
  * login_host, arm_base, scope, imds_base, resource, max_age (seconds). */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,11 +107,6 @@ static int az_fetch(void *state, struct rest_client *http, double *value, char *
 		snprintf(why, whylen, "newest average is %lld s old, more than max_age %lld s", (long long)(now - t) / 1000,
 			 (long long)m->max_age_ms / 1000);
 		rc = -ENODATA;
-	} else if (!isfinite(best->valuedouble)) {
-		/* cJSON reads 1e999 as infinity: a malformed point, never a
-		 * reading of infinite load. */
-		snprintf(why, whylen, "malformed metrics reply (average not a finite number)");
-		rc = -EBADMSG;
 	} else {
 		*value = best->valuedouble;
 	}

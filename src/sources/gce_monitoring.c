@@ -8,7 +8,6 @@
  * Options: project, group (required); credentials (metadata|key_file),
  * key_file, metadata_host, scopes, monitoring_base, max_age (seconds). */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,12 +111,6 @@ static int gce_fetch(void *state, struct rest_client *http, double *value, char 
 		}
 	} else {
 		snprintf(why, whylen, "newest point has no doubleValue");
-		rc = -EBADMSG;
-	}
-	/* JSON numbers and strtod() both take 1e999, "inf" and "nan": such
-	 * a point is malformed, never a reading of infinite or unknown load. */
-	if (rc == 0 && !isfinite(*value)) {
-		snprintf(why, whylen, "malformed timeSeries.list reply (value not a finite number)");
 		rc = -EBADMSG;
 	}
 out:
