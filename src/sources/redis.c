@@ -331,6 +331,42 @@ static int send_commands(struct redis *p)
 
 /* Opens the connection to ADDR (numeric, or NULL for the UNIX socket) and
  * queues the commands. Returns 0, or a negative errno with WHY set. */
+/* The most elements a reply may have: the replies read here have at most
+ * four (XPENDING's summary). The count comes from the peer and hiredis
+ * allocates room for all of them at once when it reads it, so a "*854775807"
+ * header asked for 6.8 GB before any element came (found by fuzzing). */
+#define REDIS_MAX_ELEMENTS 64
+
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
+static void bound_reader(redisReader *r)
+{
+	r->maxelements = REDIS_MAX_ELEMENTS;
+}
+#else
+/* hiredis 0.14 has no such limit: its array constructor is wrapped, and a
+ * NULL from it makes hiredis drop the connection as out of memory. Only the
+ * loop's thread connects, so the shared table needs no lock. */
+static redisReplyObjectFunctions bounded_fn;
+static void *(*default_create_array)(const redisReadTask *, int);
+
+static void *create_array_bounded(const redisReadTask *t, int elements)
+{
+	if (elements < 0 || elements > REDIS_MAX_ELEMENTS)
+		return NULL;
+	return default_create_array(t, elements);
+}
+
+static void bound_reader(redisReader *r)
+{
+	if (!default_create_array) {
+		bounded_fn = *r->fn;
+		default_create_array = bounded_fn.createArray;
+		bounded_fn.createArray = create_array_bounded;
+	}
+	r->fn = &bounded_fn;
+}
+#endif
+
 static int connect_to(struct source *s, const char *addr, char *why, size_t whylen)
 {
 	struct redis *p = source_priv(s);
@@ -348,6 +384,7 @@ static int connect_to(struct source *s, const char *addr, char *why, size_t whyl
 		return -ECONNREFUSED;
 	}
 	p->ac->data = s;
+	bound_reader(p->ac->c.reader);
 	if ((r = ev_attach(p->ac, source_event(s))) < 0 ||
 	    redisAsyncSetConnectCallback(p->ac, on_connect) != REDIS_OK ||
 	    redisAsyncSetDisconnectCallback(p->ac, on_disconnect) != REDIS_OK || (r = send_commands(p)) < 0) {
