@@ -2,6 +2,7 @@
  * (cJSON_Parse of the file's text, then state_from_json's range and order
  * checks). A state it accepts must survive a save and a load unchanged in
  * meaning, so each accepted state is also written back and read again. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	why[0] = '\0';
 	if (state_from_json(j, "web", NOW_MS, &s, why, sizeof(why)) < 0) {
+		if (getenv("AUTOSCALED_FUZZ_VERBOSE"))
+			fprintf(stderr, "refused: %s\n", why);
 		if (!why[0])
 			abort(); /* every rejection says why */
 		cJSON_Delete(j);
