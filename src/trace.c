@@ -19,6 +19,8 @@
 
 /* Index 0 of the NASA series is 1995-07-01 00:00:01 EDT (SOURCES.md). */
 #define NASA_START_MS (INT64_C(804571201) * 1000)
+/* 9999-12-31T23:59:59Z in Unix seconds, the last Bitbrains timestamp taken. */
+#define BITBRAINS_MAX_TS 253402300799.0
 
 struct point {
 	int64_t t_ms;
@@ -486,6 +488,14 @@ static int parse_bitbrains(struct cursor *c, struct trace *ret)
 		    !skip_field(&q, c->end) || parse_double(&q, c->end, &mhz) < 0 || mhz < 0) {
 			log_warnx("trace: '%s':%d: not a bitbrains row (timestamp;cores;capacity;usage MHz;...)", c->name,
 				  c->line);
+			free(pts);
+			return -EINVAL;
+		}
+		/* Converted to milliseconds in an int64_t below: a stamp past
+		 * year 9999 (or before 1970) is no Bitbrains row, and would not
+		 * fit. */
+		if (!(ts >= 0 && ts <= BITBRAINS_MAX_TS)) {
+			log_warnx("trace: '%s':%d: timestamp %g out of range", c->name, c->line, ts);
 			free(pts);
 			return -EINVAL;
 		}

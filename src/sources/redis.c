@@ -36,6 +36,7 @@ struct redis {
 	enum redis_query query;
 	char *key, *group;
 	redisAsyncContext *ac;
+	bool too_many;          /* the reply that broke the connection had too many elements */
 	struct resolve *lookup;
 	sd_event_source *timer;
 };
@@ -222,6 +223,8 @@ static void finish(struct source *s, int status, double v, const char *why)
 	source_complete(s, status, v, "%s", why ? why : "");
 }
 
+static const char *conn_error(const redisAsyncContext *ac, const struct redis *p, const char *def);
+
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
 	struct source *s = ac->data;
@@ -234,7 +237,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 		return;
 	p = source_priv(s);
 	if (!rp) {
-		snprintf(why, sizeof(why), "connection lost: %s", ac->c.errstr[0] ? ac->c.errstr : "closed by the server");
+		snprintf(why, sizeof(why), "connection lost: %s", conn_error(ac, p, "closed by the server"));
 		finish(s, -ECONNRESET, 0, why);
 		return;
 	}
@@ -286,7 +289,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 	p = source_priv(s);
 	p->ac = NULL;
 	((redisAsyncContext *)ac)->data = NULL;
-	finish(s, -ECONNRESET, 0, ac->c.errstr[0] ? ac->c.errstr : "connection closed by the server");
+	finish(s, -ECONNRESET, 0, conn_error(ac, p, "connection closed by the server"));
 }
 
 static int on_timeout(sd_event_source *es, uint64_t usec, void *userdata)
@@ -331,6 +334,59 @@ static int send_commands(struct redis *p)
 
 /* Opens the connection to ADDR (numeric, or NULL for the UNIX socket) and
  * queues the commands. Returns 0, or a negative errno with WHY set. */
+/* The most elements a reply may have: the replies read here have at most
+ * four (XPENDING's summary). The count comes from the peer and hiredis
+ * allocates room for all of them at once when it reads it, so a "*854775807"
+ * header asked for 6.8 GB before any element came (found by fuzzing). */
+#define REDIS_MAX_ELEMENTS 64
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
+static void bound_reader(redisReader *r, struct redis *p)
+{
+	(void)p;
+	r->maxelements = REDIS_MAX_ELEMENTS;
+}
+#else
+/* hiredis 0.14 has no such limit: its array constructor is wrapped, and a
+ * NULL from it makes hiredis drop the connection as out of memory; the
+ * reader's privdata (which hiredis copies into each task) tells the source
+ * why, for its message. Only the loop's thread connects, so the shared
+ * table needs no lock. */
+static redisReplyObjectFunctions bounded_fn;
+static void *(*default_create_array)(const redisReadTask *, int);
+
+static void *create_array_bounded(const redisReadTask *t, int elements)
+{
+	if (elements < 0 || elements > REDIS_MAX_ELEMENTS) {
+		if (t->privdata)
+			((struct redis *)t->privdata)->too_many = true;
+		return NULL;
+	}
+	return default_create_array(t, elements);
+}
+
+static void bound_reader(redisReader *r, struct redis *p)
+{
+	if (!default_create_array) {
+		bounded_fn = *r->fn;
+		default_create_array = bounded_fn.createArray;
+		bounded_fn.createArray = create_array_bounded;
+	}
+	r->fn = &bounded_fn;
+	r->privdata = p;
+}
+#endif
+
+/* Why the connection broke, for the reading's message. */
+static const char *conn_error(const redisAsyncContext *ac, const struct redis *p, const char *def)
+{
+	if (p->too_many)
+		return "reply with more than " STR(REDIS_MAX_ELEMENTS) " elements";
+	return ac->c.errstr[0] ? ac->c.errstr : def;
+}
+
 static int connect_to(struct source *s, const char *addr, char *why, size_t whylen)
 {
 	struct redis *p = source_priv(s);
@@ -348,6 +404,8 @@ static int connect_to(struct source *s, const char *addr, char *why, size_t whyl
 		return -ECONNREFUSED;
 	}
 	p->ac->data = s;
+	p->too_many = false;
+	bound_reader(p->ac->c.reader, p);
 	if ((r = ev_attach(p->ac, source_event(s))) < 0 ||
 	    redisAsyncSetConnectCallback(p->ac, on_connect) != REDIS_OK ||
 	    redisAsyncSetDisconnectCallback(p->ac, on_disconnect) != REDIS_OK || (r = send_commands(p)) < 0) {

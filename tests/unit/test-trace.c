@@ -114,6 +114,19 @@ static void test_azure_refuses_bad_timestamp(void **state)
 	assert_int_equal(trace_parse(bad, sizeof(bad) - 1, TRACE_AZURE_LLM, "bad", &t), -EINVAL);
 }
 
+/* Found by fuzzing: a timestamp too large for milliseconds in an int64_t
+ * was converted anyway (undefined behaviour) instead of refused. */
+static void test_bitbrains_refuses_huge_timestamp(void **state)
+{
+	static const char huge[] = "1372629804;2;4799.9;1000.0;20.8\n1.37264e23;2;4799.9;1200.0;25.0\n";
+	static const char negative[] = "-1e30;2;4799.9;1000.0;20.8\n";
+	struct trace t;
+
+	(void)state;
+	assert_int_equal(trace_parse(huge, sizeof(huge) - 1, TRACE_BITBRAINS, "huge", &t), -EINVAL);
+	assert_int_equal(trace_parse(negative, sizeof(negative) - 1, TRACE_BITBRAINS, "negative", &t), -EINVAL);
+}
+
 static void test_bitbrains(void **state)
 {
 	struct trace t;
@@ -274,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_azure),
 		cmocka_unit_test(test_azure_refuses_bad_timestamp),
 		cmocka_unit_test(test_bitbrains),
+		cmocka_unit_test(test_bitbrains_refuses_huge_timestamp),
 		cmocka_unit_test(test_csv_iso),
 		cmocka_unit_test(test_csv_seconds_and_offsets),
 		cmocka_unit_test(test_csv_timestamp_forms),
