@@ -14,6 +14,13 @@
 /* A fixed "now" (2026-01-01), so that runs are reproducible. */
 #define NOW_MS INT64_C(1767225600000)
 
+/* The group the file belongs to: a 300 s scale-in window bounds how far
+ * ahead a restored hold may reach. */
+static const struct group_conf web = {
+	.name = "web",
+	.behavior = {.scale_in = {.stabilization_ms = 300000}},
+};
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
@@ -34,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!j)
 		return 0;
 	why[0] = '\0';
-	if (state_from_json(j, "web", NOW_MS, &s, why, sizeof(why)) < 0) {
+	if (state_from_json(j, &web, clock_virtual(NOW_MS), &s, why, sizeof(why)) < 0) {
 		if (getenv("AUTOSCALED_FUZZ_VERBOSE"))
 			fprintf(stderr, "refused: %s\n", why);
 		if (!why[0])
@@ -43,10 +50,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	cJSON_Delete(j);
-	out = state_to_json(&s, "web", NOW_MS);
+	out = state_to_json(&s, "web", clock_virtual(NOW_MS));
 	if (!out)
 		abort();
-	if (state_from_json(out, "web", NOW_MS, &again, why, sizeof(why)) < 0)
+	if (state_from_json(out, &web, clock_virtual(NOW_MS), &again, why, sizeof(why)) < 0)
 		abort(); /* what we save, we must load */
 	cJSON_Delete(out);
 	(void)state_expire(&s, NOW_MS + 3600 * 1000);
