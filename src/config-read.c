@@ -314,6 +314,99 @@ static bool opt_equal(const struct group_conf *a, const struct group_conf *b, co
 	return icase ? strcasecmp(va, vb) == 0 : strcmp(va, vb) == 0;
 }
 
+/* Whether the libvirt groups a and b connect to one hypervisor: a URI in
+ * both lists (a group without `uri` uses qemu:///system, as the driver
+ * does). */
+static bool lv_uri_overlap(const struct group_conf *a, const struct group_conf *b)
+{
+	const struct config_option *ua = options_get(&a->driver_options, "uri");
+	const struct config_option *ub = options_get(&b->driver_options, "uri");
+	static const char *const def = "qemu:///system";
+	size_t na = ua ? (ua->type == OPTION_LIST ? ua->n_list : 1) : 1;
+	size_t nb = ub ? (ub->type == OPTION_LIST ? ub->n_list : 1) : 1;
+
+	for (size_t i = 0; i < na; i++) {
+		const char *x = !ua ? def : ua->type == OPTION_LIST ? ua->list[i] : ua->str;
+
+		for (size_t j = 0; j < nb; j++) {
+			const char *y = !ub ? def : ub->type == OPTION_LIST ? ub->list[j] : ub->str;
+
+			if (x && y && strcmp(x, y) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The libvirt name pattern of g split around %n and expanded with the
+ * group's name ("%g-%n" for "web": "web-" and ""); -EINVAL when the
+ * pattern is one the driver refuses anyway (it reports that itself). */
+static int lv_name_parts(const struct group_conf *g, char *pre, char *suf, size_t len)
+{
+	const char *pat = options_get_str(&g->driver_options, "name_pattern", "%g-%n");
+	const char *n = strstr(pat, "%n");
+	char *out[2] = { pre, suf };
+	const char *from[2] = { pat, n ? n + 2 : NULL }, *to[2] = { n, n ? pat + strlen(pat) : NULL };
+
+	if (!n || strstr(n + 2, "%n"))
+		return -EINVAL;
+	for (int k = 0; k < 2; k++) {
+		size_t pos = 0;
+
+		for (const char *p = from[k]; p < to[k]; p++) {
+			const char *add = NULL;
+			char one[2] = { *p, '\0' };
+
+			if (*p == '%' && p + 1 < to[k] && p[1] == 'g')
+				add = g->name, p++;
+			else if (*p == '%' && p + 1 < to[k] && p[1] == '%')
+				add = "%", p++;
+			else if (*p == '%')
+				return -EINVAL;
+			else
+				add = one;
+			if (pos + strlen(add) >= len)
+				return -EINVAL;
+			memcpy(out[k] + pos, add, strlen(add) + 1);
+			pos += strlen(add);
+		}
+		out[k][pos] = '\0';
+	}
+	return 0;
+}
+
+static bool all_digits(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+/* Whether two libvirt groups can give a domain the same name. Each member's
+ * metadata tag carries its group's name, and group names are unique in a
+ * configuration, so the tags alone never mix two groups' members; there is
+ * no tag option to share. What two groups on one hypervisor do share is the
+ * domain (and volume) namespace: names built as PREFIX<index>SUFFIX overlap
+ * when one prefix extends the other by digits not starting with 0 (the
+ * index has no leading zero) and one suffix extends the other by digits.
+ * Then one group defines over the other's names and its volume sweep
+ * deletes the other's half-created members' volumes. */
+static bool lv_names_overlap(const struct group_conf *a, const struct group_conf *b)
+{
+	char pa[256], sa[256], pb[256], sb[256];
+
+	if (lv_name_parts(a, pa, sa, sizeof(pa)) < 0 || lv_name_parts(b, pb, sb, sizeof(pb)) < 0)
+		return false;
+	const char *p1 = strlen(pa) <= strlen(pb) ? pa : pb, *p2 = p1 == pa ? pb : pa;
+	const char *s1 = strlen(sa) <= strlen(sb) ? sa : sb, *s2 = s1 == sa ? sb : sa;
+	size_t lp = strlen(p1), ls = strlen(s1), dp = strlen(p2) - lp, ds = strlen(s2) - ls;
+
+	if (strncmp(p1, p2, lp) != 0 || strcmp(s2 + ds, s1) != 0)
+		return false;
+	return all_digits(p2 + lp, dp) && (dp == 0 || p2[lp] != '0') && all_digits(s2, ds);
+}
+
 /* What two groups both drive, or NULL: two controllers moving one number
  * do not converge, they oscillate. ARM resource names compare without
  * case, as ARM does. */
@@ -329,6 +422,10 @@ static const char *shared_target(const struct group_conf *a, const struct group_
 	    opt_equal(a, b, "subscription", true) && opt_equal(a, b, "resource_group", true) &&
 	    opt_equal(a, b, "name", true))
 		return "scale set";
+	/* A repeated group name is reported as such; its patterns expand alike. */
+	if (strcmp(a->driver, "libvirt") == 0 && a->name && b->name && strcmp(a->name, b->name) != 0 &&
+	    lv_uri_overlap(a, b) && lv_names_overlap(a, b))
+		return "libvirt domain names";
 	return NULL;
 }
 

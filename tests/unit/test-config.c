@@ -347,6 +347,33 @@ static void test_shared_target(void **state)
 		      "DIR/main.conf:2): two controllers would fight",
 		      "main.conf:11: group 'e' drives the same scale set as group 'd' (defined at DIR/main.conf:8): two "
 		      "controllers would fight", NULL);
+	/* Libvirt members carry their unique group name in their tag, but
+	 * domain names share one namespace per hypervisor: "web-%n" twice on
+	 * one URI, or "%g-%n" for "a" and "a-1%n", or "web-%n" and "web-%n5" on a URI both
+	 * lists hold, can name the same domain; another URI, a zero after the
+	 * shared prefix or a suffix that is not digits cannot. */
+	write_file("drivers/libvirt.so", "");
+	expect_errors("groups = (\n"
+		      "  { name = \"a\"; driver = \"libvirt\"; min = 1; max = 2;\n"
+		      "    driver_options = { template = \"t\"; }; },\n"
+		      "  { name = \"b\"; driver = \"libvirt\"; min = 1; max = 2;\n"
+		      "    driver_options = { template = \"t\"; name_pattern = \"a-1%n\"; }; },\n"
+		      "  { name = \"c\"; driver = \"libvirt\"; min = 1; max = 2;\n"
+		      "    driver_options = { template = \"t\"; uri = [\"qemu+ssh://h2/system\"];\n"
+		      "                       name_pattern = \"web-%n\"; }; },\n"
+		      "  { name = \"d\"; driver = \"libvirt\"; min = 1; max = 2;\n"
+		      "    driver_options = { template = \"t\"; uri = \"qemu:///system\"; name_pattern = \"web-%n\"; }; },\n"
+		      "  { name = \"e\"; driver = \"libvirt\"; min = 1; max = 2;\n"
+		      "    driver_options = { template = \"t\"; uri = [\"qemu+ssh://h1/system\", \"qemu+ssh://h2/system\"];\n"
+		      "                       name_pattern = \"web-%n.x\"; }; },\n"
+		      "  { name = \"f\"; driver = \"libvirt\"; min = 1; max = 2;\n"
+		      "    driver_options = { template = \"t\"; name_pattern = \"a-0%n\"; uri = \"qemu:///system\"; }; },\n"
+		      "  { name = \"g\"; driver = \"libvirt\"; min = 1; max = 2;\n"
+		      "    driver_options = { template = \"t\"; uri = \"qemu+ssh://h2/system\"; name_pattern = \"web-%n5\"; }; }\n);\n",
+		      "main.conf:5: group 'b' drives the same libvirt domain names as group 'a' (defined at "
+		      "DIR/main.conf:2): two controllers would fight",
+		      "main.conf:17: group 'g' drives the same libvirt domain names as group 'c' (defined at "
+		      "DIR/main.conf:6): two controllers would fight", NULL);
 	/* The tests after this one find the build's drivers again. */
 	if (saved)
 		setenv("AUTOSCALED_DRIVER_DIR", saved, 1);
