@@ -39,12 +39,14 @@ struct autoscaled_driver_instance {
 	bool stable;
 	char etag[256];
 	char state[64];
+	bool coexist;	/* coexist_with_cloud_autoscaler: act anyway, the setting keeps a floor */
+	bool coexist_warned;
 };
 
 static const char *const known_options[] = {
 	"subscription", "resource_group", "name", "credentials", "tenant", "client_id", "secret_file", "login_host",
 	"arm_base", "scope", "imds_base", "resource", "api_version", "victim_policy", "operation_timeout",
-	"poll_interval", "retry_attempts", "retry_base", "retry_max", "http_timeout", NULL,
+	"poll_interval", "retry_attempts", "retry_base", "retry_max", "http_timeout", "coexist_with_cloud_autoscaler", NULL,
 };
 
 #define LOG(h, lvl, ...) (h)->host->log((h)->host, AUTOSCALED_LOG_##lvl, __VA_ARGS__)
@@ -529,9 +531,21 @@ static int check_autoscale(struct autoscaled_driver_instance *h, const char *wha
 				break;
 			/* ARM resource ids compare case-insensitively; a setting
 			 * without `enabled` is enabled (the API's default). */
+			if (target && strcasecmp(target->valuestring, id) == 0 && !cJSON_IsFalse(enabled) && h->coexist) {
+				/* The operator chose to share the set (the setting
+				 * keeping a floor): said once, not every cycle. */
+				if (!h->coexist_warned)
+					LOG(h, WARNING, WHO ": acting on '%s' although the Azure autoscale setting '%s' is "
+					    "enabled on it (coexist_with_cloud_autoscaler = true)", h->name,
+					    name ? name->valuestring : "(no name)");
+				h->coexist_warned = true;
+				rest_reply_clear(&r);
+				return 0;
+			}
 			if (target && strcasecmp(target->valuestring, id) == 0 && !cJSON_IsFalse(enabled)) {
 				LOG(h, ERROR, WHO ": not starting %s of '%s': the Azure autoscale setting '%s' is enabled "
-				    "on it; disable that setting, or let it alone scale the set", what, h->name,
+				    "on it; disable that setting, let it alone scale the set, or set "
+				    "coexist_with_cloud_autoscaler = true", what, h->name,
 				    name ? name->valuestring : "(no name)");
 				rest_count_error(&h->http);
 				rest_reply_clear(&r);
@@ -706,6 +720,7 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 	bad |= cloud_opt_victims(host, WHO, o, n, &h->victims) < 0;
 	bad |= cloud_opt_duration(host, WHO, o, n, "operation_timeout", &h->op_timeout_ms) < 0;
 	bad |= cloud_opt_duration(host, WHO, o, n, "poll_interval", &h->poll_ms) < 0;
+	bad |= cloud_opt_bool(host, WHO, o, n, "coexist_with_cloud_autoscaler", &h->coexist) < 0;
 	if (bad)
 		return -EINVAL;
 	if (cloud_base_url(base ? base : "https://management.azure.com", "https", arm, arm_size) < 0 ||

@@ -37,12 +37,14 @@ struct autoscaled_driver_instance {
 	int64_t unstable_since_ms; /* monotonic; 0: stable */
 	char actions[256];
 	char autoscaler[512]; /* status.autoscaler: the cloud's own autoscaler drives the group */
+	bool coexist;	      /* coexist_with_cloud_autoscaler: act anyway, the cloud keeps a floor */
+	bool coexist_warned;
 };
 
 static const char *const known_options[] = {
 	"project", "zone", "region", "name", "credentials", "key_file", "metadata_host", "compute_base", "scopes",
 	"victim_policy", "unstable_limit", "page_size", "operation_timeout", "retry_attempts", "retry_base", "retry_max",
-	"http_timeout", NULL,
+	"http_timeout", "coexist_with_cloud_autoscaler", NULL,
 };
 
 #define LOG(h, lvl, ...) (h)->host->log((h)->host, AUTOSCALED_LOG_##lvl, __VA_ARGS__)
@@ -361,9 +363,17 @@ static int may_act(struct autoscaled_driver_instance *h, const char *what)
 
 	/* Two controllers moving one number do not converge, they
 	 * oscillate: the cloud's own autoscaler keeps the group. */
-	if (h->autoscaler[0]) {
+	if (h->autoscaler[0] && h->coexist) {
+		/* The operator chose to share the group (the cloud's autoscaler
+		 * keeping a floor): said once, not every cycle. */
+		if (!h->coexist_warned)
+			LOG(h, WARNING, WHO ": acting on '%s' although its own autoscaler '%s' also drives it "
+			    "(coexist_with_cloud_autoscaler = true)", h->name, h->autoscaler);
+		h->coexist_warned = true;
+	} else if (h->autoscaler[0]) {
 		LOG(h, ERROR, WHO ": not starting %s of '%s': it is driven by its own autoscaler '%s'; remove that "
-		    "autoscaler, or let it alone scale the group", what, h->name, h->autoscaler);
+		    "autoscaler, let it alone scale the group, or set coexist_with_cloud_autoscaler = true", what,
+		    h->name, h->autoscaler);
 		rest_count_error(&h->http);
 		return -EBUSY;
 	}
@@ -584,6 +594,7 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 	bad |= cloud_opt_victims(host, WHO, o, n, &h->victims) < 0;
 	bad |= cloud_opt_duration(host, WHO, o, n, "unstable_limit", &h->unstable_limit_ms) < 0;
 	bad |= cloud_opt_duration(host, WHO, o, n, "operation_timeout", &h->op_timeout_ms) < 0;
+	bad |= cloud_opt_bool(host, WHO, o, n, "coexist_with_cloud_autoscaler", &h->coexist) < 0;
 	if (bad)
 		return -EINVAL;
 	if (cloud_base_url(base ? base : "https://compute.googleapis.com/compute/v1", "https", h->base,

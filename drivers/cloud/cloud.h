@@ -103,6 +103,12 @@ int cloud_opt_retry(struct rest_client *c, const struct autoscaled_option *o, si
 int cloud_opt_duration(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o,
 		       size_t n, const char *key, int64_t *ms);
 
+/* Parses a boolean option into *ret (unchanged when absent): "true" or
+ * "false", as the configuration's booleans reach a driver; anything else is
+ * an error at the option's FILE:LINE. */
+int cloud_opt_bool(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o, size_t n,
+		   const char *key, bool *ret);
+
 /* Parses victim_policy. */
 int cloud_opt_victims(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o, size_t n,
 		      enum cloud_victims *ret);

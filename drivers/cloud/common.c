@@ -247,6 +247,24 @@ int cloud_opt_duration(const struct autoscaled_host *host, const char *who, cons
 	return 0;
 }
 
+int cloud_opt_bool(const struct autoscaled_host *host, const char *who, const struct autoscaled_option *o, size_t n,
+		   const char *key, bool *ret)
+{
+	const struct autoscaled_option *v = opt_find(o, n, key);
+
+	if (!v)
+		return 0;
+	if (v->value && strcmp(v->value, "true") == 0) {
+		*ret = true;
+	} else if (v->value && strcmp(v->value, "false") == 0) {
+		*ret = false;
+	} else {
+		cloud_opt_error(host, who, v, "option %s = '%s' must be true or false", key, v->value ? v->value : "(a list)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int cloud_opt_retry(struct rest_client *c, const struct autoscaled_option *o, size_t n)
 {
 	const struct autoscaled_option *v = opt_find(o, n, "retry_attempts");

@@ -308,6 +308,17 @@ def own_autoscale_refused(ctx):
     check(not ctx.emu.find("PATCH") and not ctx.emu.find("POST", "/delete$"), "no action sent")
     res = probe("azure-vmss", ctx.options("flex"), ["set_capacity=4"])
     check(res.ops[0]["rc"] == 0, "a disabled setting does not hold the set", res.ops, res.stderr)
+    # The operator may let the setting keep a floor: then both act, with
+    # one warning for the handle, not one per action.
+    res = probe("azure-vmss", dict(ctx.options(), coexist_with_cloud_autoscaler="true"),
+                ["set_capacity=5", "remove=1"])
+    check(res.ops[0]["rc"] == 0 and res.ops[1]["rc"] == 0, "resized and shrunk", res.ops, res.stderr)
+    check(len(ctx.emu.find("PATCH", VMSS % "web" + "$")) == 1, "exactly one PATCH")
+    check(len(ctx.emu.find("POST", "/delete$")) == 1, "exactly one delete")
+    check(res.stderr.count("coexist_with_cloud_autoscaler = true)") == 1, "warned once", res.stderr)
+    res = probe("azure-vmss", dict(ctx.options(), coexist_with_cloud_autoscaler="1"), ["check"])
+    check(res.ops[0]["rc"] == -22 and "coexist_with_cloud_autoscaler = '1' must be true or false" in res.stderr,
+          "a value that is not a boolean refused", res.ops, res.stderr)
 
 
 @tap.test

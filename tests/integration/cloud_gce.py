@@ -405,6 +405,22 @@ def own_autoscaler_refused(ctx):
     check("driven by its own autoscaler" in res.stderr and "autoscalers/auto-as" in res.stderr, "the reason logged",
           res.stderr)
     check(not ctx.emu.find("POST", r"/(resize|deleteInstances)$"), "no action sent")
+    # The operator may let the cloud's autoscaler keep a floor: then both
+    # act, with one warning for the handle, not one per action. New
+    # instances run at once, so the resized group is stable for the delete.
+    ctx.emu.step_s = 0
+    res = probe("gce-mig", ctx.options(zone="europe-west1-c", name="auto", coexist_with_cloud_autoscaler="true"),
+                ["set_capacity=4", "observe", "remove=1"])
+    check(res.ops[0]["rc"] == 0 and res.ops[1]["observation"]["target_size"] == 4, "resized", res.ops, res.stderr)
+    check(res.ops[2]["rc"] == 0, "shrunk", res.ops, res.stderr)
+    check(len(ctx.emu.find("POST", r"/auto/resize$")) == 1, "exactly one resize",
+          [r["path"] for r in ctx.emu.requests])
+    check(len(ctx.emu.find("POST", r"/auto/deleteInstances$")) == 1, "exactly one deleteInstances")
+    check(res.stderr.count("coexist_with_cloud_autoscaler = true)") == 1, "warned once", res.stderr)
+    res = probe("gce-mig", ctx.options(zone="europe-west1-c", name="auto", coexist_with_cloud_autoscaler="yes"),
+                ["check"])
+    check(res.ops[0]["rc"] == -22 and "coexist_with_cloud_autoscaler = 'yes' must be true or false" in res.stderr,
+          "a value that is not a boolean refused", res.ops, res.stderr)
 
 
 @tap.test
