@@ -111,7 +111,6 @@ struct group_rt {
 	struct drain *drain;      /* pre-scale-in hooks running */
 	struct decision last;
 	bool have_last;
-	char last_sentence[1024];
 	/* The group's one driver call in flight, if any. After a reload it
 	 * may be a call of the replaced runtime, on its handle (see
 	 * job.close_when_done): no call of this runtime starts before it ends. */
