@@ -1,0 +1,57 @@
+#!/bin/bash
+# Quiet logs: over a steady stretch (the signal's value moves, what the
+# group should be does not) the decisions go at DEBUG, not INFO; an action
+# goes at INFO again. In the foreground the level shows on stderr: DEBUG
+# lines (shown with -v) start with "debug: ", INFO and NOTICE lines with
+# the group's name. The journal's own fields are checked by the unit test
+# test-log: journald does not run where the tests do.
+. "$top_srcdir/tests/integration/tap.sh"
+. "$top_srcdir/tests/integration/ops-lib.sh"
+command -v python3 >/dev/null || skip_all "python3 is not installed"
+
+# The queue moves between 21 and 29 at each poll: 3 instances' worth
+# (target 10) every time.
+cat > "$T/load.sh" <<'SH'
+#!/bin/sh
+n=$(cat "$1/n" 2>/dev/null || echo 0)
+echo $((n + 1)) > "$1/n"
+if [ -f "$1/high" ]; then echo 55; else echo $((21 + n % 9)); fi
+SH
+write_conf
+sed -i "s|\"/bin/cat\", \"$T/load\"|\"/bin/sh\", \"$T/load.sh\", \"$T\"|" "$T/autoscaled.conf"
+check "the signal runs the moving load" grep -q "load.sh" "$T/autoscaled.conf"
+
+DAEMON_ARGS=-v start_daemon
+check "the group scales out to 3" wait_for 30 pool_is 3
+# The scale-out's completion and the first decision after it (a change:
+# no action any more) are behind us after two more evaluations.
+check "two evaluations after the scale-out" wait_evaluations 2
+from=$(wc -l < "$T/daemon.log")
+check "ten steady evaluations" wait_evaluations 10
+tail -n +"$((from + 1))" "$T/daemon.log" > "$T/span"
+
+debug=$(grep -c "^debug: web: " "$T/span")
+info=$(grep -c "^web: " "$T/span")
+values=$(ctl --json history web | python3 -c 'import json, sys
+print(len({s["value"] for d in json.load(sys.stdin)["decisions"][-10:] for s in d["signals"]}))')
+check "the value moved during the stretch ($values distinct values in the last 10 decisions)" \
+	test "$values" -ge 3
+check "every steady evaluation is logged at DEBUG ($debug lines)" test "$debug" -ge 10
+check "no INFO (or higher) line of the group in the steady stretch ($info)" test "$info" -eq 0
+[ "$info" -eq 0 ] || sed "s/^/# /" "$T/span"
+check "the pool stayed at 3" pool_is 3
+
+# An action is at INFO again, and so is the decision that follows it
+# (the action changed back to none).
+from=$(wc -l < "$T/daemon.log")
+: > "$T/high"
+check "the group scales out to 6" wait_for 30 pool_is 6
+check "the scale-out decision is at INFO" \
+	wait_for 10 eval "tail -n +$((from + 1)) '$T/daemon.log' | grep -q '^web: .*scale out 3 -> 6'"
+check "its completion is at INFO or higher" \
+	wait_for 10 eval "tail -n +$((from + 1)) '$T/daemon.log' | grep -q '^web: scaled out from 3 to 6'"
+check "the next decision (no action) is at INFO" \
+	wait_for 10 eval "tail -n +$((from + 1)) '$T/daemon.log' | grep -q '^web: .*no change from 6'"
+
+check "the daemon stops cleanly" stop_daemon
+tap_done
