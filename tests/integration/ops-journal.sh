@@ -54,4 +54,12 @@ check "the next decision (no action) is at INFO" \
 	wait_for 10 eval "tail -n +$((from + 1)) '$T/daemon.log' | grep -q '^web: .*no change from 6'"
 
 check "the daemon stops cleanly" stop_daemon
+
+# The ids operators select with are documented, each of them.
+ids=$(sed -n 's/^#define LOG_ID_[A-Z_]* "\([0-9a-f]*\)"$/\1/p' "$top_srcdir/src/log-ids.h")
+check "four message ids are defined" test "$(echo "$ids" | wc -l)" -eq 4
+for id in $ids; do
+	check "message id $id is in autoscaled(8) and the README" \
+		eval "grep -q '^\.B $id\$' '$top_srcdir/man/autoscaled.8' && grep -q 'MESSAGE_ID=$id' '$top_srcdir/README.md'"
+done
 tap_done
