@@ -324,11 +324,16 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 			 e->message[0] ? e->message : strerror(-e->err));
 	}
 	/* The journal gets INFO when what is done changes (an action, or
-	 * another hold reason), not each time a value moves: a steady group
+	 * another hold reason: the engine's, an operator's pause or pin, a
+	 * failed operation), not each time a value moves: a steady group
 	 * would otherwise write one INFO line per interval. The others go at
 	 * DEBUG with their full record. */
-	changed = !g->have_last || d->action != g->last.action || d->hold != g->last.hold;
+	changed = !g->have_last || d->action != g->last.action || d->hold != g->last.hold ||
+		  g->override != g->last_override /* one of two constants */ ||
+		  (g->last_error.time_ms != 0) != g->last_had_error;
 	prio = d->action != DIR_NONE || changed ? LOG_INFO : LOG_DEBUG;
+	g->last_override = g->override;
+	g->last_had_error = g->last_error.time_ms != 0;
 	o = decision_to_json(d, g->gc);
 	if (o) {
 		cJSON_AddBoolToObject(o, "dry_run", dry_run);
