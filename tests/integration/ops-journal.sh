@@ -53,6 +53,21 @@ check "its completion is at INFO or higher" \
 check "the next decision (no action) is at INFO" \
 	wait_for 10 eval "tail -n +$((from + 1)) '$T/daemon.log' | grep -q '^web: .*no change from 6'"
 
+# A pause is another hold reason: its first decision is at INFO, the
+# ones after it at DEBUG again, and so for the resume.
+from=$(wc -l < "$T/daemon.log")
+check "paused" eval 'ctl pause web --for 1h >/dev/null'
+check "the first paused decision is at INFO" \
+	wait_for 10 eval "tail -n +$((from + 1)) '$T/daemon.log' | grep -q '^web: .*paused by an operator'"
+check "the next ones are at DEBUG" \
+	wait_for 10 eval "tail -n +$((from + 1)) '$T/daemon.log' | grep -q '^debug: web: .*paused by an operator'"
+check "only one paused decision at INFO" \
+	test "$(tail -n +$((from + 1)) "$T/daemon.log" | grep -c '^web: .*paused by an operator')" -eq 1
+from=$(wc -l < "$T/daemon.log")
+check "resumed" eval 'ctl resume web >/dev/null'
+check "the first decision after the resume is at INFO" \
+	wait_for 10 eval "tail -n +$((from + 1)) '$T/daemon.log' | grep -q '^web: .*no change from 6\$'"
+
 check "the daemon stops cleanly" stop_daemon
 
 # The ids operators select with are documented, each of them.
