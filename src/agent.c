@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #include "group.h"
 #include "http.h"
 #include "log.h"
+#include "log-ids.h"
 #include "metrics.h"
 #include "notify.h"
 #include "preflight.h"
@@ -200,8 +202,9 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 			log_errx("%s", errs.v[i]);
 		sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
 			   errs.n ? errs.v[0] : strerror(-r));
-		log_errx("agent: reload of '%s' failed (%zu error%s); the previous configuration stays",
-			 a->opts->config_path, errs.n, errs.n == 1 ? "" : "s");
+		log_fields(LOG_ERR, NULL, LOG_ID_RELOAD, (const struct log_field[]){{"RESULT", "failed"}}, 1,
+			   "agent: reload of '%s' failed (%zu error%s); the previous configuration stays",
+			   a->opts->config_path, errs.n, errs.n == 1 ? "" : "s");
 		snprintf(err, err_len, "%s", errs.n ? errs.v[0] : strerror(-r));
 		config_errors_clear(&errs);
 		return -EINVAL;
@@ -231,8 +234,9 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 		a->ctx.agent_conf = &a->config->agent;
 		sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
 			   strerror(-r));
-		log_errx("agent: reload of '%s' failed: %s; the previous configuration stays",
-			 a->opts->config_path, strerror(-r));
+		log_fields(LOG_ERR, NULL, LOG_ID_RELOAD, (const struct log_field[]){{"RESULT", "failed"}}, 1,
+			   "agent: reload of '%s' failed: %s; the previous configuration stays", a->opts->config_path,
+			   strerror(-r));
 		snprintf(err, err_len, "the groups could not be built: %s (see the journal)", strerror(-r));
 		config_free(c);
 		return -EINVAL;
@@ -273,8 +277,9 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	metrics_prune(a->metrics, c);
 	sd_notify(false, "READY=1");
 	agent_status(a);
-	log_info("agent: reloaded '%s': %zu group%s, %zu unchanged", a->opts->config_path, a->n_groups,
-		 a->n_groups == 1 ? "" : "s", n_kept);
+	log_fields(LOG_INFO, NULL, LOG_ID_RELOAD, (const struct log_field[]){{"RESULT", "done"}}, 1,
+		   "agent: reloaded '%s': %zu group%s, %zu unchanged", a->opts->config_path, a->n_groups,
+		   a->n_groups == 1 ? "" : "s", n_kept);
 	return 0;
 }
 

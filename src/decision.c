@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "log.h"
 
 const char *decision_hold_name(enum hold_reason h)
 {
@@ -36,7 +37,7 @@ const char *decision_hold_name(enum hold_reason h)
 	return "unknown";
 }
 
-static const char *action_name(enum scale_direction d)
+const char *decision_action_name(enum scale_direction d)
 {
 	return d == DIR_OUT ? "scale_out" : d == DIR_IN ? "scale_in" : "none";
 }
@@ -319,7 +320,7 @@ cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 	    !cJSON_AddNumberToObject(root, "flap_guarded", d->flap_guarded) ||
 	    !cJSON_AddNumberToObject(root, "final", d->desired) ||
 	    !cJSON_AddNumberToObject(root, "desired", d->desired) ||
-	    !cJSON_AddStringToObject(root, "action", action_name(d->action)) ||
+	    !cJSON_AddStringToObject(root, "action", decision_action_name(d->action)) ||
 	    !cJSON_AddStringToObject(root, "hold", decision_hold_name(d->hold)) ||
 	    !(d->driver_signal >= 0 && (size_t)d->driver_signal < g->n_signals
 		      ? cJSON_AddStringToObject(root, "driver_signal", g->signals[d->driver_signal].name)
@@ -331,4 +332,16 @@ cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 		return NULL;
 	}
 	return root;
+}
+
+size_t decision_journal_fields(const struct decision *d, struct decision_field_buf *buf, struct log_field *f)
+{
+	snprintf(buf->desired, sizeof(buf->desired), "%d", d->desired);
+	snprintf(buf->current, sizeof(buf->current), "%d", d->current);
+	f[0] = (struct log_field){"ACTION", decision_action_name(d->action)};
+	f[1] = (struct log_field){"HOLD", decision_hold_name(d->hold)};
+	f[2] = (struct log_field){"PROFILE", d->profile};
+	f[3] = (struct log_field){"DESIRED", buf->desired};
+	f[4] = (struct log_field){"CURRENT", buf->current};
+	return DECISION_JOURNAL_FIELDS;
 }

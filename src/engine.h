@@ -155,6 +155,8 @@ struct decision {
 /* The hold reason's name in records and metrics ("stabilization"), or
  * "unknown". */
 const char *decision_hold_name(enum hold_reason h);
+/* The action's name in records ("scale_out", "scale_in", "none"). */
+const char *decision_action_name(enum scale_direction d);
 
 /* Initialises a clean state (no history). */
 void engine_state_init(struct engine_state *s);
@@ -183,5 +185,20 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
  * record's final count is under "desired". Returns NULL on ENOMEM. */
 struct cJSON;
 struct cJSON *decision_to_json(const struct decision *d, const struct group_conf *g);
+
+struct log_field;
+
+/* Room for the numbers of decision_journal_fields(). */
+struct decision_field_buf {
+	char desired[16];
+	char current[16];
+};
+
+#define DECISION_JOURNAL_FIELDS 5
+
+/* The journal fields of a decision besides DECISION= (its record): ACTION=,
+ * HOLD=, PROFILE=, DESIRED=, CURRENT=, in F (DECISION_JOURNAL_FIELDS of
+ * them), the numbers written in BUF. Returns the number of fields. */
+size_t decision_journal_fields(const struct decision *d, struct decision_field_buf *buf, struct log_field *f);
 
 #endif

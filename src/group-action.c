@@ -13,6 +13,7 @@
 
 #include "group-private.h"
 #include "log.h"
+#include "log-ids.h"
 #include "metrics.h"
 #include "notify.h"
 
@@ -191,11 +192,16 @@ cJSON *group_rt_last_error_json(const struct group_rt *g)
 void group_scale_done(struct group_rt *g, struct job *j, int64_t t)
 {
 	int to = j->kind == JOB_SCALE_OUT ? j->count : j->from - j->count;
+	const char *action = decision_action_name(j->kind == JOB_SCALE_OUT ? DIR_OUT : DIR_IN);
+	char from_s[16], to_s[16];
+	struct log_field fields[] = {{"ACTION", action}, {"CURRENT", from_s}, {"DESIRED", to_s}};
 
+	snprintf(from_s, sizeof(from_s), "%d", j->from);
+	snprintf(to_s, sizeof(to_s), "%d", to);
 	g->st.in_flight.direction = DIR_NONE;
 	if (j->r < 0) {
-		log_group(LOG_ERR, g->gc->name, NULL, NULL, "%s from %d to %d failed: %s",
-			  j->kind == JOB_SCALE_OUT ? "scale-out" : "scale-in", j->from, to, strerror(-j->r));
+		log_fields(LOG_ERR, g->gc->name, LOG_ID_ACTION_FAILED, fields, 3, "%s from %d to %d failed: %s",
+			   j->kind == JOB_SCALE_OUT ? "scale-out" : "scale-in", j->from, to, strerror(-j->r));
 		metrics_record_error(g->ctx->metrics, g->gc->name,
 				     j->kind == JOB_SCALE_OUT ? "set_capacity" : "remove_instances");
 		/* Whatever part of it happened shows in the next observation;
@@ -208,8 +214,8 @@ void group_scale_done(struct group_rt *g, struct job *j, int64_t t)
 	}
 	engine_record_action(&g->st.engine, j->started_ms, j->from, to);
 	group_save(g);
-	log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s from %d to %d done in %.1f s",
-		  j->kind == JOB_SCALE_OUT ? "scaled out" : "scaled in", j->from, to,
-		  (double)(t - j->started_ms) / 1000.0);
+	log_fields(LOG_NOTICE, g->gc->name, LOG_ID_ACTION, fields, 3, "%s from %d to %d done in %.1f s",
+		   j->kind == JOB_SCALE_OUT ? "scaled out" : "scaled in", j->from, to,
+		   (double)(t - j->started_ms) / 1000.0);
 	g->current = to;
 }

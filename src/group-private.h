@@ -111,7 +111,11 @@ struct group_rt {
 	struct drain *drain;      /* pre-scale-in hooks running */
 	struct decision last;
 	bool have_last;
-	char last_sentence[1024];
+	/* What the last logged decision said besides its action and hold
+	 * reason: an override ("paused", "pinned" or NULL) and whether a
+	 * failed operation was in it. A change of either is at INFO. */
+	const char *last_override;
+	bool last_had_error;
 	/* The group's one driver call in flight, if any. After a reload it
 	 * may be a call of the replaced runtime, on its handle (see
 	 * job.close_when_done): no call of this runtime starts before it ends. */

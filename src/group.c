@@ -20,6 +20,7 @@
 
 #include "group-private.h"
 #include "log.h"
+#include "log-ids.h"
 #include "metrics.h"
 #include "notify.h"
 #include "source.h"
@@ -288,6 +289,9 @@ void group_save(struct group_rt *g)
 static char *log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
 {
 	char sentence[1024];
+	struct log_field fields[1 + DECISION_JOURNAL_FIELDS];
+	struct decision_field_buf buf;
+	size_t n_fields;
 	char *json = NULL;
 	cJSON *o;
 	bool changed;
@@ -319,9 +323,17 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 								  : "scale-in",
 			 e->message[0] ? e->message : strerror(-e->err));
 	}
-	changed = !g->have_last || d->desired != g->last.desired || d->hold != g->last.hold ||
-		  strcmp(sentence, g->last_sentence) != 0;
-	prio = d->action != DIR_NONE || changed || g->ctx->verbose ? LOG_INFO : LOG_DEBUG;
+	/* The journal gets INFO when what is done changes (an action, or
+	 * another hold reason: the engine's, an operator's pause or pin, a
+	 * failed operation), not each time a value moves: a steady group
+	 * would otherwise write one INFO line per interval. The others go at
+	 * DEBUG with their full record. */
+	changed = !g->have_last || d->action != g->last.action || d->hold != g->last.hold ||
+		  g->override != g->last_override /* one of two constants */ ||
+		  (g->last_error.time_ms != 0) != g->last_had_error;
+	prio = d->action != DIR_NONE || changed ? LOG_INFO : LOG_DEBUG;
+	g->last_override = g->override;
+	g->last_had_error = g->last_error.time_ms != 0;
 	o = decision_to_json(d, g->gc);
 	if (o) {
 		cJSON_AddBoolToObject(o, "dry_run", dry_run);
@@ -335,9 +347,10 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 		json = cJSON_PrintUnformatted(o);
 		cJSON_Delete(o);
 	}
-	log_group(prio, g->gc->name, "DECISION", json ? json : "{}", "%s%s",
-		  dry_run && d->action != DIR_NONE ? "(dry run, not acting) " : "", sentence);
-	snprintf(g->last_sentence, sizeof(g->last_sentence), "%s", sentence);
+	fields[0] = (struct log_field){"DECISION", json ? json : "{}"};
+	n_fields = 1 + decision_journal_fields(d, &buf, fields + 1);
+	log_fields(prio, g->gc->name, LOG_ID_DECISION, fields, n_fields, "%s%s",
+		   dry_run && d->action != DIR_NONE ? "(dry run, not acting) " : "", sentence);
 	return json;
 }
 

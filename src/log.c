@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -90,8 +91,67 @@ static void escape_controls(char *msg, size_t len)
 	memcpy(msg, out, o + 1);
 }
 
-static void vlog(int prio, const char *group, const char *field, const char *value, const char *suffix,
-		 const char *fmt, va_list ap)
+void log_record_free(struct log_record *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->v[i]);
+	r->n = 0;
+}
+
+static int record_add(struct log_record *r, const char *name, const char *value)
+{
+	if (r->n >= sizeof(r->v) / sizeof(r->v[0]))
+		return -E2BIG;
+	if (asprintf(&r->v[r->n], "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	r->n++;
+	return 0;
+}
+
+int log_record_build(struct log_record *r, int priority, const char *group, const char *message_id,
+		     const struct log_field *fields, size_t n_fields, const char *message)
+{
+	char prio[16];
+	int ret;
+
+	r->n = 0;
+	if (n_fields > LOG_MAX_FIELDS)
+		return -E2BIG;
+	snprintf(prio, sizeof(prio), "%d", priority);
+	if ((ret = record_add(r, "MESSAGE", message)) < 0 || (ret = record_add(r, "PRIORITY", prio)) < 0 ||
+	    (ret = record_add(r, "SYSLOG_IDENTIFIER", "autoscaled")) < 0 ||
+	    (message_id && (ret = record_add(r, "MESSAGE_ID", message_id)) < 0) ||
+	    (group && (ret = record_add(r, "GROUP", group)) < 0))
+		goto fail;
+	for (size_t i = 0; i < n_fields; i++)
+		if (fields[i].value && (ret = record_add(r, fields[i].name, fields[i].value)) < 0)
+			goto fail;
+	return 0;
+fail:
+	log_record_free(r);
+	return ret;
+}
+
+/* Sends a record to the journal. Without memory for the record the
+ * message still goes, bare: it may be the one that says what failed. */
+static void journal_send(int prio, const char *group, const char *message_id, const struct log_field *fields,
+			 size_t n_fields, const char *msg)
+{
+	struct log_record r;
+	struct iovec iov[sizeof(r.v) / sizeof(r.v[0])];
+
+	if (log_record_build(&r, prio, group, message_id, fields, n_fields, msg) < 0) {
+		sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio, "SYSLOG_IDENTIFIER=autoscaled", NULL);
+		return;
+	}
+	for (size_t i = 0; i < r.n; i++)
+		iov[i] = (struct iovec){.iov_base = r.v[i], .iov_len = strlen(r.v[i])};
+	sd_journal_sendv(iov, (int)r.n);
+	log_record_free(&r);
+}
+
+static void vlog(int prio, const char *group, const char *message_id, const struct log_field *fields,
+		 size_t n_fields, const char *suffix, const char *fmt, va_list ap)
 {
 	char msg[2048];
 	int saved = errno;
@@ -100,23 +160,18 @@ static void vlog(int prio, const char *group, const char *field, const char *val
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	escape_controls(msg, sizeof(msg));
-	if (target == LOG_TARGET_JOURNAL) {
-		char fieldbuf[64];
+	if (suffix) {
+		size_t n = strlen(msg);
 
-		if (field && value) {
-			snprintf(fieldbuf, sizeof(fieldbuf), "%s=%%s", field);
-			sd_journal_send("MESSAGE=%s%s", msg, suffix ? suffix : "", "PRIORITY=%d", prio,
-					"SYSLOG_IDENTIFIER=autoscaled", group ? "GROUP=%s" : NULL, group, fieldbuf,
-					value, NULL);
-		} else {
-			sd_journal_send("MESSAGE=%s%s", msg, suffix ? suffix : "", "PRIORITY=%d", prio,
-					"SYSLOG_IDENTIFIER=autoscaled", group ? "GROUP=%s" : NULL, group, NULL);
-		}
+		snprintf(msg + n, sizeof(msg) - n, "%s", suffix);
+	}
+	if (target == LOG_TARGET_JOURNAL) {
+		journal_send(prio, group, message_id, fields, n_fields, msg);
 	} else {
 		if (group)
-			fprintf(stderr, "%s%s: %s%s\n", prio_word(prio), group, msg, suffix ? suffix : "");
+			fprintf(stderr, "%s%s: %s\n", prio_word(prio), group, msg);
 		else
-			fprintf(stderr, "%s%s%s\n", prio_word(prio), msg, suffix ? suffix : "");
+			fprintf(stderr, "%s%s\n", prio_word(prio), msg);
 		fflush(stderr);
 	}
 	errno = saved;
@@ -127,7 +182,7 @@ static void vlog(int prio, const char *group, const char *field, const char *val
 	{                                                   \
 		va_list ap;                                 \
 		va_start(ap, fmt);                          \
-		vlog(prio, NULL, NULL, NULL, NULL, fmt, ap); \
+		vlog(prio, NULL, NULL, NULL, 0, NULL, fmt, ap); \
 		va_end(ap);                                 \
 	}
 
@@ -144,7 +199,7 @@ void log_warn(const char *fmt, ...)
 
 	snprintf(suffix, sizeof(suffix), ": %s", strerror(errno));
 	va_start(ap, fmt);
-	vlog(LOG_WARNING, NULL, NULL, NULL, suffix, fmt, ap);
+	vlog(LOG_WARNING, NULL, NULL, NULL, 0, suffix, fmt, ap);
 	va_end(ap);
 }
 
@@ -153,7 +208,7 @@ void fatalx(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(LOG_CRIT, NULL, NULL, NULL, NULL, fmt, ap);
+	vlog(LOG_CRIT, NULL, NULL, NULL, 0, NULL, fmt, ap);
 	va_end(ap);
 	exit(EXIT_FAILURE);
 }
@@ -162,7 +217,19 @@ void log_group(int priority, const char *group, const char *field, const char *v
 {
 	va_list ap;
 
+	struct log_field f = {field, value};
+
 	va_start(ap, fmt);
-	vlog(priority, group, field, value, NULL, fmt, ap);
+	vlog(priority, group, NULL, &f, field && value ? 1 : 0, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void log_fields(int priority, const char *group, const char *message_id, const struct log_field *fields,
+		size_t n_fields, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(priority, group, message_id, fields, n_fields, NULL, fmt, ap);
 	va_end(ap);
 }

@@ -14,6 +14,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_target {
 	LOG_TARGET_STDERR,
@@ -37,5 +38,34 @@ __attribute__((noreturn)) void fatalx(const char *fmt, ...) __attribute__((forma
 /* With GROUP= (and an optional extra FIELD=value pair, e.g. "DECISION", json). */
 void log_group(int priority, const char *group, const char *field, const char *value, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+
+/* One extra journal field: NAME (upper case, as the journal wants) and
+ * its value. */
+struct log_field {
+	const char *name;
+	const char *value;
+};
+
+#define LOG_MAX_FIELDS 8
+
+/* A journal record as "NAME=value" strings, each malloc'ed: MESSAGE=,
+ * PRIORITY=, SYSLOG_IDENTIFIER=, then MESSAGE_ID= and GROUP= when given,
+ * then the extra fields in their order. */
+struct log_record {
+	char *v[LOG_MAX_FIELDS + 5];
+	size_t n;
+};
+
+/* Builds the record of one message (GROUP and MESSAGE_ID may be NULL; a
+ * field whose value is NULL is left out). Returns 0, -E2BIG for more than
+ * LOG_MAX_FIELDS fields, or -ENOMEM; on error nothing is left allocated. */
+int log_record_build(struct log_record *r, int priority, const char *group, const char *message_id,
+		     const struct log_field *fields, size_t n_fields, const char *message);
+void log_record_free(struct log_record *r);
+
+/* Like log_group(), with a MESSAGE_ID= (NULL for none) and up to
+ * LOG_MAX_FIELDS extra fields; GROUP may be NULL. */
+void log_fields(int priority, const char *group, const char *message_id, const struct log_field *fields,
+		size_t n_fields, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 #endif

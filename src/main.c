@@ -31,7 +31,7 @@ static void usage(FILE *f)
 		"  -n, --check-config    validate the configuration, print every error, and exit\n"
 		"  -f, --foreground      log to stderr instead of the journal\n"
 		"      --dry-run         decide and log, but never act on a group\n"
-		"  -v, --verbose         log every evaluation, not only changes\n"
+		"  -v, --verbose         log at the debug level too: every evaluation, not only changes\n"
 		"      --list-drivers    list the driver plugins found, and exit\n"
 		"  -V, --version         print the version and exit\n"
 		"  -h, --help            print this help and exit\n"

@@ -72,11 +72,11 @@ CONF
 # the stale one of a daemon killed with -9).
 daemon_answers() { test -S "$T/admin.sock" && ctl status >/dev/null 2>&1; }
 
-# start_daemon: starts the daemon on $T/autoscaled.conf, watched (see
-# watch_pid), and returns once its admin socket answers; fails at once
-# when it exits instead.
+# start_daemon: starts the daemon on $T/autoscaled.conf (with the options
+# in DAEMON_ARGS, if any), watched (see watch_pid), and returns once its
+# admin socket answers; fails at once when it exits instead.
 start_daemon() {
-	"$AUTOSCALED" -f -c "$T/autoscaled.conf" >> "$T/daemon.log" 2>&1 &
+	"$AUTOSCALED" -f ${DAEMON_ARGS:-} -c "$T/autoscaled.conf" >> "$T/daemon.log" 2>&1 &
 	DAEMON_PID=$!
 	watch_pid "$DAEMON_PID" autoscaled "$T/daemon.log"
 	wait_for 30 daemon_answers

@@ -1,0 +1,132 @@
+/* Journal records: the fields sent with a message, and those of a
+ * decision (the journal itself cannot be observed in the tests, so the
+ * one function that builds every record is checked here). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <syslog.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "log-ids.h"
+#include "log.h"
+
+static void test_record_fields(void **state)
+{
+	struct log_record r;
+	const struct log_field f[] = {{"RESULT", "done"}, {"SKIPPED", NULL}, {"NOTE", "two\nlines"}};
+
+	(void)state;
+	assert_int_equal(log_record_build(&r, LOG_INFO, "web", LOG_ID_RELOAD, f, 3, "agent: reloaded"), 0);
+	assert_int_equal(r.n, 7);
+	assert_string_equal(r.v[0], "MESSAGE=agent: reloaded");
+	assert_string_equal(r.v[1], "PRIORITY=6");
+	assert_string_equal(r.v[2], "SYSLOG_IDENTIFIER=autoscaled");
+	assert_string_equal(r.v[3], "MESSAGE_ID=" LOG_ID_RELOAD);
+	assert_string_equal(r.v[4], "GROUP=web");
+	assert_string_equal(r.v[5], "RESULT=done");
+	/* Sent with sd_journal_sendv(), a value may hold a newline. */
+	assert_string_equal(r.v[6], "NOTE=two\nlines");
+	log_record_free(&r);
+	assert_int_equal(r.n, 0);
+
+	/* Neither a group nor an id: only the three fields every record has. */
+	assert_int_equal(log_record_build(&r, LOG_DEBUG, NULL, NULL, NULL, 0, "m"), 0);
+	assert_int_equal(r.n, 3);
+	assert_string_equal(r.v[1], "PRIORITY=7");
+	log_record_free(&r);
+}
+
+static void test_record_too_many(void **state)
+{
+	struct log_field f[LOG_MAX_FIELDS + 1];
+	struct log_record r;
+
+	(void)state;
+	for (size_t i = 0; i < LOG_MAX_FIELDS + 1; i++)
+		f[i] = (struct log_field){"F", "v"};
+	assert_int_equal(log_record_build(&r, LOG_INFO, "g", LOG_ID_ACTION, f, LOG_MAX_FIELDS + 1, "m"), -E2BIG);
+	assert_int_equal(r.n, 0);
+	/* The most there may be, with a group and an id, fits. */
+	assert_int_equal(log_record_build(&r, LOG_INFO, "g", LOG_ID_ACTION, f, LOG_MAX_FIELDS, "m"), 0);
+	assert_int_equal(r.n, LOG_MAX_FIELDS + 5);
+	log_record_free(&r);
+}
+
+static const char *find(const struct log_record *r, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < r->n; i++)
+		if (strncmp(r->v[i], name, n) == 0 && r->v[i][n] == '=')
+			return r->v[i] + n + 1;
+	return NULL;
+}
+
+static void test_decision_fields(void **state)
+{
+	struct decision d = {
+		.profile = "business-hours",
+		.current = 3,
+		.desired = 5,
+		.action = DIR_OUT,
+		.hold = HOLD_NONE,
+	};
+	struct log_field f[1 + DECISION_JOURNAL_FIELDS] = {{"DECISION", "{\"action\":\"scale_out\"}"}};
+	struct decision_field_buf buf;
+	struct log_record r;
+	size_t n;
+
+	(void)state;
+	n = 1 + decision_journal_fields(&d, &buf, f + 1);
+	assert_int_equal(log_record_build(&r, LOG_INFO, "web", LOG_ID_DECISION, f, n, "scale out"), 0);
+	assert_string_equal(find(&r, "MESSAGE_ID"), LOG_ID_DECISION);
+	assert_string_equal(find(&r, "GROUP"), "web");
+	assert_string_equal(find(&r, "DECISION"), "{\"action\":\"scale_out\"}");
+	assert_string_equal(find(&r, "ACTION"), "scale_out");
+	assert_string_equal(find(&r, "HOLD"), decision_hold_name(HOLD_NONE));
+	assert_string_equal(find(&r, "PROFILE"), "business-hours");
+	assert_string_equal(find(&r, "DESIRED"), "5");
+	assert_string_equal(find(&r, "CURRENT"), "3");
+	log_record_free(&r);
+
+	d.action = DIR_IN;
+	d.desired = 2;
+	d.hold = HOLD_RULE_NOT_FIRED;
+	n = 1 + decision_journal_fields(&d, &buf, f + 1);
+	assert_int_equal(log_record_build(&r, LOG_DEBUG, "web", LOG_ID_DECISION, f, n, "scale in"), 0);
+	assert_string_equal(find(&r, "ACTION"), "scale_in");
+	assert_string_equal(find(&r, "HOLD"), decision_hold_name(HOLD_RULE_NOT_FIRED));
+	assert_string_equal(find(&r, "DESIRED"), "2");
+	log_record_free(&r);
+}
+
+/* Each kind of message has its own id: 32 lower-case hex digits. */
+static void test_ids(void **state)
+{
+	const char *ids[] = {LOG_ID_DECISION, LOG_ID_ACTION, LOG_ID_ACTION_FAILED, LOG_ID_RELOAD};
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(strlen(ids[i]), 32);
+		assert_int_equal(strspn(ids[i], "0123456789abcdef"), 32);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(ids[i], ids[j]);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_record_fields),
+		cmocka_unit_test(test_record_too_many),
+		cmocka_unit_test(test_decision_fields),
+		cmocka_unit_test(test_ids),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
