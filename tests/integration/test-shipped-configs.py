@@ -68,6 +68,12 @@ def shipped():
     recipes = glob.glob(os.path.join(top_srcdir, "etc", "examples", "*.conf"))
     # The five use cases of docs/recipes.md; a new recipe is found by the glob.
     check(len(recipes) >= 5, "etc/examples has its recipes", len(recipes))
+    # docs/recipes.md names the files rather than copying them, so it
+    # cannot drift from what is tested; every recipe needs its paragraph.
+    page = open(os.path.join(top_srcdir, "docs", "recipes.md")).read()
+    for path in sorted(recipes):
+        rel = os.path.relpath(path, top_srcdir)
+        check("`%s`" % rel in page, "docs/recipes.md describes %s" % rel)
     for path in sorted(glob.glob(os.path.join(top_srcdir, "etc", "*.conf")) + recipes +
                        glob.glob(os.path.join(top_srcdir, "bench", "configs", "*.conf"))):
         out.append((os.path.relpath(path, top_srcdir), open(path).read(), {}))
