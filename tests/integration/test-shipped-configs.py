@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every configuration the project ships is one the daemon starts with.
 
-Each one (etc/, bench/configs/, the examples of autoscaled.conf(5) and the
+Each one (etc/, the recipes of etc/examples/, bench/configs/, the examples of autoscaled.conf(5) and the
 README's, and the signals of docs/sources.md, each in a group) is first checked with `autoscaled -n` exactly as shipped, then
 started for real: only what must point at the test targets is rewritten
 (libvirt URIs to the test hypervisor, cloud endpoints to the emulators, the
@@ -65,7 +65,16 @@ def readme_examples():
 def shipped():
     """(name, main text, {relative path: text of an included file})."""
     out = []
-    for path in sorted(glob.glob(os.path.join(top_srcdir, "etc", "*.conf")) +
+    recipes = glob.glob(os.path.join(top_srcdir, "etc", "examples", "*.conf"))
+    # The five use cases of docs/recipes.md; a new recipe is found by the glob.
+    check(len(recipes) >= 5, "etc/examples has its recipes", len(recipes))
+    # docs/recipes.md names the files rather than copying them, so it
+    # cannot drift from what is tested; every recipe needs its paragraph.
+    page = open(os.path.join(top_srcdir, "docs", "recipes.md")).read()
+    for path in sorted(recipes):
+        rel = os.path.relpath(path, top_srcdir)
+        check("`%s`" % rel in page, "docs/recipes.md describes %s" % rel)
+    for path in sorted(glob.glob(os.path.join(top_srcdir, "etc", "*.conf")) + recipes +
                        glob.glob(os.path.join(top_srcdir, "bench", "configs", "*.conf"))):
         out.append((os.path.relpath(path, top_srcdir), open(path).read(), {}))
     man = man_examples()
@@ -122,13 +131,41 @@ def option(body, key):
     return m.group(1) if m else None
 
 
+def test_uris(m):
+    """A URI becomes the test hypervisor's; a list of them (one per host)
+    stays a list of as many, so that weights still match it."""
+    value = m.group(2)
+    if value.startswith("["):
+        n = len(re.findall(r'"[^"]*"', value))
+        return m.group(1) + "[ " + ", ".join(['"test:///default"'] * n) + " ]"
+    return m.group(1) + '"test:///default"'
+
+
+def source_blocks(text, source):
+    """(start, end) of the source_options { ... } body of each signal of source."""
+    out = []
+    for m in re.finditer(r'\bsource\s*=\s*"%s"\s*;' % re.escape(source), text):
+        # The options may come before or after the source within the signal.
+        sig_start = text.rfind("{", 0, m.start())
+        o = re.compile(r"source_options\s*=\s*\{").search(text, sig_start)
+        if o:
+            out.append((o.end(), text.index("}", o.end())))
+    return out
+
+
 def retarget(text, gce, gurl, az, aurl):
-    """Libvirt URIs to the test hypervisor; cloud groups to the emulators,
-    which learn the groups the configuration names."""
+    """Libvirt URIs to the test hypervisor; cloud groups and the cloud
+    monitoring sources to the emulators, which learn the groups the
+    configuration names."""
+    for source, extra in (("gce_monitoring", ' monitoring_base = "%s/v3"; metadata_host = "%s"; '
+                           % (gurl, gurl.split("//")[1])),
+                          ("azure_monitor", ' arm_base = "%s"; imds_base = "%s"; ' % (aurl, aurl))):
+        for start, end in reversed(source_blocks(text, source)):
+            text = text[:start] + extra + text[start:]
     for driver, start, end in reversed(driver_blocks(text)):
         body = text[start:end]
         if driver == "libvirt":
-            body = re.sub(r'(\buri\s*=\s*)("[^"]*"|\[[^\]]*\])', r'\1"test:///default"', body)
+            body = re.sub(r'(\buri\s*=\s*)("[^"]*"|\[[^\]]*\])', test_uris, body)
         elif driver == "gce-mig":
             zone, region = option(body, "zone"), option(body, "region")
             gce.add_group(option(body, "project"), "zones" if zone else "regions", zone or region,

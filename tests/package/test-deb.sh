@@ -64,6 +64,8 @@ check "autoscaled ships the manual pages and the completion" eval '
 	has /usr/share/man/man1/autoscalectl.1.gz && has /usr/share/bash-completion/completions/autoscalectl'
 check "autoscaled ships the examples, alert rules and dashboard under /usr/share/doc" eval '
 	has /usr/share/doc/autoscaled/examples/autoscaled.conf &&
+	has /usr/share/doc/autoscaled/examples/schedule-only.conf &&
+	has /usr/share/doc/autoscaled/examples/libvirt-two-hosts.conf &&
 	has /usr/share/doc/autoscaled/examples/prometheus/alerts.yml &&
 	has /usr/share/doc/autoscaled/examples/grafana/autoscaled.json'
 check "autoscaled ships /etc/autoscaled/conf.d/" has /etc/autoscaled/conf.d/
