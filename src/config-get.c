@@ -14,7 +14,7 @@
  *   'KEY' must be between LO and HI, not VALUE       (counts, durations: "3600s")
  *   'KEY' must be greater than 0, not VALUE
  *   'KEY' must be one of A, B, C, not 'VALUE'   or  'KEY' must be one of A, B, C
- *   option 'KEY' must be a string, number, boolean or list of strings
+ *   option 'KEY' must be a string, number, boolean, or list of strings or of numbers
  *   invalid WHAT name 'VALUE' (use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit)
  */
 #include <errno.h>
@@ -294,9 +294,17 @@ static int option_list(struct config_ctx *x, const config_setting_t *m, struct c
 		cfg_error(x, m, "'%s' has %zu entries; at most %d are allowed", o->key, n, CONFIG_MAX_OPTION_LIST);
 		return -1;
 	}
+	bool numbers = n > 0 && config_setting_type(config_setting_get_elem(m, 0)) != CONFIG_TYPE_STRING;
+
+	/* A list is all strings or all numbers (weights = [ 2, 1 ]); numbers
+	 * reach the driver written out, as a scalar's str is. */
 	for (size_t i = 0; i < n; i++) {
-		if (config_setting_type(config_setting_get_elem(m, (unsigned)i)) != CONFIG_TYPE_STRING) {
-			cfg_error(x, m, "option '%s' must be a string, number, boolean or list of strings", o->key);
+		int t = config_setting_type(config_setting_get_elem(m, (unsigned)i));
+		bool number = t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64 || t == CONFIG_TYPE_FLOAT;
+
+		if (numbers ? !number : t != CONFIG_TYPE_STRING) {
+			cfg_error(x, m, "option '%s' must be a string, number, boolean, or list of strings or of numbers",
+				  o->key);
 			return -1;
 		}
 	}
@@ -306,7 +314,16 @@ static int option_list(struct config_ctx *x, const config_setting_t *m, struct c
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		o->list[i] = dup_or_oom(x, config_setting_get_string_elem(m, (int)i));
+		const config_setting_t *e = config_setting_get_elem(m, (unsigned)i);
+
+		if (!numbers)
+			o->list[i] = dup_or_oom(x, config_setting_get_string(e));
+		else if (config_setting_type(e) == CONFIG_TYPE_FLOAT &&
+			 asprintf(&o->list[i], "%.17g", config_setting_get_float(e)) < 0)
+			o->list[i] = NULL, x->oom = true;
+		else if (config_setting_type(e) != CONFIG_TYPE_FLOAT &&
+			 asprintf(&o->list[i], "%lld", (long long)config_setting_get_int64(e)) < 0)
+			o->list[i] = NULL, x->oom = true;
 		if (!o->list[i])
 			return -1;
 		o->n_list++;
@@ -346,7 +363,7 @@ static int option_value(struct config_ctx *x, const config_setting_t *m, struct 
 		o->type = OPTION_LIST;
 		return option_list(x, m, o);
 	default:
-		cfg_error(x, m, "option '%s' must be a string, number, boolean or list of strings", o->key);
+		cfg_error(x, m, "option '%s' must be a string, number, boolean, or list of strings or of numbers", o->key);
 		return -1;
 	}
 }

@@ -171,8 +171,27 @@ static void test_wrong_types(void **state)
 	/* Driver options are free-form but flat. */
 	expect_errors(GROUP_HEAD "  driver_options = {\n    uri = \"test:///default\";\n    hosts = [ \"a\", \"b\" ];\n"
 				 "    nested = { a = 1; };\n    mixed = ( \"a\", 1 );\n  };\n" GROUP_TAIL,
-		      "main.conf:9: option 'nested' must be a string, number, boolean or list of strings",
-		      "main.conf:10: option 'mixed' must be a string, number, boolean or list of strings", NULL);
+		      "main.conf:9: option 'nested' must be a string, number, boolean, or list of strings or of numbers",
+		      "main.conf:10: option 'mixed' must be a string, number, boolean, or list of strings or of numbers",
+		      NULL);
+	/* A list of numbers (libvirt's weights) reaches the driver written
+	 * out; numbers and strings do not mix. */
+	{
+		struct config *c = load_ok(GROUP_HEAD "  driver_options = { weights = [ 2, 1 ]; ratios = [ 0.5, 1.5 ]; };\n"
+						  GROUP_TAIL);
+		const struct config_option *o = options_get(&c->groups[0].driver_options, "weights");
+
+		assert_non_null(o);
+		assert_int_equal(o->type, OPTION_LIST);
+		assert_int_equal(o->n_list, 2);
+		assert_string_equal(o->list[0], "2");
+		assert_string_equal(o->list[1], "1");
+		o = options_get(&c->groups[0].driver_options, "ratios");
+		assert_string_equal(o->list[1], "1.5");
+		config_free(c);
+	}
+	expect_errors(GROUP_HEAD "  driver_options = {\n    uri = \"test:///default\";\n    w = ( 1, \"a\" );\n  };\n" GROUP_TAIL,
+		      "main.conf:8: option 'w' must be a string, number, boolean, or list of strings or of numbers", NULL);
 }
 
 static void test_out_of_range(void **state)
