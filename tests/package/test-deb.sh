@@ -96,12 +96,21 @@ AUTOSCALED_DRIVER_DIR="$R/usr/lib/$multiarch/autoscaled/drivers"
 export AUTOSCALED_DRIVER_DIR
 out=$("$R/usr/sbin/autoscaled" -n -c "$R/etc/autoscaled/autoscaled.conf" 2>&1)
 check "autoscaled -n accepts the shipped /etc/autoscaled/autoscaled.conf${out:+: $out}" test "$out" = "configuration OK"
+# The annotated example drives a libvirt pool: a cloud-only host refuses it,
+# naming the driver that is not installed, as the daemon would at start.
 out=$("$R/usr/sbin/autoscaled" -n -c "$R/usr/share/doc/autoscaled/examples/autoscaled.conf" 2>&1)
-check "autoscaled -n accepts the shipped example${out:+: $out}" test "$out" = "configuration OK"
+check "a cloud-only root refuses the libvirt example, naming the missing driver${out:+: $out}" eval \
+	'echo "$out" | grep -q "unknown driver '"'"'libvirt'"'"'"'
 drivers() { "$R/usr/sbin/autoscaled" --list-drivers | awk 'NR > 1 { print $1 }' | sort | tr '\n' ' '; }
 check "--list-drivers on a cloud-only root: $(drivers)" test "$(drivers)" = "azure-vmss gce-mig "
 dpkg -x "$(deb autoscaled-driver-libvirt "$arch")" "$R"
 check "--list-drivers with the libvirt driver: $(drivers)" test "$(drivers)" = "azure-vmss gce-mig libvirt "
+out=$("$R/usr/sbin/autoscaled" -n -c "$R/usr/share/doc/autoscaled/examples/autoscaled.conf" 2>&1)
+check "with the libvirt driver, autoscaled -n accepts the shipped example${out:+: $out}" test "$out" = "configuration OK"
+for f in "$R"/usr/share/doc/autoscaled/examples/*.conf; do
+	out=$("$R/usr/sbin/autoscaled" -n -c "$f" 2>&1)
+	check "autoscaled -n accepts the recipe ${f##*/}${out:+: $out}" test "$out" = "configuration OK"
+done
 check "autoscaled --version says the package's version" \
 	test "$("$R/usr/sbin/autoscaled" --version)" = "autoscaled ${version%%-*}"
 check "the unit runs the packaged daemon on the packaged configuration" eval '
