@@ -10,13 +10,22 @@
 
 #include <sys/stat.h>
 
-/* Refuse a file that its group or others may access (secrets). */
+/* Refuse a file that its group or others may access (secrets), but for
+ * one of root's that only the daemon's own group may read when the daemon
+ * is not root. */
 #define FILE_PRIVATE 1u
+
+/* What FILE_PRIVATE accepts, for the error messages. */
+#define FILE_PRIVATE_RULE                                                                                      \
+	"run chmod 600 on it and chown it to the daemon's user (autoscaled), or, for a daemon that is not root, " \
+	"chmod 640 and chown root:autoscaled"
 
 /* Opens PATH for reading: with O_NONBLOCK, so that the open itself cannot
  * wait, O_CLOEXEC and O_NOCTTY; then checks that it is a regular file and
  * turns O_NONBLOCK off again. With FILE_PRIVATE, a file whose mode gives
- * its group or others any access is refused with -EPERM.
+ * its group or others any access is refused with -EPERM, unless the daemon
+ * is not root, root owns the file and the only other access is reading by
+ * the daemon's effective group.
  *
  * Returns the descriptor (the caller closes it) or a negative errno:
  * -EISDIR for a directory, -EINVAL for any other file that is not a

@@ -261,7 +261,7 @@ static int webhook_start(struct notifier *n, const struct notify_conf *c, const 
 				  c->webhook_secret_file,
 				  r == -ENODATA ? "empty"
 				  : r == -EFBIG ? "too large"
-				  : r == -EPERM ? "its group or others may access it; run chmod 600 on it"
+				  : r == -EPERM ? "its group or others may access it; " FILE_PRIVATE_RULE
 						: file_strerror(r));
 			delivery_free(d);
 			return r;

@@ -658,8 +658,9 @@ int rest_read_private_file(const struct autoscaled_host *host, const char *who, 
 	fd = file_open_regular(path, FILE_PRIVATE, &st);
 	if (fd == -EPERM) {
 		host->log(host, AUTOSCALED_LOG_ERROR,
-			  "%s: '%s' is accessible by group or others (mode %04o); refusing it: run chmod 600 on it", who,
-			  path, (unsigned)(st.st_mode & 07777));
+			  "%s: '%s' is accessible by group or others (mode %04o, owner %u:%u); refusing it: %s",
+			  who, path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)st.st_gid,
+			  FILE_PRIVATE_RULE);
 		return fd;
 	}
 	if (fd == -EINVAL || fd == -EISDIR) {

@@ -21,7 +21,13 @@ static int read_token_file(const struct signal_conf *sc, const char *path, char 
 
 	if (!buf)
 		return -ENOMEM;
-	fd = file_open_regular(path, 0, NULL);
+	/* A bearer token is a credential like the drivers' secrets. */
+	fd = file_open_regular(path, FILE_PRIVATE, NULL);
+	if (fd == -EPERM) {
+		free(buf);
+		return source_opt_error(sc, o, err, errlen, "'%s': its group or others may access it; %s", path,
+					FILE_PRIVATE_RULE);
+	}
 	f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	if (!f) {
 		int r = fd < 0 ? fd : -errno;

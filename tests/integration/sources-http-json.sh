@@ -27,6 +27,18 @@ expect_ok "a whole-number document" 7 "$(j "$U/arr.json" 'pointer = "/2";')"
 probe "$(j "$U/headers" 'pointer = "/x-tenant"; headers = ["X-Tenant: 12"]; bearer_token = "s3cret";')"
 if probe_status_is 0 && grep -q "ok 12 " "$TMP/out"; then ok "configured headers are sent"; else not_ok "configured headers are sent"; fi
 printf 'tok-from-file\n' >"$TMP/token"
+# A token is a credential: one its group or others may read is refused.
+chmod 644 "$TMP/token"
+"$PROBE" "$(j "$U/headers" "pointer = \"/authorization\"; bearer_token_file = \"$TMP/token\";")" >"$TMP/out" 2>&1
+probe_rc=$?
+sed 's/^/# /' "$TMP/out"
+if [ "$probe_rc" = 2 ] && grep -q "'$TMP/token': its group or others may access it; run chmod 600" "$TMP/out" &&
+	! grep -q tok-from-file "$TMP/out"; then
+	ok "a token file its group or others may read is refused"
+else
+	not_ok "a token file its group or others may read is refused (rc $probe_rc)"
+fi
+chmod 600 "$TMP/token"
 probe "$(j "$U/headers" "pointer = \"/authorization\"; bearer_token_file = \"$TMP/token\";")"
 if probe_status_is 1 && grep -q "invalid EINVAL .*'Bearer tok-from-file' is not a number" "$TMP/out"; then
 	ok "bearer token from a file is sent as Authorization"
