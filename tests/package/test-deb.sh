@@ -69,9 +69,22 @@ check "autoscaled ships the examples, alert rules and dashboard under /usr/share
 	has /usr/share/doc/autoscaled/examples/prometheus/alerts.yml &&
 	has /usr/share/doc/autoscaled/examples/grafana/autoscaled.json'
 check "autoscaled ships /etc/autoscaled/conf.d/" has /etc/autoscaled/conf.d/
-check "autoscaled creates its admin group (sysusers.d, run from postinst)" eval '
+check "autoscaled creates its user and admin group (sysusers.d, run from postinst)" eval '
 	has /usr/lib/sysusers.d/autoscaled.conf &&
 	dpkg-deb -I "$(deb autoscaled "$arch")" postinst | grep -q "systemd-sysusers.*autoscaled.conf"'
+check "the unit runs as the user autoscaled, not root" eval '
+	dpkg-deb --fsys-tarfile "$(deb autoscaled "$arch")" | tar -xOf - ./lib/systemd/system/autoscaled.service |
+		grep -qx User=autoscaled'
+check "the daemon package does not need the libvirt group (a cloud-only host has none)" eval '
+	! grep -q "^/lib/systemd/system/autoscaled.service.d/" "$T/autoscaled.list" &&
+	! dpkg-deb --fsys-tarfile "$(deb autoscaled "$arch")" | tar -xOf - ./lib/systemd/system/autoscaled.service |
+		grep -q libvirt'
+contents autoscaled-driver-libvirt "$arch" > "$T/libvirt.list"
+check "autoscaled-driver-libvirt adds SupplementaryGroups=libvirt (a drop-in) and creates the group" eval '
+	grep -qx /lib/systemd/system/autoscaled.service.d/libvirt.conf "$T/libvirt.list" &&
+	dpkg-deb --fsys-tarfile "$(deb autoscaled-driver-libvirt "$arch")" |
+		tar -xOf - ./lib/systemd/system/autoscaled.service.d/libvirt.conf | grep -qx SupplementaryGroups=libvirt &&
+	dpkg-deb -I "$(deb autoscaled-driver-libvirt "$arch")" postinst | grep -q "systemd-sysusers.*autoscaled-driver-libvirt.conf"'
 
 check "/etc/autoscaled/autoscaled.conf is a conffile" eval \
 	'dpkg-deb -I "$(deb autoscaled "$arch")" conffiles | grep -qx /etc/autoscaled/autoscaled.conf'
