@@ -10,10 +10,12 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libvirt/virterror.h>
 #include <libxml/parser.h>
@@ -123,6 +125,22 @@ int64_t lv_mono_ms(void)
 
 /* ------------------------------------------------------------ connections */
 
+/* Whether the last error says that libvirtd's local socket refused this
+ * user: the socket's mode (unix_sock_group, unix_sock_rw_perms) or polkit,
+ * which Debian's 60-libvirt.rules opens to the group libvirt. A daemon
+ * that is not root needs that group; the log says so, rather than only
+ * "Permission denied". */
+static bool refused_local_user(const char *uri)
+{
+	virErrorPtr e = virGetLastError();
+
+	if (!e || geteuid() == 0 || !strstr(uri, ":///"))
+		return false;
+	return (e->code == VIR_ERR_SYSTEM_ERROR && (e->int1 == EACCES || e->int1 == EPERM)) ||
+	       e->code == VIR_ERR_AUTH_FAILED || e->code == VIR_ERR_AUTH_UNAVAILABLE ||
+	       e->code == VIR_ERR_AUTH_CANCELLED || e->code == VIR_ERR_OPERATION_DENIED;
+}
+
 virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *host)
 {
 	int64_t now = lv_mono_ms();
@@ -145,7 +163,14 @@ virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *h
 			backoff = BACKOFF_MAX_MS;
 		host->failures++;
 		host->retry_at_ms = now + backoff;
-		if (!host->reported_down)
+		if (!host->reported_down && refused_local_user(host->uri))
+			lv_log_virt(h, AUTOSCALED_LOG_ERROR,
+				    "host '%s' refuses the daemon's user (uid %u), retrying in %lld s with backoff: "
+				    "libvirtd's socket admits the group libvirt, which the daemon is not a member of "
+				    "(under systemd: SupplementaryGroups=libvirt, the libvirt driver's drop-in "
+				    "autoscaled.service.d/libvirt.conf)",
+				    host->uri, (unsigned)geteuid(), (long long)(backoff / 1000));
+		else if (!host->reported_down)
 			lv_log_virt(h, AUTOSCALED_LOG_ERROR, "host '%s' is unreachable, retrying in %lld s with backoff",
 				    host->uri, (long long)(backoff / 1000));
 		host->reported_down = true;

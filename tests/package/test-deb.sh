@@ -78,7 +78,7 @@ check "the unit runs as the user autoscaled, not root" eval '
 check "the daemon package does not need the libvirt group (a cloud-only host has none)" eval '
 	! grep -q "^/lib/systemd/system/autoscaled.service.d/" "$T/autoscaled.list" &&
 	! dpkg-deb --fsys-tarfile "$(deb autoscaled "$arch")" | tar -xOf - ./lib/systemd/system/autoscaled.service |
-		grep -q libvirt'
+		grep -q "^SupplementaryGroups=.*libvirt"'
 contents autoscaled-driver-libvirt "$arch" > "$T/libvirt.list"
 check "autoscaled-driver-libvirt adds SupplementaryGroups=libvirt (a drop-in) and creates the group" eval '
 	grep -qx /lib/systemd/system/autoscaled.service.d/libvirt.conf "$T/libvirt.list" &&
