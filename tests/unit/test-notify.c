@@ -2,7 +2,9 @@
  * delivered to a Python receiver that checks the HMAC signature itself and
  * fails the first attempt (so the retry is exercised), the command hook
  * receiving the record on stdin, a hook killed at its timeout, and drains
- * in which a failing or hanging hook keeps its victim. */
+ * in which a failing or hanging hook keeps its victim. The hooks run twice:
+ * with pidfd_open(2), and as on a kernel without it (syscall() is wrapped
+ * to answer ENOSYS), where their exit is polled. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,9 +37,33 @@ static struct notifier *notifier;
 
 static const char *record = "{\"group\":\"web\",\"action\":\"scale_out\",\"current\":2,\"desired\":4}";
 
+/* While set, pidfd_open(2) answers ENOSYS, as before Linux 5.3 and under
+ * valgrind 3.19. */
+static bool no_pidfd;
+
+long __wrap_syscall(long nr, ...);
+long __real_syscall(long nr, ...);
+
+long __wrap_syscall(long nr, ...)
+{
+	long a[6];
+	va_list ap;
+
+	if (nr == SYS_pidfd_open && no_pidfd) {
+		errno = ENOSYS;
+		return -1;
+	}
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	return __real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 static int setup(void **st)
 {
 	(void)st;
+	no_pidfd = false;
 	snprintf(dir, sizeof(dir), "/tmp/test-notify.XXXXXX");
 	if (!mkdtemp(dir) || sd_event_new(&event) < 0 || http_new(event, &http) < 0)
 		return -1;
@@ -321,6 +348,18 @@ static void test_drain(void **st)
 	assert_false(d4.called);
 }
 
+static void test_command_hook_polled(void **st)
+{
+	no_pidfd = true;
+	test_command_hook(st);
+}
+
+static void test_drain_polled(void **st)
+{
+	no_pidfd = true;
+	test_drain(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -329,6 +368,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_webhook_gives_up, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_command_hook, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_command_hook_polled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drain_polled, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
