@@ -240,6 +240,21 @@ static void test_webhook_gives_up(void **st)
 	assert_true(t >= 150);
 }
 
+/* Whether posix_spawn(3) reports a program it cannot execute. glibc's
+ * does (its child shares the parent's memory until the exec); under
+ * valgrind, which runs that child as a fork, the child exits with 127
+ * instead. */
+static bool spawn_reports_exec_errors(void)
+{
+	char *argv[2] = {"/nonexistent/hook", NULL};
+	pid_t pid;
+
+	if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+		return true;
+	waitpid(pid, NULL, 0);
+	return false;
+}
+
 static void test_command_hook(void **st)
 {
 	char out[128], script[256];
@@ -268,12 +283,19 @@ static void test_command_hook(void **st)
 	assert_true(run_until_idle(5000) < 3000);
 	assert_int_equal(notifier_pending(notifier), 0);
 
-	/* A command that does not exist is an error, not a crash. */
+	/* A command that does not exist is an error, not a crash: at once
+	 * where posix_spawn(3) reports it, else by the child's exit. */
 	char *missing[2] = {"/nonexistent/hook", NULL};
 
 	c.command = missing;
 	c.n_command = 1;
-	assert_true(notify_action(notifier, &c, "web", record) < 0);
+	if (spawn_reports_exec_errors()) {
+		assert_true(notify_action(notifier, &c, "web", record) < 0);
+	} else {
+		assert_int_equal(notify_action(notifier, &c, "web", record), 0);
+		assert_true(run_until_idle(5000) < 3000);
+	}
+	assert_int_equal(notifier_pending(notifier), 0);
 }
 
 struct drained {
