@@ -44,20 +44,22 @@ static bool no_pidfd;
 long __wrap_syscall(long nr, ...);
 long __real_syscall(long nr, ...);
 
+/* The daemon's only use of syscall() is pidfd_open(pid, flags). */
 long __wrap_syscall(long nr, ...)
 {
-	long a[6];
 	va_list ap;
+	long pid, flags;
 
-	if (nr == SYS_pidfd_open && no_pidfd) {
+	assert_int_equal(nr, SYS_pidfd_open);
+	if (no_pidfd) {
 		errno = ENOSYS;
 		return -1;
 	}
 	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
+	pid = va_arg(ap, long);
+	flags = va_arg(ap, long);
 	va_end(ap);
-	return __real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	return __real_syscall(nr, pid, flags);
 }
 
 static int setup(void **st)
