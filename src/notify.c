@@ -302,16 +302,14 @@ static void proc_kill(struct proc *p)
 	proc_free(p);
 }
 
-static int on_proc_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+/* Reports and frees `p` when its child has exited; returns whether it
+ * had. */
+static bool proc_check_exit(struct proc *p)
 {
-	struct proc *p = userdata;
 	int st = 0, status;
 
-	(void)s;
-	(void)fd;
-	(void)revents;
 	if (waitpid(p->pid, &st, WNOHANG) == 0)
-		return 0;
+		return false;
 	if (p->timed_out)
 		status = -ETIMEDOUT;
 	else if (WIFEXITED(st))
@@ -320,6 +318,28 @@ static int on_proc_exit(sd_event_source *s, int fd, uint32_t revents, void *user
 		status = 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	p->done(p, status);
 	proc_free(p);
+	return true;
+}
+
+static int on_proc_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	(void)s;
+	(void)fd;
+	(void)revents;
+	proc_check_exit(userdata);
+	return 0;
+}
+
+/* Without pidfd_open(2) (kernels before 5.3, valgrind) the exit is polled,
+ * as the exec source does: the daemon's SIGCHLD handling stays alone. */
+#define PROC_WAIT_POLL_USEC 20000
+
+static int on_proc_tick(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	if (!proc_check_exit(userdata)) {
+		sd_event_source_set_time(s, usec + PROC_WAIT_POLL_USEC);
+		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	}
 	return 0;
 }
 
@@ -417,11 +437,13 @@ static int proc_start(struct notifier *n, char *const *argv, size_t argc, const 
 		goto out;
 	}
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
-	if (p->pidfd < 0) {
+	if (p->pidfd >= 0)
+		r = sd_event_add_io(n->event, &p->io, p->pidfd, EPOLLIN, on_proc_exit, p);
+	else if (errno == ENOSYS)
+		r = sd_event_add_time_relative(n->event, &p->io, CLOCK_MONOTONIC, PROC_WAIT_POLL_USEC, 1000,
+					       on_proc_tick, p);
+	else
 		r = -errno;
-		goto fail;
-	}
-	r = sd_event_add_io(n->event, &p->io, p->pidfd, EPOLLIN, on_proc_exit, p);
 	if (r < 0)
 		goto fail;
 	r = sd_event_add_time_relative(n->event, &p->timer, CLOCK_MONOTONIC, (uint64_t)timeout_ms * 1000, 0,

@@ -1,5 +1,6 @@
-"""Helpers of the cloud driver tests: TAP output, running the probe against a
-driver plugin, temporary files and test keys."""
+"""Helpers of the cloud driver tests: running the probe against a driver
+plugin, temporary files and test keys. TAP output is tap.py's (Tap here is
+its registry of test functions)."""
 
 import datetime
 import json
@@ -11,13 +12,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import urllib.error
 import urllib.request
 
 top_srcdir = os.environ.get("top_srcdir") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 top_builddir = os.environ.get("top_builddir") or os.getcwd()
 sys.path.insert(0, os.path.join(top_srcdir, "tests", "emulators"))
+sys.path.insert(0, os.path.join(top_srcdir, "tests", "integration"))
+
+from tap import Tests as Tap  # noqa: E402,F401  (the tests import it from here)
 
 PROBE = os.path.join(top_builddir, "tests", "cloud", "cloud-probe")
 
@@ -49,33 +52,6 @@ def probe(driver, options, ops, timeout=120, env=None):
     check(proc.returncode in (0, 1), "cloud-probe exited with status %d" % proc.returncode, proc.stderr[-3000:],
           proc.stdout)
     return Result(proc, time.time() - start)
-
-
-class Tap:
-    def __init__(self):
-        self.tests = []
-        self.failed = 0
-
-    def test(self, fn):
-        self.tests.append(fn)
-        return fn
-
-    def run(self, setup=None, teardown=None):
-        print("1..%d" % len(self.tests), flush=True)
-        for n, fn in enumerate(self.tests, 1):
-            ctx = setup() if setup else None
-            try:
-                fn(ctx)
-                print("ok %d - %s" % (n, fn.__doc__ or fn.__name__), flush=True)
-            except Exception:
-                self.failed += 1
-                print("not ok %d - %s" % (n, fn.__doc__ or fn.__name__), flush=True)
-                for line in traceback.format_exc().splitlines():
-                    print("# " + line, flush=True)
-            finally:
-                if teardown:
-                    teardown(ctx)
-        return 1 if self.failed else 0
 
 
 def check(cond, what, *details):

@@ -2,16 +2,14 @@
 # started on loopback and always stopped, the source-probe harness).
 # Sourced by tests/integration/sources-*.sh.
 
-# Waiting and watching (wait_for, watch_pid, stop_pid) come from tap.sh;
-# the TAP counters and verdict are this file's (tap_fail, finish).
+# TAP output (ok, not_ok, skip_all, tap_done), waiting and watching
+# (wait_for, watch_pid, stop_pid) come from tap.sh.
 . "${top_srcdir:?}/tests/integration/tap.sh"
 
 PROBE="${top_builddir:?}/tests/integration/source-probe"
 FIXTURE="${top_srcdir:?}/tests/integration/fixture-server.py"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/autoscaled-test.XXXXXX")
 PIDS=""
-tap_n=0
-tap_fail=0
 
 cleanup() {
 	for p in $PIDS; do
@@ -25,32 +23,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-skip_all() {
-	echo "1..0 # SKIP $*"
-	exit 0
-}
-
 need() {
 	for b in "$@"; do
 		command -v "$b" >/dev/null 2>&1 || skip_all "$b is not installed"
 	done
-}
-
-ok() {
-	tap_n=$((tap_n + 1))
-	echo "ok $tap_n - $*"
-}
-
-not_ok() {
-	tap_n=$((tap_n + 1))
-	tap_fail=$((tap_fail + 1))
-	echo "not ok $tap_n - $*"
-}
-
-finish() {
-	echo "1..$tap_n"
-	[ "$tap_fail" -eq 0 ]
-	exit $?
 }
 
 # bg CMD...: runs CMD in the background, stopped at exit.

@@ -108,4 +108,4 @@ probe "$(x 'shell = true; command = ["a", "b"];')"
 if [ "$probe_rc" = 2 ] && grep -q "command must be one string" "$TMP/out"; then ok "shell = true wants one string"; else not_ok "shell = true wants one string"; fi
 probe "$(x '')"
 if [ "$probe_rc" = 2 ] && grep -q "option 'command' is required" "$TMP/out"; then ok "command is required"; else not_ok "command is required"; fi
-finish
+tap_done

@@ -123,4 +123,4 @@ expect_cancel "freeing a source mid-read of the stats socket" \
 	"source = \"haproxy\"; socket = \"$TMP/hang.sock\"; proxy = \"web\"; column = \"rate\"; timeout = 5000;"
 probe "source = \"haproxy\"; proxy = \"web\"; column = \"rate\";"
 if [ "$probe_rc" = 2 ] && grep -q "option 'url' or 'socket' is required" "$TMP/out"; then ok "url or socket is required"; else not_ok "url or socket is required"; fi
-finish
+tap_done

@@ -133,4 +133,4 @@ probe "source = \"http_json\"; url = \"$U/v.json\"; pointr = \"/x\";"
 if [ "$probe_rc" = 2 ] && grep -q "unknown option 'pointr'" "$TMP/out"; then ok "an unknown option is refused"; else not_ok "an unknown option is refused"; fi
 probe "source = \"libvirt_cpu\";"
 if [ "$probe_rc" = 2 ] && grep -q "not available in this build" "$TMP/out"; then ok "a source type of another module is reported as unavailable"; else not_ok "unavailable source type"; fi
-finish
+tap_done

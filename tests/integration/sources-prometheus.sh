@@ -73,4 +73,4 @@ expect_invalid "an exporter page is not an API reply" EREMOTEIO "HTTP status 404
 	"source = \"prometheus\"; url = \"http://127.0.0.1:$E\"; query = \"up\";"
 probe "$(q up 'reduce = "median";')"
 if [ "$probe_rc" = 2 ] && grep -q "reduce must be sum, avg, max, min or none" "$TMP/out"; then ok "an unknown reduction is a config error"; else not_ok "unknown reduction"; fi
-finish
+tap_done

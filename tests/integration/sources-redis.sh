@@ -90,4 +90,4 @@ probe "$(r 'key = "events"; command = "xpending";')"
 if [ "$probe_rc" = 2 ] && grep -q "xpending needs option 'group'" "$TMP/out"; then ok "xpending needs a group"; else not_ok "xpending needs a group"; fi
 probe "$(r 'key = "jobs"; command = "hlen";')"
 if [ "$probe_rc" = 2 ] && grep -q "command must be llen, xlen, xpending or zcard" "$TMP/out"; then ok "an unknown command is a config error"; else not_ok "unknown command"; fi
-finish
+tap_done

@@ -20,4 +20,4 @@ probe "source = \"replay\"; file = \"$TMP/none.csv\";"
 if [ "$probe_rc" = 2 ] && grep -q "cannot read" "$TMP/out"; then ok "a missing file is a config error"; else not_ok "missing file"; fi
 probe "source = \"replay\"; file = \"$TMP/s.csv\"; speed = 0;"
 if [ "$probe_rc" = 2 ] && grep -q "option 'speed' must be between" "$TMP/out"; then ok "speed must be positive"; else not_ok "speed must be positive"; fi
-finish
+tap_done

@@ -1,12 +1,28 @@
-# A few TAP helpers for the shell tests; sourced, not run.
+# TAP for every shell test (tests/integration/tap.py is the Python one);
+# sourced, not run. Results print as they happen; the plan comes last
+# (tap_done) unless tap_plan announced it, and then tap_done checks that as
+# many results came.
 tap_n=0
 tap_failed=0
+tap_planned=
 ok() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $*"; }
 not_ok() { tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1)); echo "not ok $tap_n - $*"; }
 # check DESCRIPTION COMMAND...: ok when the command succeeds.
 check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 skip_all() { echo "1..0 # SKIP $*"; exit 0; }
-tap_done() { echo "1..$tap_n"; [ "$tap_failed" -eq 0 ]; }
+# tap_plan N: announces N results up front.
+tap_plan() { tap_planned=$1; echo "1..$1"; }
+# tap_done: the plan (unless announced) and the verdict as the status: 0
+# when every result passed and as many as planned came.
+tap_done() {
+	if [ -z "$tap_planned" ]; then
+		echo "1..$tap_n"
+	elif [ "$tap_n" -ne "$tap_planned" ]; then
+		echo "# planned $tap_planned results, ran $tap_n"
+		return 1
+	fi
+	[ "$tap_failed" -eq 0 ]
+}
 
 # ----------------------------------------------------------------- waiting
 # A test waits for conditions, never for a fixed time, and a process it

@@ -20,16 +20,12 @@ sys.path.insert(0, os.path.join(top_srcdir, "tests", "cloud"))
 from cloudtest import private_file, rsa_key, start_daemon, stop, tempdir, wait_evaluations, wait_for  # noqa: E402
 from gce import GceEmulator  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
+from tap import comment, done, failed, ok as check  # noqa: E402
 
 DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
 CTL = os.path.join(os.environ.get("top_builddir", "."), "autoscalectl")
 EMAIL = "autoscaler@test-project.iam.gserviceaccount.com"
 SECRET = "s3cr3t-value-never-logged"
-results = []
-
-
-def check(cond, name, detail=""):
-    results.append((bool(cond), name, detail))
 
 
 def group_block(name, driver, options, load_file):
@@ -211,16 +207,9 @@ def main():
     check(not leaked and SECRET not in text and "PRIVATE KEY" not in text,
           "no token, secret or key in the daemon's log")
     check(rc == 0, "the daemon stops cleanly", rc)
-    print("1..%d" % len(results))
-    for i, (good, name, detail) in enumerate(results, 1):
-        print("%s %d - %s" % ("ok" if good else "not ok", i, name))
-        if not good:
-            print("#   %s" % detail)
-    if any(not r[0] for r in results):
-        for line in text.splitlines()[-40:]:
-            print("# " + line)
-        return 1
-    return 0
+    if failed():
+        comment("\n".join(text.splitlines()[-40:]))
+    return done()
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ else
 	not_ok "Redis down: the signal is invalid and the pool holds at 3"
 fi
 stop_pid "$DAEMON" && ok "the daemon stops cleanly" || not_ok "the daemon stops cleanly"
-[ "$tap_fail" -eq 0 ] || sed 's/^/# /' "$TMP/queue.out" | tail -30
+[ "$tap_failed" -eq 0 ] || sed 's/^/# /' "$TMP/queue.out" | tail -30
 
 # ------------------------------------------------------ HAProxy throughput
 # What HAProxy itself counted, not what the load generator meant to send
@@ -175,5 +175,5 @@ else
 	not_ok "the load stops: scaled back in to 1"
 fi
 stop_pid "$DAEMON" && ok "the daemon stops cleanly" || not_ok "the daemon stops cleanly"
-[ "$tap_fail" -eq 0 ] || sed 's/^/# /' "$TMP/lb.out" | tail -30
-finish
+[ "$tap_failed" -eq 0 ] || sed 's/^/# /' "$TMP/lb.out" | tail -30
+tap_done

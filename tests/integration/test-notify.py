@@ -18,13 +18,7 @@ TOP_SRCDIR = os.environ.get("top_srcdir", ".")
 DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
 sys.path.insert(0, os.path.join(TOP_SRCDIR, "tests", "cloud"))
 from cloudtest import dead, unwatch, watch  # noqa: E402
-
-results = []
-
-
-def check(cond, name, detail=""):
-    results.append((bool(cond), name, detail))
-    return cond
+from tap import done, ok as check  # noqa: E402
 
 
 CONFIG = """
@@ -137,15 +131,7 @@ def main():
             proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print("1..%d" % len(results))
-    failed = 0
-    for i, (ok, name, detail) in enumerate(results, 1):
-        print("%s %d - %s" % ("ok" if ok else "not ok", i, name))
-        if not ok:
-            failed += 1
-            for line in str(detail).splitlines()[-20:]:
-                print("#   " + line)
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ import threading
 import time
 import traceback
 
+from tap import comment as note, done, failed, ok, skip_all
+
 URI = "qemu:///system"
 PACKAGES = ["libvirt-daemon-system", "qemu-system-x86", "qemu-utils", "linux-image-cloud-amd64",
             "busybox-static", "cpio"]
@@ -81,8 +83,6 @@ DRIVER_DIR = os.environ.get("AUTOSCALED_DRIVER_DIR", "drivers/.libs")
 
 started = time.monotonic()
 cleaning = False   # past the budget, cleanup still gets its own timeouts
-tap_n = 0
-tap_failed = 0
 
 
 def elapsed():
@@ -91,30 +91,6 @@ def elapsed():
 
 def left():
     return BUDGET - elapsed()
-
-
-def ok(cond, name, detail=""):
-    """Prints one TAP result at once, so that a hang shows where it is."""
-    global tap_n, tap_failed
-    tap_n += 1
-    if not cond:
-        tap_failed += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", tap_n, name))
-    if not cond and detail:
-        for line in str(detail).splitlines():
-            print("# " + line)
-    sys.stdout.flush()
-    return cond
-
-
-def note(msg):
-    print("# " + msg)
-    sys.stdout.flush()
-
-
-def skip_all(reason):
-    print("1..0 # SKIP " + reason)
-    sys.exit(0)
 
 
 class Fatal(Exception):
@@ -831,14 +807,13 @@ def main():
         # The daemon's own account of the run, in the test's log either way.
         for line in (state["daemon"].tail(80) if state.get("daemon") else []):
             note("daemon: " + line)
-        if tap_failed:
+        if failed():
             for line in state["services"].log_tail() if state.get("services") else []:
                 note(line)
         cleanup(state)
         shutil.rmtree(tmp, ignore_errors=True)
     ok(elapsed() <= BUDGET + 30, "the whole test took %.0f s (budget %.0f s)" % (elapsed(), BUDGET))
-    print("1..%d" % tap_n)
-    return 1 if tap_failed else 0
+    return done()
 
 
 if __name__ == "__main__":

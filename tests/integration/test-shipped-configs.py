@@ -24,20 +24,11 @@ top_builddir = os.environ.get("top_builddir", ".")
 sys.path.insert(0, os.path.join(top_srcdir, "tests", "emulators"))
 from gce import GceEmulator  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
+from tap import done, ok as check, skip, skip_all  # noqa: E402
 
 DAEMON = os.environ.get("AUTOSCALED", os.path.join(top_builddir, "autoscaled"))
 CTL = os.path.join(top_builddir, "autoscalectl")
 START_TIMEOUT = 40  # the daemon's own READY timeout is 30 s
-results = []
-
-
-def check(cond, name, detail=""):
-    results.append((bool(cond), name, detail))
-    return bool(cond)
-
-
-def skip(name, why):
-    results.append((None, name, why))
 
 
 def free_port():
@@ -241,8 +232,7 @@ def start(name, conf, d):
 
 def main():
     if not os.path.exists(os.path.join(os.environ.get("AUTOSCALED_DRIVER_DIR", ""), "libvirt.so")):
-        print("1..0 # SKIP built without the libvirt driver")
-        return 0
+        skip_all("built without the libvirt driver")
     gce, az = GceEmulator(), AzureEmulator()
     gurl, aurl = gce.start(), az.start()
     tmp = tempfile.TemporaryDirectory(prefix="autoscaled-shipped.")
@@ -263,19 +253,7 @@ def main():
         gce.stop()
         az.stop()
         tmp.cleanup()
-    n = 0
-    for good, name, detail in results:
-        n += 1
-        if good is None:
-            print("ok %d - %s # SKIP %s" % (n, name, detail))
-        elif good:
-            print("ok %d - %s" % (n, name))
-        else:
-            print("not ok %d - %s" % (n, name))
-            for line in str(detail).splitlines():
-                print("# " + line)
-    print("1..%d" % n)
-    return 0 if all(g is not False for g, _, _ in results) else 1
+    return done()
 
 
 if __name__ == "__main__":

@@ -17,17 +17,14 @@ fi
 
 conf="$top_srcdir/bench/configs/hpa.conf"
 trace="$top_srcdir/tests/data/traces/ramp.csv"
-n=0
-fails=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
-echo "1..8"
+. "$top_srcdir/tests/integration/tap.sh"
+tap_plan 8
 
 if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
 	--json --csv "$tmp/steps.csv" --svg "$tmp/plot.svg" >"$tmp/out.json" 2>"$tmp/err"; then
 	ok "simulate runs"
 else
-	notok "simulate runs: $(cat "$tmp/err")"
+	not_ok "simulate runs: $(cat "$tmp/err")"
 fi
 
 # The ramp needs 1 to 10 instances: the policy must follow it up and down,
@@ -44,23 +41,23 @@ assert abs(m["cost_ratio"] - m["vm_hours"] / m["oracle_vm_hours"]) < 1e-9, m
 assert 0 <= m["tau_u"] < 20 and m["unserved_fraction"] < 0.05, m
 assert 2.9 < m["hours"] < 3.1, m
 PY
-then ok "metrics are present and plausible"; else notok "metrics are present and plausible"; fi
+then ok "metrics are present and plausible"; else not_ok "metrics are present and plausible"; fi
 
 # One row per 15 s step of the 3 hours, plus the header.
 rows=$(wc -l <"$tmp/steps.csv")
 if [ "$rows" -eq 721 ] && head -1 "$tmp/steps.csv" | grep -q '^t_s,time_ms,demand,required,ready,billed,desired,action$'; then
 	ok "per-step CSV"
 else
-	notok "per-step CSV ($rows lines)"
+	not_ok "per-step CSV ($rows lines)"
 fi
 
 if command -v xmllint >/dev/null 2>&1; then
-	if xmllint --noout "$tmp/plot.svg" 2>"$tmp/xmlerr"; then ok "SVG is well-formed (xmllint)"; else notok "SVG is well-formed: $(cat "$tmp/xmlerr")"; fi
+	if xmllint --noout "$tmp/plot.svg" 2>"$tmp/xmlerr"; then ok "SVG is well-formed (xmllint)"; else not_ok "SVG is well-formed: $(cat "$tmp/xmlerr")"; fi
 else
 	if python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$tmp/plot.svg" 2>"$tmp/xmlerr"; then
 		ok "SVG is well-formed (xml.etree)"
 	else
-		notok "SVG is well-formed: $(cat "$tmp/xmlerr")"
+		not_ok "SVG is well-formed: $(cat "$tmp/xmlerr")"
 	fi
 fi
 
@@ -81,15 +78,15 @@ classes = [e.get("class") for e in acts]
 assert "scale-out" in classes and "scale-in" in classes, classes
 assert "legend" in ids and "axes" in ids
 PY
-then ok "SVG holds demand, ready, billed, the actions and a legend"; else notok "SVG series"; fi
+then ok "SVG holds demand, ready, billed, the actions and a legend"; else not_ok "SVG series"; fi
 
 if sim -c "$conf" --group pool --trace "$trace" --format parquet >/dev/null 2>&1; then
-	notok "an unknown format is refused"
+	not_ok "an unknown format is refused"
 else
 	ok "an unknown format is refused"
 fi
 sim -c "$conf" --group nosuch --trace "$trace" --format csv >/dev/null 2>"$tmp/err"
-if [ $? -ne 0 ] && grep -q "no group 'nosuch'" "$tmp/err"; then ok "an unknown group is named"; else notok "an unknown group is named"; fi
+if [ $? -ne 0 ] && grep -q "no group 'nosuch'" "$tmp/err"; then ok "an unknown group is named"; else not_ok "an unknown group is named"; fi
 sim -c "$conf" --group pool --trace "$tmp/none.csv" --format csv >/dev/null 2>"$tmp/err"
-if [ $? -ne 0 ] && grep -q "none.csv" "$tmp/err"; then ok "a missing trace is named"; else notok "a missing trace is named"; fi
-[ "$fails" -eq 0 ]
+if [ $? -ne 0 ] && grep -q "none.csv" "$tmp/err"; then ok "a missing trace is named"; else not_ok "a missing trace is named"; fi
+tap_done

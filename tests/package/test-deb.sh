@@ -14,7 +14,7 @@ src=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 . "$src/tests/integration/tap.sh"
 
 for t in dpkg-buildpackage dh lintian dpkg-deb curl; do
-	command -v "$t" >/dev/null || { echo "not ok 1 - $t is installed (scripts/install-deps --test)"; exit 1; }
+	command -v "$t" >/dev/null || { not_ok "$t is installed (scripts/install-deps --test)"; tap_done; exit 1; }
 done
 
 T=$(mktemp -d /tmp/autoscaled-deb.XXXXXX)
