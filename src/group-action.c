@@ -148,8 +148,7 @@ bool group_start_drain(struct group_rt *g, int count, const char *record)
 	free(v);
 	free(ids);
 	if (r < 0) {
-		log_group(LOG_ERR, g->gc->name, NULL, NULL, "scale-in held: cannot start the pre-scale-in hook: %s",
-			  strerror(-r));
+		log_group_errno(LOG_ERR, g->gc->name, r, "scale-in held: cannot start the pre-scale-in hook");
 		g->st.in_flight.direction = DIR_NONE;
 		group_save(g);
 	}
@@ -200,8 +199,8 @@ void group_scale_done(struct group_rt *g, struct job *j, int64_t t)
 	snprintf(to_s, sizeof(to_s), "%d", to);
 	g->st.in_flight.direction = DIR_NONE;
 	if (j->r < 0) {
-		log_fields(LOG_ERR, g->gc->name, LOG_ID_ACTION_FAILED, fields, 3, "%s from %d to %d failed: %s",
-			   j->kind == JOB_SCALE_OUT ? "scale-out" : "scale-in", j->from, to, strerror(-j->r));
+		log_fields_errno(LOG_ERR, g->gc->name, LOG_ID_ACTION_FAILED, fields, 3, j->r, "%s from %d to %d failed",
+				 j->kind == JOB_SCALE_OUT ? "scale-out" : "scale-in", j->from, to);
 		metrics_record_error(g->ctx->metrics, g->gc->name,
 				     j->kind == JOB_SCALE_OUT ? "set_capacity" : "remove_instances");
 		/* Whatever part of it happened shows in the next observation;

@@ -272,8 +272,7 @@ void group_save(struct group_rt *g)
 	r = state_save(dir, g->gc->name, &g->st, clock_now());
 	if (r < 0) {
 		if (!g->save_failed)
-			log_group(LOG_ERR, g->gc->name, NULL, NULL, "state: cannot write the state file in '%s': %s",
-				  dir, strerror(-r));
+			log_group_errno(LOG_ERR, g->gc->name, r, "state: cannot write the state file in '%s'", dir);
 		g->save_failed = true;
 		metrics_record_error(g->ctx->metrics, g->gc->name, "state");
 		return;
@@ -391,7 +390,7 @@ static void group_evaluate(struct group_rt *g)
 	}
 	r = engine_evaluate(g->gc, t, &obs, in, &g->st.engine, &g->st.engine, &d);
 	if (r < 0) {
-		log_group(LOG_ERR, g->gc->name, NULL, NULL, "evaluation failed: %s", strerror(-r));
+		log_group_errno(LOG_ERR, g->gc->name, r, "evaluation failed");
 		metrics_record_error(g->ctx->metrics, g->gc->name, "evaluation");
 		return;
 	}
@@ -549,8 +548,7 @@ void group_job_done(struct job *j)
 	case JOB_OPEN:
 		close_retired(g);
 		if (j->r < 0) {
-			log_group(LOG_ERR, g->gc->name, NULL, NULL, "driver '%s' failed to open: %s; retrying",
-				  g->gc->driver, strerror(-j->r));
+			log_group_errno(LOG_ERR, g->gc->name, j->r, "driver '%s' failed to open, retrying", g->gc->driver);
 			metrics_record_error(g->ctx->metrics, g->gc->name, "open");
 			break;
 		}
@@ -682,8 +680,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		if (AUTOSCALED_DRIVER_HAS_OP(g->drv, check)) {
 			r = g->drv->check(g->host, g->drv_opts.v, g->drv_opts.n);
 			if (r < 0) {
-				log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' refused its options: %s",
-					  gc->driver, strerror(-r));
+				log_group_errno(LOG_ERR, gc->name, r, "driver '%s' refused its options", gc->driver);
 				goto fail;
 			}
 		}
@@ -692,7 +689,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	}
 	r = g->drv->open(g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
 	if (r < 0) {
-		log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' failed to open: %s", gc->driver, strerror(-r));
+		log_group_errno(LOG_ERR, gc->name, r, "driver '%s' failed to open", gc->driver);
 		goto fail;
 	}
 	*ret = g;

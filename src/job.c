@@ -192,8 +192,7 @@ int job_start(struct group_rt *g, struct job *j)
 	r = -pthread_create(&t, &attr, job_thread, j);
 	pthread_attr_destroy(&attr);
 	if (r < 0) {
-		log_group(LOG_ERR, g->gc->name, NULL, NULL, "cannot start a driver call: %s", strerror(-r));
-		return r;
+		return log_group_errno(LOG_ERR, g->gc->name, r, "cannot start a driver call");
 	}
 	g->job = j;
 	return 0;

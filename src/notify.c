@@ -224,7 +224,7 @@ static void delivery_send(struct delivery *d)
 	d->attempt++;
 	r = http_start(d->n->http, &req, on_delivered, d, &d->call);
 	if (r < 0) {
-		log_group(LOG_WARNING, d->group, NULL, NULL, "webhook: cannot send to '%s': %s", d->url, strerror(-r));
+		log_group_errno(LOG_WARNING, d->group, r, "webhook: cannot send to '%s'", d->url);
 		delivery_free(d);
 	}
 }
@@ -470,7 +470,7 @@ int notify_action(struct notifier *n, const struct notify_conf *c, const char *g
 			       c->command_timeout_ms > 0 ? c->command_timeout_ms : 30 * MS_PER_SEC, what,
 			       on_command_done, NULL, NULL);
 		if (k < 0) {
-			log_group(LOG_WARNING, group, NULL, NULL, "notify: cannot run '%s': %s", c->command[0], strerror(-k));
+			log_group_errno(LOG_WARNING, group, k, "notify: cannot run '%s'", c->command[0]);
 			r = r < 0 ? r : k;
 		}
 	}
@@ -525,8 +525,8 @@ static void drain_step(struct drain *d)
 		r = proc_start(d->n, d->argv, d->argc, victim, d->group, "pre_scale_in", d->record, d->deadline_ms, what,
 			       drain_proc_done, d, NULL);
 		if (r < 0) {
-			log_group(LOG_WARNING, d->group, NULL, NULL, "drain: cannot run '%s' for '%s': %s; keeping it",
-				  d->argv[0], victim, strerror(-r));
+			log_group_errno(LOG_WARNING, d->group, r, "drain: keeping '%s': cannot run '%s' for it", victim,
+					d->argv[0]);
 			continue;
 		}
 		d->running++;

@@ -268,7 +268,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 		pool_observe(&pool, now, t0, &obs);
 		r = engine_evaluate(g, clock_virtual(now), &obs, inputs, &state, &state, dec);
 		if (r < 0) {
-			log_warnx("simulate: engine failed at step %zu: %s", k, strerror(-r));
+			log_warn_errno(r, "simulate: engine failed at step %zu", k);
 			goto out;
 		}
 		st->t_ms = now;

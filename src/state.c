@@ -557,7 +557,7 @@ enum state_origin state_load(const char *dir, const struct group_conf *gc, struc
 	state_init(ret);
 	r = state_path(dir, gc->name, path, sizeof(path));
 	if (r < 0) {
-		log_warnx("state: no state file for group '%s': %s; safe start", gc->name, strerror(-r));
+		log_warn_errno(r, "state: safe start: no state file for group '%s'", gc->name);
 		state_safe_start(ret, gc, now.mono_ms);
 		return STATE_SAFE;
 	}
