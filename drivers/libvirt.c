@@ -19,6 +19,8 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
+#include "backoff.h"
+
 #define BACKOFF_MAX_MS (60 * 1000)
 
 static const char config_help[] =
@@ -139,15 +141,12 @@ virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *h
 		return NULL;
 	host->conn = virConnectOpenAuth(host->uri, virConnectAuthPtrDefault, 0);
 	if (!host->conn) {
-		int64_t backoff = (int64_t)1000 << (host->failures < 6 ? host->failures : 6);
+		int64_t backoff = backoff_delay_ms(1000, BACKOFF_MAX_MS, ++host->failures);
 
-		if (backoff > BACKOFF_MAX_MS)
-			backoff = BACKOFF_MAX_MS;
-		host->failures++;
 		host->retry_at_ms = now + backoff;
 		if (!host->reported_down)
-			lv_log_virt(h, AUTOSCALED_LOG_ERROR, "host '%s' is unreachable, retrying in %lld s with backoff",
-				    host->uri, (long long)(backoff / 1000));
+			lv_log_virt(h, AUTOSCALED_LOG_ERROR, "host '%s' is unreachable, retrying in %.1f s with backoff",
+				    host->uri, (double)backoff / 1000.0);
 		host->reported_down = true;
 		return NULL;
 	}

@@ -19,6 +19,8 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "iso8601.h"
+
 /* The daemon's default agent.admin_socket: one definition, in configure. */
 #define DEFAULT_SOCKET AUTOSCALED_ADMIN_SOCKET
 #define MAX_RESPONSE (16 * 1024 * 1024)
@@ -315,13 +317,12 @@ static void print_explain(const cJSON *o)
  * "2h05m" or "3d04h"; "-" when unknown or unreadable. */
 static const char *age(const char *iso, time_t now, char *buf, size_t len)
 {
-	struct tm tm = {0};
-	const char *end = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+	int64_t ms;
 	long long s;
 
-	if (!end || *end)
+	if (iso8601_parse(iso, 0, &ms) < 0)
 		return "-";
-	s = (long long)(now - timegm(&tm));
+	s = (long long)now - (long long)(ms / 1000);
 	if (s < 0)
 		s = 0;
 	if (s < 60)

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "iso8601.h"
 #include "log.h"
 
 const char *decision_hold_name(enum hold_reason h)
@@ -220,19 +221,8 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 
 static void format_time(int64_t ms, char *buf, size_t len)
 {
-	time_t secs = (time_t)(ms / MS_PER_SEC - (ms % MS_PER_SEC < 0));
-	int frac = (int)(ms - (int64_t)secs * MS_PER_SEC);
-	struct tm tm;
-	char base[32];
-
-	if (!gmtime_r(&secs, &tm) || strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+	if (iso8601_format(ms, ISO8601_MILLIS_IF_ANY, buf, len) < 0)
 		snprintf(buf, len, "%" PRId64, ms);
-		return;
-	}
-	if (frac)
-		snprintf(buf, len, "%s.%03dZ", base, frac);
-	else
-		snprintf(buf, len, "%sZ", base);
 }
 
 /* Adds a number, or null when it is not known. */

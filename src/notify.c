@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "file.h"
 #include "http.h"
@@ -193,9 +194,7 @@ static void on_delivered(void *userdata, const struct http_response *r)
 		return;
 	}
 	/* Exponential backoff, capped, but never sooner than Retry-After. */
-	delay = d->n->base_backoff_ms << (d->attempt - 1 < 16 ? d->attempt - 1 : 16);
-	if (delay > NOTIFY_MAX_BACKOFF_MS)
-		delay = NOTIFY_MAX_BACKOFF_MS;
+	delay = backoff_delay_ms(d->n->base_backoff_ms, NOTIFY_MAX_BACKOFF_MS, d->attempt);
 	if (r->retry_after_ms > delay)
 		delay = r->retry_after_ms < NOTIFY_MAX_BACKOFF_MS ? r->retry_after_ms : NOTIFY_MAX_BACKOFF_MS;
 	log_group(LOG_INFO, d->group, NULL, NULL, "webhook: '%s' %s%s; retrying in %.1f s", d->url,

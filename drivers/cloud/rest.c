@@ -14,6 +14,9 @@
 #include <curl/curl.h>
 #include <openssl/rand.h>
 
+#include "backoff.h"
+#include "iso8601.h"
+
 #include "file.h"
 #include "rest.h"
 
@@ -331,27 +334,10 @@ static bool retryable(const struct rest_client *c, const struct rest_reply *r)
 	return false;
 }
 
-static int64_t backoff_ms(const struct rest_client *c, int attempt)
-{
-	int64_t cap = c->backoff_base_ms;
-	uint32_t rnd = 0;
-
-	for (int i = 1; i < attempt && cap < c->backoff_max_ms; i++)
-		cap *= 2;
-	if (cap > c->backoff_max_ms)
-		cap = c->backoff_max_ms;
-	if (cap <= 0)
-		return 0;
-	/* Full jitter keeps many agents from retrying in step; keep half of
-	 * the cap as a floor so a retry never comes back instantly. */
-	if (RAND_bytes((unsigned char *)&rnd, sizeof(rnd)) != 1)
-		rnd = (uint32_t)rest_now_ms();
-	return cap / 2 + (int64_t)(rnd % (uint64_t)(cap / 2 + 1));
-}
-
 int64_t rest_retry_wait_ms(const struct rest_client *c, int attempt, int64_t retry_after_ms)
 {
-	int64_t wait = retry_after_ms >= 0 ? retry_after_ms : backoff_ms(c, attempt);
+	int64_t wait = retry_after_ms >= 0 ? retry_after_ms
+					   : backoff_delay_ms(c->backoff_base_ms, c->backoff_max_ms, attempt);
 
 	if (wait > c->backoff_max_ms)
 		wait = c->backoff_max_ms;
@@ -466,15 +452,6 @@ static int perform_once(struct rest_client *c, const struct rest_request *req, s
 	return rc;
 }
 
-static void format_until(int64_t ms, char *out, size_t size)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 int rest_call(struct rest_client *c, const struct rest_request *req, struct rest_reply *reply)
 {
 	const struct autoscaled_host *host = c->host;
@@ -489,7 +466,7 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 	if (c->throttled_until_ms[write] > rest_now_ms()) {
 		char until[32];
 
-		format_until(c->throttled_until_ms[write], until, sizeof(until));
+		iso8601_format(c->throttled_until_ms[write], ISO8601_SECONDS, until, sizeof(until));
 		host->log(host, AUTOSCALED_LOG_WARNING, "%s: %s %s: throttled until %s (the server's Retry-After): "
 			  "no request before then", c->who, req->method, path, until);
 		return -EAGAIN;
@@ -522,7 +499,7 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 			char until[32];
 
 			c->throttled_until_ms[write] = rest_now_ms() + reply->retry_after_ms;
-			format_until(c->throttled_until_ms[write], until, sizeof(until));
+			iso8601_format(c->throttled_until_ms[write], ISO8601_SECONDS, until, sizeof(until));
 			host->log(host, AUTOSCALED_LOG_ERROR, "%s: %s %s: HTTP %ld (%s): throttled until %s (Retry-After "
 				  "%lld s, longer than retry_max %lld s): no request before then", c->who, req->method,
 				  path, reply->status, rest_error_message(reply, msg, sizeof(msg)), until,
