@@ -304,6 +304,20 @@ const char *config_near_miss(const char *word, const char *const *known, size_t 
 
 const char *aggregation_name(enum aggregation a);
 const char *signal_type_name(enum signal_type t);
+const char *rule_operator_name(enum rule_operator op); /* ">", ">=", ... */
+const char *on_missing_name(enum on_missing m);
+
+/* A scale direction's names, all from its one table (config-model.c): the
+ * word of the configuration, the state file and a record's "direction"
+ * ("out", "in", "none"); the action of the decision records, the journal's
+ * ACTION= and the metrics ("scale_out", "scale_in", "none"); and the noun of
+ * messages ("scale-out", "scale-in", "no change"). "?" for a value that is
+ * not a direction. */
 const char *direction_name(enum scale_direction d);
+const char *direction_action(enum scale_direction d);
+const char *direction_noun(enum scale_direction d);
+/* The direction named `s` ("out" or "in"; "none" too when none_ok).
+ * Returns 0, or -EINVAL (also for NULL) with *ret untouched. */
+int direction_from_name(const char *s, bool none_ok, enum scale_direction *ret);
 
 #endif

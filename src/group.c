@@ -316,11 +316,7 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 		size_t n = strlen(sentence);
 
 		snprintf(sentence + n, sizeof(sentence) - n, "; last %s failed: %s",
-			 strcmp(e->operation, "observe") == 0     ? "observation"
-			 : strcmp(e->operation, "scale_out") == 0 ? "scale-out"
-			 : strcmp(e->operation, "open") == 0      ? "driver open"
-								  : "scale-in",
-			 e->message[0] ? e->message : strerror(-e->err));
+			 job_kind_noun(e->kind), e->message[0] ? e->message : strerror(-e->err));
 	}
 	/* The journal gets INFO when what is done changes (an action, or
 	 * another hold reason: the engine's, an operator's pause or pin, a
@@ -485,11 +481,9 @@ static void close_retired(struct group_rt *g)
  * is open. */
 static void inherited_job_done(struct group_rt *g, struct job *j, struct clock_now t)
 {
-	static const char *const what[] = {"observation", "scale-out", "scale-in", "open"};
-
 	log_group(LOG_INFO, g->gc->name, NULL, NULL,
 		  "the %s started before the reload has ended; going on with the driver options of the new configuration",
-		  what[j->kind]);
+		  job_kind_noun(j->kind));
 	close_retired(g);
 	g->retired_drv = j->drv;
 	g->retired = j->handle;

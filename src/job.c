@@ -176,6 +176,28 @@ static void *job_thread(void *arg)
 	return NULL;
 }
 
+const char *job_kind_operation(enum job_kind k)
+{
+	switch (k) {
+	case JOB_OBSERVE: return "observe";
+	case JOB_SCALE_OUT: return direction_action(DIR_OUT);
+	case JOB_SCALE_IN: return direction_action(DIR_IN);
+	case JOB_OPEN: return "open";
+	}
+	return "?";
+}
+
+const char *job_kind_noun(enum job_kind k)
+{
+	switch (k) {
+	case JOB_OBSERVE: return "observation";
+	case JOB_SCALE_OUT: return direction_noun(DIR_OUT);
+	case JOB_SCALE_IN: return direction_noun(DIR_IN);
+	case JOB_OPEN: return "driver open";
+	}
+	return "?";
+}
+
 int job_start(struct group_rt *g, struct job *j)
 {
 	pthread_attr_t attr;

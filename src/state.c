@@ -76,10 +76,6 @@ int state_path(const char *dir, const char *group, char *buf, size_t len)
 
 /* ------------------------------------------------------------ to JSON */
 
-static const char *dir_word(enum scale_direction d)
-{
-	return d == DIR_OUT ? "out" : d == DIR_IN ? "in" : "none";
-}
 
 /* Appends the pair [T_MS, X] to A; false when out of memory. */
 static bool pair_append(cJSON *a, int64_t t_ms, int x)
@@ -147,7 +143,7 @@ cJSON *state_to_json(const struct group_state *s, const char *group, struct cloc
 				s->engine.last_action_dir == DIR_NONE
 					? 0.0
 					: (double)clock_mono_to_wall(now, s->engine.last_action_ms));
-	cJSON_AddStringToObject(e, "last_action_dir", dir_word(s->engine.last_action_dir));
+	cJSON_AddStringToObject(e, "last_action_dir", direction_name(s->engine.last_action_dir));
 	cJSON_AddNumberToObject(e, "no_scale_in_before_ms",
 				(double)wall_deadline(now, s->engine.no_scale_in_before_ms));
 
@@ -155,7 +151,7 @@ cJSON *state_to_json(const struct group_state *s, const char *group, struct cloc
 		x = cJSON_AddObjectToObject(o, "in_flight");
 		if (!x)
 			goto fail;
-		cJSON_AddStringToObject(x, "direction", dir_word(s->in_flight.direction));
+		cJSON_AddStringToObject(x, "direction", direction_name(s->in_flight.direction));
 		cJSON_AddNumberToObject(x, "from", s->in_flight.from);
 		cJSON_AddNumberToObject(x, "to", s->in_flight.to);
 		cJSON_AddNumberToObject(x, "started_ms", (double)clock_mono_to_wall(now, s->in_flight.started_ms));
@@ -256,13 +252,7 @@ static int get_dir(struct parse *p, const cJSON *o, const char *key, bool none_o
 {
 	const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
 
-	if (s && strcmp(s, "out") == 0)
-		*ret = DIR_OUT;
-	else if (s && strcmp(s, "in") == 0)
-		*ret = DIR_IN;
-	else if (s && none_ok && strcmp(s, "none") == 0)
-		*ret = DIR_NONE;
-	else
+	if (direction_from_name(s, none_ok, ret) < 0)
 		return bad(p, "'%s' is not a direction", key);
 	return 0;
 }
