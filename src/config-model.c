@@ -261,6 +261,17 @@ const struct group_conf *config_find_group(const struct config *c, const char *n
 	return NULL;
 }
 
+int64_t group_longest_window(const struct group_conf *g, size_t sig)
+{
+	int64_t w = g->signals[sig].window_ms;
+
+	for (size_t p = 0; p < g->n_profiles; p++)
+		for (size_t r = 0; r < g->profiles[p].n_rules; r++)
+			if (g->profiles[p].rules[r].signal_index == (int)sig && g->profiles[p].rules[r].window_ms > w)
+				w = g->profiles[p].rules[r].window_ms;
+	return w;
+}
+
 int group_find_signal(const struct group_conf *g, const char *name)
 {
 	for (size_t i = 0; g && name && i < g->n_signals; i++)

@@ -275,6 +275,10 @@ void config_errors_clear(struct config_errors *e);
 const struct group_conf *config_find_group(const struct config *c, const char *name);
 int group_find_signal(const struct group_conf *g, const char *name);
 const struct profile_conf *group_default_profile(const struct group_conf *g);
+/* The longest window signal `sig` of g is read over: its own, or a rule's
+ * over it in any profile. What a signal's sample window must hold; the
+ * daemon and simulate size it alike. */
+int64_t group_longest_window(const struct group_conf *g, size_t sig);
 
 /* Whether two loads of a configuration say the same thing: every value is
  * compared, where it was written (FILE:LINE) is not. A reload keeps the

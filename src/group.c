@@ -134,19 +134,6 @@ static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)
 	return 0;
 }
 
-/* The longest window any rule of any profile reads this signal over. */
-static int64_t longest_window(const struct group_conf *gc, size_t sig)
-{
-	int64_t w = gc->signals[sig].window_ms;
-
-	for (size_t p = 0; p < gc->n_profiles; p++)
-		for (size_t r = 0; r < gc->profiles[p].n_rules; r++)
-			if (gc->profiles[p].rules[r].signal_index == (int)sig &&
-			    gc->profiles[p].rules[r].window_ms > w)
-				w = gc->profiles[p].rules[r].window_ms;
-	return w;
-}
-
 /* Mean CPU of the ready members from a driver's read_cpu results. The
  * initialization period leaves new members out, as the engine does. */
 static void feed_driver_cpu(struct group_rt *g, const struct job *j, struct clock_now t)
@@ -627,7 +614,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		s->sc = sc;
 		s->g = g;
 		s->n_sampled = -1;
-		r = window_init(&s->win, window_capacity_for(longest_window(gc, i), sc->poll_interval_ms));
+		r = window_init(&s->win, window_capacity_for(group_longest_window(gc, i), sc->poll_interval_ms));
 		if (r < 0)
 			goto fail;
 		if (strcmp(sc->source, DRIVER_CPU_SOURCE) == 0) {

@@ -118,17 +118,6 @@ static int required_for(double demand, double capacity)
 	return r > SIM_MAX_INSTANCES ? SIM_MAX_INSTANCES : (int)r;
 }
 
-static int64_t longest_window(const struct group_conf *g, size_t s)
-{
-	int64_t w = g->signals[s].window_ms;
-
-	for (size_t p = 0; p < g->n_profiles; p++)
-		for (size_t r = 0; r < g->profiles[p].n_rules; r++)
-			if (g->profiles[p].rules[r].signal_index == (int)s && g->profiles[p].rules[r].window_ms > w)
-				w = g->profiles[p].rules[r].window_ms;
-	return w;
-}
-
 struct scoring {
 	double t_known_ms, under_acc, over_acc, under_ms, over_ms, unserved, demand;
 	int prev_required, prev_ready;
@@ -203,7 +192,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 		goto out;
 	}
 	for (size_t s = 0; s < g->n_signals; s++) {
-		r = window_init(&windows[s], window_capacity_for(longest_window(g, s), p->step_ms));
+		r = window_init(&windows[s], window_capacity_for(group_longest_window(g, s), p->step_ms));
 		if (r < 0)
 			goto out;
 	}

@@ -785,6 +785,11 @@ static void test_valid_read_back(void **state)
 	assert_int_equal(s->source_options.n, 0);
 	/* Defaults of a signal, from the group's interval. */
 	assert_int_equal(s->window_ms, 60000);
+	/* A rule reads a signal over a longer window than the signal's own:
+	 * its samples must be kept that long (the cpu rule's default 5m over
+	 * the signal's 2m, the queue rule's 10m over 1m). */
+	assert_int_equal(group_longest_window(g, 0), 300000);
+	assert_int_equal(group_longest_window(g, 1), 600000);
 	assert_int_equal(s->aggregation, AGG_AVG);
 	assert_true(s->tolerance == 0.1);
 	assert_int_equal(s->poll_interval_ms, 30000);
