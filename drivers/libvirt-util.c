@@ -230,14 +230,6 @@ struct lv_host *lv_place(struct lv_host *hosts, size_t n_hosts, const bool *elig
 	return best;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Starts a non-blocking connect; returns the socket, or -1 when it failed
  * at once. Sets *done when it already connected. */
 static int start_connect(const char *addr, int port, bool *done)
@@ -265,7 +257,7 @@ static int start_connect(const char *addr, int port, bool *done)
 void lv_ports_open(const char *const *addrs, size_t n, int port, int timeout_ms, bool *open)
 {
 	struct pollfd *p = calloc(n ? n : 1, sizeof(*p));
-	int64_t deadline = mono_ms() + timeout_ms;
+	int64_t deadline = clock_mono_ms() + timeout_ms;
 	size_t pending = 0;
 
 	for (size_t i = 0; i < n; i++)
@@ -286,7 +278,7 @@ void lv_ports_open(const char *const *addrs, size_t n, int port, int timeout_ms,
 	}
 	/* All at once under one deadline: N guests cost one timeout. */
 	while (pending > 0) {
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - clock_mono_ms();
 
 		if (left <= 0 || poll(p, n, (int)left) <= 0)
 			break;

@@ -107,27 +107,11 @@ int lv_virt_errno(void)
 	}
 }
 
-int64_t lv_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t lv_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------ connections */
 
 virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *host)
 {
-	int64_t now = lv_mono_ms();
+	int64_t now = clock_mono_ms();
 
 	if (host->conn) {
 		if (virConnectIsAlive(host->conn) == 1)
@@ -205,7 +189,7 @@ static bool repair(struct autoscaled_driver_instance *h, struct lv_host *host, v
 	if (m->dom_state == VIR_DOMAIN_RUNNING && (m->phase == LV_CREATING || m->started_ms == 0)) {
 		m->phase = LV_ACTIVE;
 		if (m->started_ms == 0)
-			m->started_ms = lv_now_ms();
+			m->started_ms = clock_wall_ms();
 		lv_set_tag(h, dom, m);
 	}
 	return true;
@@ -671,7 +655,6 @@ static int lv_read_cpu(struct autoscaled_driver_instance *h, autoscaled_cpu_fn f
 	for (size_t i = 0; i < h->n_hosts && r == 0; i++) {
 		struct lv_host *host = &h->hosts[i];
 		virDomainStatsRecordPtr *recs = NULL;
-		struct timespec ts;
 		int64_t wall_ns;
 		int nr;
 
@@ -679,8 +662,7 @@ static int lv_read_cpu(struct autoscaled_driver_instance *h, autoscaled_cpu_fn f
 			continue;
 		nr = virConnectGetAllDomainStats(host->conn, VIR_DOMAIN_STATS_CPU_TOTAL | VIR_DOMAIN_STATS_VCPU, &recs,
 						 VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		wall_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		wall_ns = clock_mono_ns();
 		if (nr < 0) {
 			lv_log_virt(h, AUTOSCALED_LOG_WARNING, "reading CPU statistics of '%s' failed", host->uri);
 			continue;

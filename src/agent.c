@@ -181,13 +181,10 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	struct group_rt **groups = NULL;
 	bool *keep = NULL;
 	size_t n_kept = 0;
-	struct timespec ts;
 	int r, new_lock = -1;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=Reloading %s",
-		   (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL,
-		   a->opts->config_path);
+		   (unsigned long long)(clock_mono_ns() / 1000), a->opts->config_path);
 	log_info("agent: reloading '%s'", a->opts->config_path);
 
 	r = config_load(a->opts->config_path, &c, &errs);

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "clock.h"
 #include "iso8601.h"
 
 /* The daemon's default agent.admin_socket: one definition, in configure. */
@@ -340,7 +341,7 @@ static const char *age(const char *iso, time_t now, char *buf, size_t len)
 static void print_members(const cJSON *o, bool legend)
 {
 	const cJSON *m, *v = cJSON_GetObjectItem(o, "members");
-	time_t now = time(NULL);
+	time_t now = (time_t)(clock_wall_ms() / 1000);
 	char a[32], b[32];
 
 	if (!cJSON_IsArray(v)) {

@@ -348,14 +348,14 @@ static void group_evaluate(struct group_rt *g)
 		.in_flight = DIR_NONE,
 	};
 	struct decision d;
-	struct timespec m0, m1;
+	int64_t m0, m1;
 	struct clock_now t = clock_now();
 	bool dry = group_rt_dry_run(g);
 	bool paused, pinned;
 	char *json;
 	int r;
 
-	clock_gettime(CLOCK_MONOTONIC, &m0);
+	m0 = clock_mono_ns();
 	if (state_expire(&g->st, t.wall_ms))
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired", !g->st.pin.active && g->saved.pin.active
 											 ? "the pin" : "the pause");
@@ -397,7 +397,7 @@ static void group_evaluate(struct group_rt *g)
 	json = log_decision(g, &d, dry);
 	g->last = d;
 	g->have_last = true;
-	clock_gettime(CLOCK_MONOTONIC, &m1);
+	m1 = clock_mono_ns();
 	paused = g->st.pause.active;
 	pinned = g->st.pin.active;
 	metrics_record_decision(g->ctx->metrics, g->gc, &d,
@@ -405,8 +405,7 @@ static void group_evaluate(struct group_rt *g)
 					.paused = paused,
 					.pinned = pinned,
 					.in_flight = obs.in_flight != DIR_NONE,
-					.evaluation_seconds = (double)(m1.tv_sec - m0.tv_sec) +
-							      (double)(m1.tv_nsec - m0.tv_nsec) / 1e9,
+					.evaluation_seconds = (double)(m1 - m0) / 1e9,
 				});
 	if (d.action == DIR_NONE || dry || g->job || g->drain) {
 		admin_ring_push(&g->ring, json);
