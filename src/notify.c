@@ -127,22 +127,19 @@ int notify_sign(const char *secret, size_t secret_len, const char *body, size_t 
  * refused. */
 static int read_secret(const char *path, char *buf, size_t len)
 {
-	ssize_t n;
-	int fd = file_open_regular(path, FILE_PRIVATE, NULL);
+	char *s;
+	size_t n, read_len;
+	int r = file_read_all(path, FILE_PRIVATE, len - 1, &s, &read_len, NULL);
 
-	if (fd < 0)
-		return fd;
-	n = read(fd, buf, len);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n == len)
-		return -EFBIG;
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+	if (r < 0)
+		return r;
+	n = read_len;
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r'))
 		n--;
-	if (n == 0)
-		return -ENODATA;
-	return (int)n;
+	memcpy(buf, s, n);
+	explicit_bzero(s, read_len);
+	free(s);
+	return n == 0 ? -ENODATA : (int)n;
 }
 
 static void delivery_free(struct delivery *d)

@@ -492,50 +492,6 @@ int state_save(const char *dir, const char *group, const struct group_state *s, 
 	return r;
 }
 
-/* Reads at most STATE_MAX_FILE_SIZE bytes of `path`. Returns 0, -ENOENT,
- * -EFBIG or another negative errno. */
-static int read_file(const char *path, char **ret)
-{
-	char *buf;
-	size_t len = 0;
-	int fd, r = 0;
-
-	/* A FIFO in the state directory must not block the daemon. */
-	fd = file_open_regular(path, 0, NULL);
-	if (fd < 0)
-		return fd;
-	buf = malloc(STATE_MAX_FILE_SIZE + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, STATE_MAX_FILE_SIZE + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > STATE_MAX_FILE_SIZE) {
-			r = -EFBIG;
-			break;
-		}
-	}
-	close(fd);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	return 0;
-}
-
 enum state_origin state_load(const char *dir, const struct group_conf *gc, struct clock_now now,
 			     struct group_state *ret)
 {
@@ -551,7 +507,8 @@ enum state_origin state_load(const char *dir, const struct group_conf *gc, struc
 		state_safe_start(ret, gc, now.mono_ms);
 		return STATE_SAFE;
 	}
-	r = read_file(path, &text);
+	/* A FIFO in the state directory must not block the daemon. */
+	r = file_read_all(path, 0, STATE_MAX_FILE_SIZE, &text, NULL, NULL);
 	if (r == -ENOENT)
 		return STATE_FRESH;
 	if (r < 0) {

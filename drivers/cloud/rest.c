@@ -624,52 +624,32 @@ int rest_read_private_file(const struct autoscaled_host *host, const char *who, 
 {
 	struct stat st;
 	char *buf;
-	ssize_t n;
-	size_t len = 0;
-	int fd, rc = 0;
+	size_t len, read_len;
+	int rc;
 
 	/* A FIFO must not block the daemon: the daemon's own safe open. */
-	fd = file_open_regular(path, FILE_PRIVATE, &st);
-	if (fd == -EPERM) {
+	rc = file_read_all(path, FILE_PRIVATE, max, &buf, &read_len, &st);
+	if (rc == -EPERM) {
 		host->log(host, AUTOSCALED_LOG_ERROR,
 			  "%s: '%s' is accessible by group or others (mode %04o); refusing it: run chmod 600 on it", who,
 			  path, (unsigned)(st.st_mode & 07777));
-		return fd;
+		return rc;
 	}
-	if (fd == -EINVAL || fd == -EISDIR) {
+	if (rc == -EINVAL || rc == -EISDIR) {
 		host->log(host, AUTOSCALED_LOG_ERROR, "%s: '%s' is not a regular file", who, path);
 		return -EINVAL;
 	}
-	if (fd < 0) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: cannot open '%s': %s", who, path, strerror(-fd));
-		return fd;
-	}
-	if ((size_t)st.st_size > max) {
+	if (rc == -EFBIG) {
 		host->log(host, AUTOSCALED_LOG_ERROR, "%s: '%s' is larger than %zu bytes", who, path, max);
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc(max + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (len < max && (n = read(fd, buf + len, max - len)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			break;
-		}
-		len += (size_t)n;
-	}
-	close(fd);
-	if (rc < 0) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: cannot read '%s': %s", who, path, strerror(-rc));
-		explicit_bzero(buf, max + 1);
-		free(buf);
 		return rc;
 	}
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0) {
+		host->log(host, AUTOSCALED_LOG_ERROR, "%s: cannot read '%s': %s", who, path, strerror(-rc));
+		return rc;
+	}
+	len = read_len;
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
 		len--;
 	buf[len] = '\0';
