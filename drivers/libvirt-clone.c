@@ -398,7 +398,7 @@ int lv_create_member(struct autoscaled_driver_instance *h, struct lv_host *host,
 	r = lv_expand_name(h->opt.name_pattern, h->host->group, index, m.name, sizeof(m.name));
 	if (r < 0)
 		return r;
-	m.created_ms = lv_now_ms();
+	m.created_ms = clock_wall_ms();
 	tmpl = virDomainLookupByName(host->conn, h->opt.template_name);
 	if (!tmpl) {
 		lv_log_virt(h, AUTOSCALED_LOG_ERROR, "template domain '%s' not found on '%s'", h->opt.template_name,
@@ -439,7 +439,7 @@ int lv_create_member(struct autoscaled_driver_instance *h, struct lv_host *host,
 		goto fail;
 	}
 	m.phase = LV_ACTIVE;
-	m.started_ms = lv_now_ms();
+	m.started_ms = clock_wall_ms();
 	m.dom_state = VIR_DOMAIN_RUNNING;
 	/* A failure here is repaired by the next scan (creating + running). */
 	lv_set_tag(h, dom, &m);

@@ -186,13 +186,13 @@ int lv_remove_members(struct autoscaled_driver_instance *h, struct lv_member **v
 		if (virDomainIsActive(doms[i]) == 1)
 			ask_shutdown(h, doms[i], m->name);
 	}
-	deadline = lv_mono_ms() + h->opt.shutdown_timeout_ms;
+	deadline = clock_mono_ms() + h->opt.shutdown_timeout_ms;
 	for (;;) {
 		bool all_off = true;
 
 		for (size_t i = 0; i < n && all_off; i++)
 			all_off = !doms[i] || virDomainIsActive(doms[i]) != 1;
-		if (all_off || lv_mono_ms() >= deadline)
+		if (all_off || clock_mono_ms() >= deadline)
 			break;
 		sleep_ms(POLL_MS);
 	}

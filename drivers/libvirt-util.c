@@ -2,6 +2,7 @@
  * placement. No libvirt calls, no clock, so the unit tests can feed them
  * what a real hypervisor would report (the test hypervisor has no cpu.time). */
 #include "libvirt.h"
+#include "iso8601.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -229,14 +230,6 @@ struct lv_host *lv_place(struct lv_host *hosts, size_t n_hosts, const bool *elig
 	return best;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Starts a non-blocking connect; returns the socket, or -1 when it failed
  * at once. Sets *done when it already connected. */
 static int start_connect(const char *addr, int port, bool *done)
@@ -264,7 +257,7 @@ static int start_connect(const char *addr, int port, bool *done)
 void lv_ports_open(const char *const *addrs, size_t n, int port, int timeout_ms, bool *open)
 {
 	struct pollfd *p = calloc(n ? n : 1, sizeof(*p));
-	int64_t deadline = mono_ms() + timeout_ms;
+	int64_t deadline = clock_mono_ms() + timeout_ms;
 	size_t pending = 0;
 
 	for (size_t i = 0; i < n; i++)
@@ -285,7 +278,7 @@ void lv_ports_open(const char *const *addrs, size_t n, int port, int timeout_ms,
 	}
 	/* All at once under one deadline: N guests cost one timeout. */
 	while (pending > 0) {
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - clock_mono_ms();
 
 		if (left <= 0 || poll(p, n, (int)left) <= 0)
 			break;
@@ -313,39 +306,12 @@ void lv_ports_open(const char *const *addrs, size_t n, int port, int timeout_ms,
  * written without the fraction still read. */
 void lv_format_time(int64_t ms, char *buf, size_t len)
 {
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	char whole[32];
-
-	gmtime_r(&t, &tm);
-	strftime(whole, sizeof(whole), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03dZ", whole, (int)(ms % 1000));
+	iso8601_format(ms, ISO8601_MILLIS, buf, len);
 }
 
 int64_t lv_parse_time(const char *s)
 {
-	struct tm tm = { 0 };
-	const char *end;
-	int frac = 0;
+	int64_t ms;
 
-	if (!s)
-		return 0;
-	end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!end)
-		return 0;
-	if (*end == '.') {
-		int digits = 0;
-
-		for (end++; *end >= '0' && *end <= '9'; end++) {
-			if (digits < 3) {
-				frac = frac * 10 + (*end - '0');
-				digits++;
-			}
-		}
-		for (; digits < 3; digits++)
-			frac *= 10;
-	}
-	if (strcmp(end, "Z") != 0)
-		return 0;
-	return (int64_t)timegm(&tm) * 1000 + frac;
+	return iso8601_parse(s, 0, &ms) == 0 ? ms : 0;
 }

@@ -21,6 +21,8 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
+#include "backoff.h"
+
 #define BACKOFF_MAX_MS (60 * 1000)
 
 static const char config_help[] =
@@ -107,22 +109,6 @@ int lv_virt_errno(void)
 	}
 }
 
-int64_t lv_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t lv_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------ connections */
 
 /* Whether the last error says that libvirtd's local socket refused this
@@ -143,7 +129,7 @@ static bool refused_local_user(const char *uri)
 
 virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *host)
 {
-	int64_t now = lv_mono_ms();
+	int64_t now = clock_mono_ms();
 
 	if (host->conn) {
 		if (virConnectIsAlive(host->conn) == 1)
@@ -157,22 +143,19 @@ virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *h
 		return NULL;
 	host->conn = virConnectOpenAuth(host->uri, virConnectAuthPtrDefault, 0);
 	if (!host->conn) {
-		int64_t backoff = (int64_t)1000 << (host->failures < 6 ? host->failures : 6);
+		int64_t backoff = backoff_delay_ms(1000, BACKOFF_MAX_MS, ++host->failures);
 
-		if (backoff > BACKOFF_MAX_MS)
-			backoff = BACKOFF_MAX_MS;
-		host->failures++;
 		host->retry_at_ms = now + backoff;
 		if (!host->reported_down && refused_local_user(host->uri))
 			lv_log_virt(h, AUTOSCALED_LOG_ERROR,
-				    "host '%s' refuses the daemon's user (uid %u), retrying in %lld s with backoff: "
+				    "host '%s' refuses the daemon's user (uid %u), retrying in %.1f s with backoff: "
 				    "libvirtd's socket admits the group libvirt, which the daemon is not a member of "
 				    "(under systemd: SupplementaryGroups=libvirt, the libvirt driver's drop-in "
 				    "autoscaled.service.d/libvirt.conf)",
-				    host->uri, (unsigned)geteuid(), (long long)(backoff / 1000));
+				    host->uri, (unsigned)geteuid(), (double)backoff / 1000.0);
 		else if (!host->reported_down)
-			lv_log_virt(h, AUTOSCALED_LOG_ERROR, "host '%s' is unreachable, retrying in %lld s with backoff",
-				    host->uri, (long long)(backoff / 1000));
+			lv_log_virt(h, AUTOSCALED_LOG_ERROR, "host '%s' is unreachable, retrying in %.1f s with backoff",
+				    host->uri, (double)backoff / 1000.0);
 		host->reported_down = true;
 		return NULL;
 	}
@@ -231,7 +214,7 @@ static bool repair(struct autoscaled_driver_instance *h, struct lv_host *host, v
 	if (m->dom_state == VIR_DOMAIN_RUNNING && (m->phase == LV_CREATING || m->started_ms == 0)) {
 		m->phase = LV_ACTIVE;
 		if (m->started_ms == 0)
-			m->started_ms = lv_now_ms();
+			m->started_ms = clock_wall_ms();
 		lv_set_tag(h, dom, m);
 	}
 	return true;
@@ -697,7 +680,6 @@ static int lv_read_cpu(struct autoscaled_driver_instance *h, autoscaled_cpu_fn f
 	for (size_t i = 0; i < h->n_hosts && r == 0; i++) {
 		struct lv_host *host = &h->hosts[i];
 		virDomainStatsRecordPtr *recs = NULL;
-		struct timespec ts;
 		int64_t wall_ns;
 		int nr;
 
@@ -705,8 +687,7 @@ static int lv_read_cpu(struct autoscaled_driver_instance *h, autoscaled_cpu_fn f
 			continue;
 		nr = virConnectGetAllDomainStats(host->conn, VIR_DOMAIN_STATS_CPU_TOTAL | VIR_DOMAIN_STATS_VCPU, &recs,
 						 VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		wall_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		wall_ns = clock_mono_ns();
 		if (nr < 0) {
 			lv_log_virt(h, AUTOSCALED_LOG_WARNING, "reading CPU statistics of '%s' failed", host->uri);
 			continue;

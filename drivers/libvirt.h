@@ -24,6 +24,7 @@
 #include <libvirt/libvirt.h>
 
 #include "autoscaled/driver.h"
+#include "clock.h"
 
 #define LV_NS "https://autoscaled.invalid/xmlns/member/1"
 #define LV_NS_PREFIX "autoscaled"
@@ -124,8 +125,6 @@ void lv_log_virt(struct autoscaled_driver_instance *h, enum autoscaled_log_level
 /* Maps libvirt's last error to a negative errno. */
 int lv_virt_errno(void);
 
-int64_t lv_now_ms(void);   /* wall clock, epoch ms */
-int64_t lv_mono_ms(void);  /* monotonic ms */
 void lv_format_time(int64_t ms, char *buf, size_t len);
 int64_t lv_parse_time(const char *s);
 

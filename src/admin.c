@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <glib.h>
 
 #include "admin.h"
 #include "config.h"
 #include "httpd.h"
+#include "iso8601.h"
 #include "log.h"
 
 #define ADMIN_MAX_GROUP_NAME 256
@@ -31,26 +31,16 @@ struct admin {
 
 int admin_parse_time(const char *s, int64_t *ret)
 {
-	GDateTime *t;
-
 	/* No default zone: a time without one is ambiguous, so refused. */
-	t = g_date_time_new_from_iso8601(s, NULL);
-	if (!t)
-		return -EINVAL;
-	*ret = g_date_time_to_unix(t) * MS_PER_SEC + g_date_time_get_microsecond(t) / 1000;
-	g_date_time_unref(t);
-	return 0;
+	return iso8601_parse(s, 0, ret);
 }
 
 bool admin_add_time(cJSON *o, const char *key, int64_t ms)
 {
 	char buf[40];
-	time_t t = (time_t)(ms / MS_PER_SEC);
-	struct tm tm;
 
-	if (ms <= 0 || !gmtime_r(&t, &tm))
+	if (ms <= 0 || iso8601_format(ms, ISO8601_SECONDS, buf, sizeof(buf)) < 0)
 		return cJSON_AddNullToObject(o, key) != NULL;
-	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	return cJSON_AddStringToObject(o, key, buf) != NULL;
 }
 

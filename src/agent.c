@@ -181,13 +181,10 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	struct group_rt **groups = NULL;
 	bool *keep = NULL;
 	size_t n_kept = 0;
-	struct timespec ts;
 	int r, new_lock = -1;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=Reloading %s",
-		   (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL,
-		   a->opts->config_path);
+		   (unsigned long long)(clock_mono_ns() / 1000), a->opts->config_path);
 	log_info("agent: reloading '%s'", a->opts->config_path);
 
 	r = config_load(a->opts->config_path, &c, &errs);
@@ -234,9 +231,8 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 		a->ctx.agent_conf = &a->config->agent;
 		sd_notifyf(false, "READY=1\nSTATUS=Reload failed, still running the previous configuration: %s",
 			   strerror(-r));
-		log_fields(LOG_ERR, NULL, LOG_ID_RELOAD, (const struct log_field[]){{"RESULT", "failed"}}, 1,
-			   "agent: reload of '%s' failed: %s; the previous configuration stays", a->opts->config_path,
-			   strerror(-r));
+		log_fields_errno(LOG_ERR, NULL, LOG_ID_RELOAD, (const struct log_field[]){{"RESULT", "failed"}}, 1, r,
+				 "agent: reload of '%s' failed (the previous configuration stays)", a->opts->config_path);
 		snprintf(err, err_len, "the groups could not be built: %s (see the journal)", strerror(-r));
 		config_free(c);
 		return -EINVAL;
@@ -496,7 +492,7 @@ int agent_run(const struct agent_options *opts)
 		for (size_t i = 0; i < errs.n; i++)
 			log_errx("%s", errs.v[i]);
 		if (errs.n == 0)
-			log_errx("agent: cannot load '%s': %s", opts->config_path, strerror(-r));
+			log_err_errno(r, "agent: cannot load '%s'", opts->config_path);
 		sd_notifyf(false, "STATUS=Invalid configuration: %s", errs.n ? errs.v[0] : strerror(-r));
 		config_errors_clear(&errs);
 		return r;
@@ -528,7 +524,7 @@ int agent_run(const struct agent_options *opts)
 	 * credential code and register themselves with the source table. */
 	r = cloud_sources_register();
 	if (r < 0 && r != -EEXIST) {
-		log_errx("agent: cannot register the cloud sources: %s", strerror(-r));
+		log_err_errno(r, "agent: cannot register the cloud sources");
 		goto out;
 	}
 	ensure_directory(a.config->agent.state_directory, 0750);
@@ -541,7 +537,7 @@ int agent_run(const struct agent_options *opts)
 	ensure_parent(a.config->agent.admin_socket, 0755);
 	r = http_new(a.event, &a.http);
 	if (r < 0) {
-		log_errx("agent: cannot set up HTTP: %s", strerror(-r));
+		log_err_errno(r, "agent: cannot set up HTTP");
 		goto out;
 	}
 	r = metrics_new(a.event, a.config->agent.metrics_listen, &a.metrics);
@@ -566,7 +562,7 @@ int agent_run(const struct agent_options *opts)
 	sd_notify(false, "STATUS=Opening drivers");
 	r = build_groups(&a, a.config, &a.groups, NULL);
 	if (r < 0) {
-		log_errx("agent: start-up failed: %s", strerror(-r));
+		log_err_errno(r, "agent: start-up failed");
 		sd_notifyf(false, "STATUS=Start-up failed: %s", strerror(-r));
 		goto out;
 	}
@@ -599,7 +595,7 @@ out:
 	if (a.lock_fd >= 0)
 		close(a.lock_fd);
 	if (r < 0)
-		log_errx("agent: stopped on error: %s", strerror(-r));
+		log_err_errno(r, "agent: stopped on error");
 	else
 		log_info("agent: stopped");
 	return r < 0 ? r : 0;

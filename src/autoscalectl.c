@@ -19,6 +19,9 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "clock.h"
+#include "iso8601.h"
+
 /* The daemon's default agent.admin_socket: one definition, in configure. */
 #define DEFAULT_SOCKET AUTOSCALED_ADMIN_SOCKET
 #define MAX_RESPONSE (16 * 1024 * 1024)
@@ -315,13 +318,12 @@ static void print_explain(const cJSON *o)
  * "2h05m" or "3d04h"; "-" when unknown or unreadable. */
 static const char *age(const char *iso, time_t now, char *buf, size_t len)
 {
-	struct tm tm = {0};
-	const char *end = iso ? strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+	int64_t ms;
 	long long s;
 
-	if (!end || *end)
+	if (iso8601_parse(iso, 0, &ms) < 0)
 		return "-";
-	s = (long long)(now - timegm(&tm));
+	s = (long long)now - (long long)(ms / 1000);
 	if (s < 0)
 		s = 0;
 	if (s < 60)
@@ -339,7 +341,7 @@ static const char *age(const char *iso, time_t now, char *buf, size_t len)
 static void print_members(const cJSON *o, bool legend)
 {
 	const cJSON *m, *v = cJSON_GetObjectItem(o, "members");
-	time_t now = time(NULL);
+	time_t now = (time_t)(clock_wall_ms() / 1000);
 	char a[32], b[32];
 
 	if (!cJSON_IsArray(v)) {

@@ -59,6 +59,14 @@ int64_t clock_mono_ms(void)
 	return read_ms(CLOCK_MONOTONIC);
 }
 
+int64_t clock_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 struct clock_now clock_now(void)
 {
 	return (struct clock_now){.wall_ms = clock_wall_ms(), .mono_ms = clock_mono_ms()};

@@ -13,7 +13,12 @@
  * wall-clock step therefore neither empties nor stretches any of them.
  *
  * The pure parts (struct clock_now and the conversions) are what the engine
- * and the state module use: they take times as inputs and read no clock. */
+ * and the state module use: they take times as inputs and read no clock.
+ *
+ * Nothing else in the tree reads either clock; sd-event's timers are armed
+ * on CLOCK_MONOTONIC, the same clock. The driver plugins link this module
+ * too (libhelpers), so a member's creation time and the daemon's "now" come
+ * from the same clock. */
 #ifndef AUTOSCALED_CLOCK_H
 #define AUTOSCALED_CLOCK_H
 
@@ -29,6 +34,9 @@ struct clock_now {
 int64_t clock_wall_ms(void);
 int64_t clock_mono_ms(void);
 struct clock_now clock_now(void);
+/* The monotonic clock in nanoseconds: for measuring how long something
+ * took, and for rates over short intervals (a member's CPU time). */
+int64_t clock_mono_ns(void);
 
 /* The same instant on both clocks: for a virtual clock (simulate, explain),
  * where no step can happen. */

@@ -8,38 +8,106 @@
 #include <strings.h>
 
 #include "config.h"
+#include "config-private.h"
 
 /* ------------------------------------------------------------------ names */
 
+const struct enum_name cfg_aggregations[N_AGGREGATIONS] = {
+	{ "avg", AGG_AVG }, { "min", AGG_MIN }, { "max", AGG_MAX }, { "last", AGG_LAST }, { "p95", AGG_P95 },
+};
+
+const struct enum_name cfg_signal_types[N_SIGNAL_TYPES] = {
+	{ "utilization", SIGNAL_UTILIZATION },
+	{ "average", SIGNAL_AVERAGE },
+};
+
+const struct enum_name cfg_operators[N_OPERATORS] = {
+	{ ">", OP_GT }, { ">=", OP_GE }, { "<", OP_LT }, { "<=", OP_LE }, { "==", OP_EQ }, { "!=", OP_NE },
+};
+
+const struct enum_name cfg_on_missings[N_ON_MISSINGS] = {
+	{ "hold", ON_MISSING_HOLD }, { "default", ON_MISSING_DEFAULT }, { "max", ON_MISSING_MAX },
+};
+
+static const char *enum_name_of(const struct enum_name *names, size_t n, int value)
+{
+	for (size_t i = 0; i < n; i++)
+		if (names[i].value == value)
+			return names[i].name;
+	return "?";
+}
+
 const char *aggregation_name(enum aggregation a)
 {
-	switch (a) {
-	case AGG_AVG: return "avg";
-	case AGG_MIN: return "min";
-	case AGG_MAX: return "max";
-	case AGG_LAST: return "last";
-	case AGG_P95: return "p95";
-	}
-	return "?";
+	return enum_name_of(cfg_aggregations, N_AGGREGATIONS, (int)a);
 }
 
 const char *signal_type_name(enum signal_type t)
 {
-	switch (t) {
-	case SIGNAL_UTILIZATION: return "utilization";
-	case SIGNAL_AVERAGE: return "average";
-	}
-	return "?";
+	return enum_name_of(cfg_signal_types, N_SIGNAL_TYPES, (int)t);
+}
+
+const char *rule_operator_name(enum rule_operator op)
+{
+	return enum_name_of(cfg_operators, N_OPERATORS, (int)op);
+}
+
+const char *on_missing_name(enum on_missing m)
+{
+	return enum_name_of(cfg_on_missings, N_ON_MISSINGS, (int)m);
+}
+
+/* Every name of a direction, in one place, so that the configuration, the
+ * state files, the records and the messages cannot drift apart. */
+static const struct {
+	enum scale_direction dir;
+	const char *name, *action, *noun;
+} direction_names[] = {
+	{DIR_OUT, "out", "scale_out", "scale-out"},
+	{DIR_IN, "in", "scale_in", "scale-in"},
+	{DIR_NONE, "none", "none", "no change"},
+};
+#define N_DIRECTIONS (sizeof(direction_names) / sizeof(direction_names[0]))
+
+static size_t direction_index(enum scale_direction d)
+{
+	size_t i = 0;
+
+	while (i < N_DIRECTIONS && direction_names[i].dir != d)
+		i++;
+	return i;
 }
 
 const char *direction_name(enum scale_direction d)
 {
-	switch (d) {
-	case DIR_OUT: return "out";
-	case DIR_IN: return "in";
-	case DIR_NONE: return "none";
+	size_t i = direction_index(d);
+
+	return i < N_DIRECTIONS ? direction_names[i].name : "?";
+}
+
+const char *direction_action(enum scale_direction d)
+{
+	size_t i = direction_index(d);
+
+	return i < N_DIRECTIONS ? direction_names[i].action : "?";
+}
+
+const char *direction_noun(enum scale_direction d)
+{
+	size_t i = direction_index(d);
+
+	return i < N_DIRECTIONS ? direction_names[i].noun : "?";
+}
+
+int direction_from_name(const char *s, bool none_ok, enum scale_direction *ret)
+{
+	for (size_t i = 0; s && i < N_DIRECTIONS; i++) {
+		if (strcmp(s, direction_names[i].name) == 0 && (none_ok || direction_names[i].dir != DIR_NONE)) {
+			*ret = direction_names[i].dir;
+			return 0;
+		}
 	}
-	return "?";
+	return -EINVAL;
 }
 
 /* -------------------------------------------------------------- durations */
@@ -191,6 +259,17 @@ const struct group_conf *config_find_group(const struct config *c, const char *n
 		if (strcmp(c->groups[i].name, name) == 0)
 			return &c->groups[i];
 	return NULL;
+}
+
+int64_t group_longest_window(const struct group_conf *g, size_t sig)
+{
+	int64_t w = g->signals[sig].window_ms;
+
+	for (size_t p = 0; p < g->n_profiles; p++)
+		for (size_t r = 0; r < g->profiles[p].n_rules; r++)
+			if (g->profiles[p].rules[r].signal_index == (int)sig && g->profiles[p].rules[r].window_ms > w)
+				w = g->profiles[p].rules[r].window_ms;
+	return w;
 }
 
 int group_find_signal(const struct group_conf *g, const char *name)

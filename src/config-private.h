@@ -106,8 +106,16 @@ int cfg_get_name(struct config_ctx *x, const config_setting_t *s, const char *wh
 /* Formats a duration as the messages print it: "90s", "1500ms". */
 const char *cfg_format_duration(char buf[32], int64_t ms);
 
+/* The one table of names of each enum the configuration reads; the
+ * *_name() functions of config.h look them up (config-model.c). */
 #define N_AGGREGATIONS 5
 extern const struct enum_name cfg_aggregations[N_AGGREGATIONS];
+#define N_SIGNAL_TYPES 2
+extern const struct enum_name cfg_signal_types[N_SIGNAL_TYPES];
+#define N_OPERATORS 6
+extern const struct enum_name cfg_operators[N_OPERATORS];
+#define N_ON_MISSINGS 3
+extern const struct enum_name cfg_on_missings[N_ON_MISSINGS];
 
 /* Reads a group's profiles (and forms its default profile) and its
  * behavior; the group's signals are read already (config-profile.c). */

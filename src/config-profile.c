@@ -53,18 +53,11 @@ static const char *const behavior_keys[] = { "scale_in", "scale_out", "initializ
 static const char *const direction_keys[] = { "stabilization", "select", "policies" };
 static const char *const policy_keys[] = { "type", "value", "period" };
 
-static const struct enum_name operators[] = {
-	{ ">", OP_GT }, { ">=", OP_GE }, { "<", OP_LT }, { "<=", OP_LE }, { "==", OP_EQ }, { "!=", OP_NE },
-};
-static const struct enum_name directions[] = { { "out", DIR_OUT }, { "in", DIR_IN } };
 static const struct enum_name changes[] = {
 	{ "count", CHANGE_COUNT }, { "percent", CHANGE_PERCENT }, { "exact", CHANGE_EXACT },
 };
 static const struct enum_name selects[] = { { "max", SELECT_MAX }, { "min", SELECT_MIN }, { "disabled", SELECT_DISABLED } };
 static const struct enum_name policy_types[] = { { "instances", POLICY_INSTANCES }, { "percent", POLICY_PERCENT } };
-static const struct enum_name on_missings[] = {
-	{ "hold", ON_MISSING_HOLD }, { "default", ON_MISSING_DEFAULT }, { "max", ON_MISSING_MAX },
-};
 static const char *const day_names[] = { "mon", "tue", "wed", "thu", "fri", "sat", "sun" };
 static const char *const day_full_names[] = { "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday" };
 
@@ -273,6 +266,8 @@ static void check_rule_value(struct config_ctx *x, const config_setting_t *m, co
 static void read_rule(struct config_ctx *x, const config_setting_t *s, const struct group_conf *g,
 		      struct rule_conf *r)
 {
+	/* A rule names a direction, never "none"; the words are the table's. */
+	const struct enum_name directions[] = { { direction_name(DIR_OUT), DIR_OUT }, { direction_name(DIR_IN), DIR_IN } };
 	int v, rop, rdir, rchange, rvalue;
 
 	r->file = cfg_file_name(x, s);
@@ -291,7 +286,7 @@ static void read_rule(struct config_ctx *x, const config_setting_t *s, const str
 	cfg_get_duration(x, s, "window", 0, CONFIG_MAX_STABILIZATION_MS, &r->window_ms);
 	if (cfg_get_enum(x, s, "statistic", cfg_aggregations, N_AGGREGATIONS, &v) > 0)
 		r->statistic = (enum aggregation)v;
-	if ((rop = cfg_get_enum(x, s, "operator", operators, N_ELEMS(operators), &v)) == 0)
+	if ((rop = cfg_get_enum(x, s, "operator", cfg_operators, N_OPERATORS, &v)) == 0)
 		cfg_need(x, s, "operator");
 	else if (rop > 0)
 		r->op = (enum rule_operator)v;
@@ -573,6 +568,6 @@ void cfg_read_behavior(struct config_ctx *x, const config_setting_t *s, struct g
 	read_direction(x, m, "scale_out", &b->scale_out);
 	read_direction(x, m, "scale_in", &b->scale_in);
 	cfg_get_duration(x, m, "initialization_period", 0, 3600 * MS_PER_SEC, &b->initialization_ms);
-	if (cfg_get_enum(x, m, "on_missing", on_missings, N_ELEMS(on_missings), &v) > 0)
+	if (cfg_get_enum(x, m, "on_missing", cfg_on_missings, N_ON_MISSINGS, &v) > 0)
 		b->on_missing = (enum on_missing)v;
 }

@@ -51,15 +51,6 @@ static const char *const signal_keys[] = {
 	"poll_interval", "timeout",
 };
 
-static const struct enum_name signal_types[] = {
-	{ "utilization", SIGNAL_UTILIZATION },
-	{ "average", SIGNAL_AVERAGE },
-};
-
-const struct enum_name cfg_aggregations[N_AGGREGATIONS] = {
-	{ "avg", AGG_AVG }, { "min", AGG_MIN }, { "max", AGG_MAX }, { "last", AGG_LAST }, { "p95", AGG_P95 },
-};
-
 /* ------------------------------------------------------------------ agent */
 
 static int check_absolute(struct config_ctx *x, const config_setting_t *s, const char *key, const char *v)
@@ -191,7 +182,7 @@ static void read_signal(struct config_ctx *x, const config_setting_t *s, const s
 				     N_ELEMS(known_sources));
 	}
 	cfg_get_options(x, s, "source_options", &sig->source_options);
-	if (cfg_get_enum(x, s, "type", signal_types, N_ELEMS(signal_types), &v) == 0)
+	if (cfg_get_enum(x, s, "type", cfg_signal_types, N_SIGNAL_TYPES, &v) == 0)
 		cfg_need(x, s, "type");
 	else
 		sig->type = (enum signal_type)v;

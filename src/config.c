@@ -366,40 +366,7 @@ struct wildcard {
  * once instead of blocking the daemon or `-n`. */
 static int read_text(const char *path, char **ret, struct stat *st)
 {
-	char *buf;
-	size_t n = 0;
-	int fd = file_open_regular(path, 0, st), r = 0;
-
-	if (fd < 0)
-		return fd;
-	if (st->st_size > CONFIG_MAX_FILE_SIZE) {
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc((size_t)st->st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (n < (size_t)st->st_size) {
-		ssize_t k = read(fd, buf + n, (size_t)st->st_size - n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			r = -errno;
-		if (k <= 0)
-			break;
-		n += (size_t)k;
-	}
-	close(fd);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	buf[n] = '\0';
-	*ret = buf;
-	return 0;
+	return file_read_all(path, 0, CONFIG_MAX_FILE_SIZE, ret, NULL, st);
 }
 
 /* Calls FN for each `@include "NAME"` line of TEXT that libconfig would

@@ -275,6 +275,10 @@ void config_errors_clear(struct config_errors *e);
 const struct group_conf *config_find_group(const struct config *c, const char *name);
 int group_find_signal(const struct group_conf *g, const char *name);
 const struct profile_conf *group_default_profile(const struct group_conf *g);
+/* The longest window signal `sig` of g is read over: its own, or a rule's
+ * over it in any profile. What a signal's sample window must hold; the
+ * daemon and simulate size it alike. */
+int64_t group_longest_window(const struct group_conf *g, size_t sig);
 
 /* Whether two loads of a configuration say the same thing: every value is
  * compared, where it was written (FILE:LINE) is not. A reload keeps the
@@ -304,6 +308,20 @@ const char *config_near_miss(const char *word, const char *const *known, size_t 
 
 const char *aggregation_name(enum aggregation a);
 const char *signal_type_name(enum signal_type t);
+const char *rule_operator_name(enum rule_operator op); /* ">", ">=", ... */
+const char *on_missing_name(enum on_missing m);
+
+/* A scale direction's names, all from its one table (config-model.c): the
+ * word of the configuration, the state file and a record's "direction"
+ * ("out", "in", "none"); the action of the decision records, the journal's
+ * ACTION= and the metrics ("scale_out", "scale_in", "none"); and the noun of
+ * messages ("scale-out", "scale-in", "no change"). "?" for a value that is
+ * not a direction. */
 const char *direction_name(enum scale_direction d);
+const char *direction_action(enum scale_direction d);
+const char *direction_noun(enum scale_direction d);
+/* The direction named `s` ("out" or "in"; "none" too when none_ok).
+ * Returns 0, or -EINVAL (also for NULL) with *ret untouched. */
+int direction_from_name(const char *s, bool none_ok, enum scale_direction *ret);
 
 #endif

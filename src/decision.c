@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "iso8601.h"
 #include "log.h"
 
 const char *decision_hold_name(enum hold_reason h)
@@ -35,25 +36,6 @@ const char *decision_hold_name(enum hold_reason h)
 		return "safe_start";
 	}
 	return "unknown";
-}
-
-const char *decision_action_name(enum scale_direction d)
-{
-	return d == DIR_OUT ? "scale_out" : d == DIR_IN ? "scale_in" : "none";
-}
-
-static const char *on_missing_name(enum on_missing m)
-{
-	return m == ON_MISSING_DEFAULT ? "default" : m == ON_MISSING_MAX ? "max" : "hold";
-}
-
-static const char *op_symbol(enum rule_operator op)
-{
-	static const char *const sym[] = {
-		[OP_GT] = ">", [OP_GE] = ">=", [OP_LT] = "<", [OP_LE] = "<=", [OP_EQ] = "==", [OP_NE] = "!=",
-	};
-
-	return (unsigned)op < sizeof(sym) / sizeof(sym[0]) ? sym[op] : "?";
 }
 
 /* A bounded string builder: appends stop at the end of the buffer, but the
@@ -132,7 +114,7 @@ static void sentence_rules(struct sbuf *sb, const struct decision *d, const stru
 		if (rd->fired) {
 			sb_sep(sb);
 			sb_printf(sb, "rule %zu (%s %g %s %g) fired -> %d", i + 1, r->signal, rd->value,
-				  op_symbol(r->op), r->threshold, rd->proposal);
+				  rule_operator_name(r->op), r->threshold, rd->proposal);
 		} else if (rd->in_cooldown) {
 			sb_sep(sb);
 			sb_printf(sb, "rule %zu (%s) in cooldown", i + 1, r->signal);
@@ -187,8 +169,8 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 	}
 	if (d->stabilized != d->clamped) {
 		sb_sep(&sb);
-		sb_printf(&sb, "held at %d by the scale-%s stabilization window (%" PRId64 " s)", d->stabilized,
-			  d->stabilized > d->clamped ? "in" : "out",
+		sb_printf(&sb, "held at %d by the %s stabilization window (%" PRId64 " s)", d->stabilized,
+			  direction_noun(d->stabilized > d->clamped ? DIR_IN : DIR_OUT),
 			  (d->stabilized > d->clamped ? g->behavior.scale_in.stabilization_ms
 						      : g->behavior.scale_out.stabilization_ms) /
 				  MS_PER_SEC);
@@ -203,7 +185,7 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 	}
 	if (d->hold == HOLD_IN_FLIGHT) {
 		sb_sep(&sb);
-		sb_printf(&sb, "a scale-%s is in flight: hold %d", d->flap_guarded > d->current ? "out" : "in",
+		sb_printf(&sb, "a %s is in flight: hold %d", direction_noun(d->flap_guarded > d->current ? DIR_OUT : DIR_IN),
 			  d->current);
 	} else if (d->hold == HOLD_SAFE_START) {
 		sb_sep(&sb);
@@ -220,19 +202,8 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 
 static void format_time(int64_t ms, char *buf, size_t len)
 {
-	time_t secs = (time_t)(ms / MS_PER_SEC - (ms % MS_PER_SEC < 0));
-	int frac = (int)(ms - (int64_t)secs * MS_PER_SEC);
-	struct tm tm;
-	char base[32];
-
-	if (!gmtime_r(&secs, &tm) || strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+	if (iso8601_format(ms, ISO8601_MILLIS_IF_ANY, buf, len) < 0)
 		snprintf(buf, len, "%" PRId64, ms);
-		return;
-	}
-	if (frac)
-		snprintf(buf, len, "%s.%03dZ", base, frac);
-	else
-		snprintf(buf, len, "%sZ", base);
 }
 
 /* Adds a number, or null when it is not known. */
@@ -287,7 +258,7 @@ static bool add_rules(cJSON *root, const struct decision *d, const struct group_
 			return cJSON_Delete(o), false;
 		if (!cJSON_AddNumberToObject(o, "index", (double)i) ||
 		    !cJSON_AddStringToObject(o, "signal", r->signal) ||
-		    !cJSON_AddStringToObject(o, "direction", r->direction == DIR_OUT ? "out" : "in") ||
+		    !cJSON_AddStringToObject(o, "direction", direction_name(r->direction)) ||
 		    !cJSON_AddBoolToObject(o, "fired", rd->fired) ||
 		    !cJSON_AddBoolToObject(o, "in_cooldown", rd->in_cooldown) ||
 		    !add_number_or_null(o, "value", rd->evaluated, rd->value) ||
@@ -320,7 +291,7 @@ cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 	    !cJSON_AddNumberToObject(root, "flap_guarded", d->flap_guarded) ||
 	    !cJSON_AddNumberToObject(root, "final", d->desired) ||
 	    !cJSON_AddNumberToObject(root, "desired", d->desired) ||
-	    !cJSON_AddStringToObject(root, "action", decision_action_name(d->action)) ||
+	    !cJSON_AddStringToObject(root, "action", direction_action(d->action)) ||
 	    !cJSON_AddStringToObject(root, "hold", decision_hold_name(d->hold)) ||
 	    !(d->driver_signal >= 0 && (size_t)d->driver_signal < g->n_signals
 		      ? cJSON_AddStringToObject(root, "driver_signal", g->signals[d->driver_signal].name)
@@ -338,7 +309,7 @@ size_t decision_journal_fields(const struct decision *d, struct decision_field_b
 {
 	snprintf(buf->desired, sizeof(buf->desired), "%d", d->desired);
 	snprintf(buf->current, sizeof(buf->current), "%d", d->current);
-	f[0] = (struct log_field){"ACTION", decision_action_name(d->action)};
+	f[0] = (struct log_field){"ACTION", direction_action(d->action)};
 	f[1] = (struct log_field){"HOLD", decision_hold_name(d->hold)};
 	f[2] = (struct log_field){"PROFILE", d->profile};
 	f[3] = (struct log_field){"DESIRED", buf->desired};

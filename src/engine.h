@@ -155,8 +155,6 @@ struct decision {
 /* The hold reason's name in records and metrics ("stabilization"), or
  * "unknown". */
 const char *decision_hold_name(enum hold_reason h);
-/* The action's name in records ("scale_out", "scale_in", "none"). */
-const char *decision_action_name(enum scale_direction d);
 
 /* Initialises a clean state (no history). */
 void engine_state_init(struct engine_state *s);

@@ -34,6 +34,18 @@
  * that the caller can name the mode). */
 int file_open_regular(const char *path, unsigned flags, struct stat *ret_st);
 
+/* Reads the regular file PATH whole, opened as file_open_regular() does
+ * (with its flags), into a malloc'ed buffer with a NUL after the content.
+ * At most `max` bytes: a larger file is -EFBIG, whatever its size said when
+ * it was opened (it may grow while it is read). With FILE_PRIVATE the
+ * buffer holds a secret: every copy that is given up is wiped first.
+ *
+ * Returns 0 with *ret (the caller frees it; wipes a secret first) and, when
+ * not NULL, *ret_len; or -EFBIG, -ENOMEM or the errors of
+ * file_open_regular(), with nothing allocated. *ret_st is filled as by
+ * file_open_regular(). */
+int file_read_all(const char *path, unsigned flags, size_t max, char **ret, size_t *ret_len, struct stat *ret_st);
+
 /* The words for an error of file_open_regular(): "not a regular file" for
  * -EINVAL, strerror() otherwise. */
 const char *file_strerror(int r);

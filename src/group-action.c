@@ -35,21 +35,21 @@ enum scale_direction group_reconcile_in_flight(struct group_rt *g, int64_t t)
 	case RECONCILE_DONE:
 		engine_record_action(&g->st.engine, a.started_ms, a.from, a.to);
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL,
-			  "the scale-%s from %d to %d in flight before the restart is complete", a.direction == DIR_OUT ? "out" : "in",
+			  "the %s from %d to %d in flight before the restart is complete", direction_noun(a.direction),
 			  a.from, a.to);
 		break;
 	case RECONCILE_STOPPED:
 		if (g->current != a.from)
 			engine_record_action(&g->st.engine, a.started_ms, a.from, g->current);
 		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
-			  "the scale-%s from %d to %d in flight before the restart stopped at %d",
-			  a.direction == DIR_OUT ? "out" : "in", a.from, a.to, g->current);
+			  "the %s from %d to %d in flight before the restart stopped at %d",
+			  direction_noun(a.direction), a.from, a.to, g->current);
 		break;
 	case RECONCILE_EXPIRED:
 		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
-			  "the scale-%s from %d to %d in flight before the restart did not finish in %" PRId64
+			  "the %s from %d to %d in flight before the restart did not finish in %" PRId64
 			  " s; deciding again from what is observed (%d)",
-			  a.direction == DIR_OUT ? "out" : "in", a.from, a.to, STATE_IN_FLIGHT_DEADLINE_MS / MS_PER_SEC,
+			  direction_noun(a.direction), a.from, a.to, STATE_IN_FLIGHT_DEADLINE_MS / MS_PER_SEC,
 			  g->current);
 		break;
 	}
@@ -148,8 +148,7 @@ bool group_start_drain(struct group_rt *g, int count, const char *record)
 	free(v);
 	free(ids);
 	if (r < 0) {
-		log_group(LOG_ERR, g->gc->name, NULL, NULL, "scale-in held: cannot start the pre-scale-in hook: %s",
-			  strerror(-r));
+		log_group_errno(LOG_ERR, g->gc->name, r, "scale-in held: cannot start the pre-scale-in hook");
 		g->st.in_flight.direction = DIR_NONE;
 		group_save(g);
 	}
@@ -158,15 +157,14 @@ bool group_start_drain(struct group_rt *g, int count, const char *record)
 
 void group_note_result(struct group_rt *g, const struct job *j, int64_t t)
 {
-	static const char *const ops[] = {"observe", "scale_out", "scale_in", "open"};
 	struct group_error *e = &g->last_error;
 
 	if (j->r >= 0) {
-		if (e->time_ms && strcmp(e->operation, ops[j->kind]) == 0)
+		if (e->time_ms && e->kind == j->kind)
 			*e = (struct group_error){0};
 		return;
 	}
-	*e = (struct group_error){.time_ms = t, .operation = ops[j->kind], .err = j->r};
+	*e = (struct group_error){.time_ms = t, .kind = j->kind, .err = j->r};
 	snprintf(e->message, sizeof(e->message), "%s", j->driver_msg);
 }
 
@@ -180,7 +178,7 @@ cJSON *group_rt_last_error_json(const struct group_rt *g)
 	o = cJSON_CreateObject();
 	if (!o)
 		return NULL;
-	if (!admin_add_time(o, "time", e->time_ms) || !cJSON_AddStringToObject(o, "operation", e->operation) ||
+	if (!admin_add_time(o, "time", e->time_ms) || !cJSON_AddStringToObject(o, "operation", job_kind_operation(e->kind)) ||
 	    !cJSON_AddStringToObject(o, "error", strerror(-e->err)) ||
 	    !(e->message[0] ? cJSON_AddStringToObject(o, "message", e->message) : cJSON_AddNullToObject(o, "message"))) {
 		cJSON_Delete(o);
@@ -192,7 +190,7 @@ cJSON *group_rt_last_error_json(const struct group_rt *g)
 void group_scale_done(struct group_rt *g, struct job *j, int64_t t)
 {
 	int to = j->kind == JOB_SCALE_OUT ? j->count : j->from - j->count;
-	const char *action = decision_action_name(j->kind == JOB_SCALE_OUT ? DIR_OUT : DIR_IN);
+	const char *action = direction_action(j->kind == JOB_SCALE_OUT ? DIR_OUT : DIR_IN);
 	char from_s[16], to_s[16];
 	struct log_field fields[] = {{"ACTION", action}, {"CURRENT", from_s}, {"DESIRED", to_s}};
 
@@ -200,8 +198,8 @@ void group_scale_done(struct group_rt *g, struct job *j, int64_t t)
 	snprintf(to_s, sizeof(to_s), "%d", to);
 	g->st.in_flight.direction = DIR_NONE;
 	if (j->r < 0) {
-		log_fields(LOG_ERR, g->gc->name, LOG_ID_ACTION_FAILED, fields, 3, "%s from %d to %d failed: %s",
-			   j->kind == JOB_SCALE_OUT ? "scale-out" : "scale-in", j->from, to, strerror(-j->r));
+		log_fields_errno(LOG_ERR, g->gc->name, LOG_ID_ACTION_FAILED, fields, 3, j->r, "%s from %d to %d failed",
+				 direction_noun(j->kind == JOB_SCALE_OUT ? DIR_OUT : DIR_IN), j->from, to);
 		metrics_record_error(g->ctx->metrics, g->gc->name,
 				     j->kind == JOB_SCALE_OUT ? "set_capacity" : "remove_instances");
 		/* Whatever part of it happened shows in the next observation;

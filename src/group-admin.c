@@ -16,11 +16,6 @@
 #include "group-private.h" /* the members as last observed */
 #include "log.h"
 
-static const char *dir_word(enum scale_direction d)
-{
-	return d == DIR_OUT ? "out" : d == DIR_IN ? "in" : NULL;
-}
-
 static void add_str_or_null(cJSON *o, const char *key, const char *v)
 {
 	if (v)
@@ -67,7 +62,8 @@ cJSON *group_admin_summary(const struct group_rt *g)
 	else
 		cJSON_AddNullToObject(o, "pinned");
 	cJSON_AddBoolToObject(o, "dry_run", group_rt_dry_run(g));
-	add_str_or_null(o, "in_flight", dir_word(st->in_flight.direction));
+	add_str_or_null(o, "in_flight",
+			st->in_flight.direction != DIR_NONE ? direction_name(st->in_flight.direction) : NULL);
 	rec = last_record(g);
 	add_str_or_null(o, "action", cJSON_GetStringValue(cJSON_GetObjectItem(rec, "action")));
 	add_str_or_null(o, "explanation", cJSON_GetStringValue(cJSON_GetObjectItem(rec, "explanation")));
@@ -141,7 +137,7 @@ cJSON *group_admin_show(const struct group_rt *g)
 	if (st->in_flight.direction != DIR_NONE) {
 		x = cJSON_AddObjectToObject(o, "in_flight");
 		if (x) {
-			cJSON_AddStringToObject(x, "direction", dir_word(st->in_flight.direction));
+			cJSON_AddStringToObject(x, "direction", direction_name(st->in_flight.direction));
 			cJSON_AddNumberToObject(x, "from", st->in_flight.from);
 			cJSON_AddNumberToObject(x, "to", st->in_flight.to);
 			admin_add_time(x, "started", clock_mono_to_wall(now, st->in_flight.started_ms));

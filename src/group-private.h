@@ -27,6 +27,13 @@ enum job_kind {
 	JOB_OPEN,                /* opens the group's driver with its options */
 };
 
+/* A job kind's names, from its one table (job.c): the operation of the
+ * records and metrics ("observe", "scale_out", "scale_in", "open") and the
+ * noun of messages ("observation", "scale-out", "scale-in", "driver open").
+ * The scale kinds' names are their directions'. */
+const char *job_kind_operation(enum job_kind k);
+const char *job_kind_noun(enum job_kind k);
+
 struct cpu_sample {
 	char *id;
 	double percent;
@@ -69,7 +76,7 @@ struct job {
 /* The newest failed driver operation, until one of the same kind succeeds. */
 struct group_error {
 	int64_t time_ms;         /* wall clock, shown; 0: none */
-	const char *operation;   /* "observe", "scale_out", "scale_in" or "open" */
+	enum job_kind kind;      /* the operation that failed */
 	int err;                 /* the negative errno the driver returned */
 	char message[512];       /* the driver's own words, "" if it logged none */
 };

@@ -134,19 +134,6 @@ static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)
 	return 0;
 }
 
-/* The longest window any rule of any profile reads this signal over. */
-static int64_t longest_window(const struct group_conf *gc, size_t sig)
-{
-	int64_t w = gc->signals[sig].window_ms;
-
-	for (size_t p = 0; p < gc->n_profiles; p++)
-		for (size_t r = 0; r < gc->profiles[p].n_rules; r++)
-			if (gc->profiles[p].rules[r].signal_index == (int)sig &&
-			    gc->profiles[p].rules[r].window_ms > w)
-				w = gc->profiles[p].rules[r].window_ms;
-	return w;
-}
-
 /* Mean CPU of the ready members from a driver's read_cpu results. The
  * initialization period leaves new members out, as the engine does. */
 static void feed_driver_cpu(struct group_rt *g, const struct job *j, struct clock_now t)
@@ -272,8 +259,7 @@ void group_save(struct group_rt *g)
 	r = state_save(dir, g->gc->name, &g->st, clock_now());
 	if (r < 0) {
 		if (!g->save_failed)
-			log_group(LOG_ERR, g->gc->name, NULL, NULL, "state: cannot write the state file in '%s': %s",
-				  dir, strerror(-r));
+			log_group_errno(LOG_ERR, g->gc->name, r, "state: cannot write the state file in '%s'", dir);
 		g->save_failed = true;
 		metrics_record_error(g->ctx->metrics, g->gc->name, "state");
 		return;
@@ -317,11 +303,7 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 		size_t n = strlen(sentence);
 
 		snprintf(sentence + n, sizeof(sentence) - n, "; last %s failed: %s",
-			 strcmp(e->operation, "observe") == 0     ? "observation"
-			 : strcmp(e->operation, "scale_out") == 0 ? "scale-out"
-			 : strcmp(e->operation, "open") == 0      ? "driver open"
-								  : "scale-in",
-			 e->message[0] ? e->message : strerror(-e->err));
+			 job_kind_noun(e->kind), e->message[0] ? e->message : strerror(-e->err));
 	}
 	/* The journal gets INFO when what is done changes (an action, or
 	 * another hold reason: the engine's, an operator's pause or pin, a
@@ -366,14 +348,14 @@ static void group_evaluate(struct group_rt *g)
 		.in_flight = DIR_NONE,
 	};
 	struct decision d;
-	struct timespec m0, m1;
+	int64_t m0, m1;
 	struct clock_now t = clock_now();
 	bool dry = group_rt_dry_run(g);
 	bool paused, pinned;
 	char *json;
 	int r;
 
-	clock_gettime(CLOCK_MONOTONIC, &m0);
+	m0 = clock_mono_ns();
 	if (state_expire(&g->st, t.wall_ms))
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired", !g->st.pin.active && g->saved.pin.active
 											 ? "the pin" : "the pause");
@@ -391,7 +373,7 @@ static void group_evaluate(struct group_rt *g)
 	}
 	r = engine_evaluate(g->gc, t, &obs, in, &g->st.engine, &g->st.engine, &d);
 	if (r < 0) {
-		log_group(LOG_ERR, g->gc->name, NULL, NULL, "evaluation failed: %s", strerror(-r));
+		log_group_errno(LOG_ERR, g->gc->name, r, "evaluation failed");
 		metrics_record_error(g->ctx->metrics, g->gc->name, "evaluation");
 		return;
 	}
@@ -415,7 +397,7 @@ static void group_evaluate(struct group_rt *g)
 	json = log_decision(g, &d, dry);
 	g->last = d;
 	g->have_last = true;
-	clock_gettime(CLOCK_MONOTONIC, &m1);
+	m1 = clock_mono_ns();
 	paused = g->st.pause.active;
 	pinned = g->st.pin.active;
 	metrics_record_decision(g->ctx->metrics, g->gc, &d,
@@ -423,8 +405,7 @@ static void group_evaluate(struct group_rt *g)
 					.paused = paused,
 					.pinned = pinned,
 					.in_flight = obs.in_flight != DIR_NONE,
-					.evaluation_seconds = (double)(m1.tv_sec - m0.tv_sec) +
-							      (double)(m1.tv_nsec - m0.tv_nsec) / 1e9,
+					.evaluation_seconds = (double)(m1 - m0) / 1e9,
 				});
 	if (d.action == DIR_NONE || dry || g->job || g->drain) {
 		admin_ring_push(&g->ring, json);
@@ -486,11 +467,9 @@ static void close_retired(struct group_rt *g)
  * is open. */
 static void inherited_job_done(struct group_rt *g, struct job *j, struct clock_now t)
 {
-	static const char *const what[] = {"observation", "scale-out", "scale-in", "open"};
-
 	log_group(LOG_INFO, g->gc->name, NULL, NULL,
 		  "the %s started before the reload has ended; going on with the driver options of the new configuration",
-		  what[j->kind]);
+		  job_kind_noun(j->kind));
 	close_retired(g);
 	g->retired_drv = j->drv;
 	g->retired = j->handle;
@@ -549,8 +528,7 @@ void group_job_done(struct job *j)
 	case JOB_OPEN:
 		close_retired(g);
 		if (j->r < 0) {
-			log_group(LOG_ERR, g->gc->name, NULL, NULL, "driver '%s' failed to open: %s; retrying",
-				  g->gc->driver, strerror(-j->r));
+			log_group_errno(LOG_ERR, g->gc->name, j->r, "driver '%s' failed to open, retrying", g->gc->driver);
 			metrics_record_error(g->ctx->metrics, g->gc->name, "open");
 			break;
 		}
@@ -635,7 +613,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		s->sc = sc;
 		s->g = g;
 		s->n_sampled = -1;
-		r = window_init(&s->win, window_capacity_for(longest_window(gc, i), sc->poll_interval_ms));
+		r = window_init(&s->win, window_capacity_for(group_longest_window(gc, i), sc->poll_interval_ms));
 		if (r < 0)
 			goto fail;
 		if (strcmp(sc->source, DRIVER_CPU_SOURCE) == 0) {
@@ -682,8 +660,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		if (AUTOSCALED_DRIVER_HAS_OP(g->drv, check)) {
 			r = g->drv->check(g->host, g->drv_opts.v, g->drv_opts.n);
 			if (r < 0) {
-				log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' refused its options: %s",
-					  gc->driver, strerror(-r));
+				log_group_errno(LOG_ERR, gc->name, r, "driver '%s' refused its options", gc->driver);
 				goto fail;
 			}
 		}
@@ -692,7 +669,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	}
 	r = g->drv->open(g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
 	if (r < 0) {
-		log_group(LOG_ERR, gc->name, NULL, NULL, "driver '%s' failed to open: %s", gc->driver, strerror(-r));
+		log_group_errno(LOG_ERR, gc->name, r, "driver '%s' failed to open", gc->driver);
 		goto fail;
 	}
 	*ret = g;

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "clock.h"
 #include "http.h"
 #include "log.h"
 
@@ -43,14 +44,6 @@ struct http_call {
 	int64_t start_ms, timeout_ms;
 	char errbuf[CURL_ERROR_SIZE];
 };
-
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void call_free(struct http_call *c)
 {
@@ -162,7 +155,7 @@ static void finish(struct http_call *c, CURLcode rc)
 	char why[CURL_ERROR_SIZE + 64];
 	curl_off_t ra = 0;
 
-	r.elapsed_ms = monotonic_ms() - c->start_ms;
+	r.elapsed_ms = clock_mono_ms() - c->start_ms;
 	if (rc == CURLE_OK) {
 		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &r.code);
 		if (curl_easy_getinfo(c->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
@@ -434,7 +427,7 @@ int http_start(struct http *h, const struct http_request *req, http_done_fn done
 	c->userdata = userdata;
 	c->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : HTTP_DEFAULT_TIMEOUT_MS;
 	c->max_body = req->max_body ? req->max_body : HTTP_DEFAULT_MAX_BODY;
-	c->start_ms = monotonic_ms();
+	c->start_ms = clock_mono_ms();
 	c->easy = curl_easy_init();
 	if (!c->easy) {
 		call_free(c);

@@ -354,7 +354,7 @@ int httpd_new(sd_event *event, int listen_fd, const char *name, size_t max_body,
 	*ret = h;
 	return 0;
 fail:
-	log_errx("%s: cannot attach the HTTP server to the event loop: %s", name, strerror(-r));
+	log_err_errno(r, "%s: cannot attach the HTTP server to the event loop", name);
 	httpd_free(h);
 	return r;
 }
@@ -394,7 +394,7 @@ int httpd_listen_unix(const char *path, unsigned mode, const char *group)
 		return -errno;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		r = -errno;
-		log_errx("admin: cannot bind '%s': %s", path, strerror(-r));
+		log_err_errno(r, "admin: cannot bind '%s'", path);
 		close(fd);
 		return r;
 	}
@@ -415,13 +415,13 @@ int httpd_listen_unix(const char *path, unsigned mode, const char *group)
 					 "group and may not change owners (under systemd: SupplementaryGroups=%s)",
 					 path, group, group);
 			else
-				log_errx("admin: cannot give '%s' to group '%s': %s", path, group, strerror(-r));
+				log_err_errno(r, "admin: cannot give '%s' to group '%s'", path, group);
 			goto fail;
 		}
 	}
 	if (chmod(path, mode) < 0 || listen(fd, 16) < 0) {
 		r = -errno;
-		log_errx("admin: cannot set up '%s': %s", path, strerror(-r));
+		log_err_errno(r, "admin: cannot set up '%s'", path);
 		goto fail;
 	}
 	return fd;
@@ -470,7 +470,7 @@ int httpd_listen_tcp(const char *address)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 16) < 0) {
 		r = -errno;
-		log_errx("metrics: cannot listen on '%s': %s", address, strerror(-r));
+		log_err_errno(r, "metrics: cannot listen on '%s'", address);
 		close(fd);
 		freeaddrinfo(ai);
 		return r;

@@ -176,6 +176,28 @@ static void *job_thread(void *arg)
 	return NULL;
 }
 
+const char *job_kind_operation(enum job_kind k)
+{
+	switch (k) {
+	case JOB_OBSERVE: return "observe";
+	case JOB_SCALE_OUT: return direction_action(DIR_OUT);
+	case JOB_SCALE_IN: return direction_action(DIR_IN);
+	case JOB_OPEN: return "open";
+	}
+	return "?";
+}
+
+const char *job_kind_noun(enum job_kind k)
+{
+	switch (k) {
+	case JOB_OBSERVE: return "observation";
+	case JOB_SCALE_OUT: return direction_noun(DIR_OUT);
+	case JOB_SCALE_IN: return direction_noun(DIR_IN);
+	case JOB_OPEN: return "driver open";
+	}
+	return "?";
+}
+
 int job_start(struct group_rt *g, struct job *j)
 {
 	pthread_attr_t attr;
@@ -192,8 +214,7 @@ int job_start(struct group_rt *g, struct job *j)
 	r = -pthread_create(&t, &attr, job_thread, j);
 	pthread_attr_destroy(&attr);
 	if (r < 0) {
-		log_group(LOG_ERR, g->gc->name, NULL, NULL, "cannot start a driver call: %s", strerror(-r));
-		return r;
+		return log_group_errno(LOG_ERR, g->gc->name, r, "cannot start a driver call");
 	}
 	g->job = j;
 	return 0;

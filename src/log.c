@@ -192,15 +192,60 @@ DEFINE_LOG(log_notice, LOG_NOTICE)
 DEFINE_LOG(log_warnx, LOG_WARNING)
 DEFINE_LOG(log_errx, LOG_ERR)
 
+/* ": <text of errno e>" in BUF. strerror_r() rather than strerror(): the
+ * drivers and the cloud sources log from their worker threads. */
+static const char *errno_suffix(int e, char *buf, size_t len)
+{
+	char text[128];
+
+	snprintf(buf, len, ": %s", strerror_r(e < 0 ? -e : e, text, sizeof(text)));
+	return buf;
+}
+
 void log_warn(const char *fmt, ...)
 {
-	char suffix[256];
+	char suffix[160];
 	va_list ap;
 
-	snprintf(suffix, sizeof(suffix), ": %s", strerror(errno));
+	errno_suffix(errno, suffix, sizeof(suffix));
 	va_start(ap, fmt);
 	vlog(LOG_WARNING, NULL, NULL, NULL, 0, suffix, fmt, ap);
 	va_end(ap);
+}
+
+static int vlog_errno(int prio, const char *group, const char *message_id, const struct log_field *fields,
+		      size_t n_fields, int r, const char *fmt, va_list ap)
+{
+	char suffix[160];
+
+	vlog(prio, group, message_id, fields, n_fields, errno_suffix(r, suffix, sizeof(suffix)), fmt, ap);
+	return r > 0 ? -r : r;
+}
+
+#define DEFINE_LOG_ERRNO(fn, prio)                                     \
+	int fn(int r, const char *fmt, ...)                            \
+	{                                                              \
+		va_list ap;                                            \
+		va_start(ap, fmt);                                     \
+		r = vlog_errno(prio, NULL, NULL, NULL, 0, r, fmt, ap); \
+		va_end(ap);                                            \
+		return r;                                              \
+	}
+
+DEFINE_LOG_ERRNO(log_debug_errno, LOG_DEBUG)
+DEFINE_LOG_ERRNO(log_info_errno, LOG_INFO)
+DEFINE_LOG_ERRNO(log_notice_errno, LOG_NOTICE)
+DEFINE_LOG_ERRNO(log_warn_errno, LOG_WARNING)
+DEFINE_LOG_ERRNO(log_err_errno, LOG_ERR)
+
+int log_group_errno(int priority, const char *group, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	r = vlog_errno(priority, group, NULL, NULL, 0, r, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 void fatalx(const char *fmt, ...)
@@ -232,4 +277,15 @@ void log_fields(int priority, const char *group, const char *message_id, const s
 	va_start(ap, fmt);
 	vlog(priority, group, message_id, fields, n_fields, NULL, fmt, ap);
 	va_end(ap);
+}
+
+int log_fields_errno(int priority, const char *group, const char *message_id, const struct log_field *fields,
+		     size_t n_fields, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	r = vlog_errno(priority, group, message_id, fields, n_fields, r, fmt, ap);
+	va_end(ap);
+	return r;
 }

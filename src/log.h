@@ -2,13 +2,20 @@
  *
  * Under systemd (stderr connected to the journal, or JOURNAL_STREAM set) the
  * messages go to the journal with structured fields; in the foreground they
- * go to stderr as plain lines. log_warn() appends strerror(errno) (or of the
- * given negative errno in the _e variants); log_warnx() does not. fatalx()
- * never returns.
+ * go to stderr as plain lines. log_warn() appends strerror(errno);
+ * log_warnx() does not. fatalx() never returns.
+ *
+ * The *_errno() functions take a negative errno, append ": <its text>" to
+ * the message and return the errno, so that an error path logs once and
+ * returns in one statement (as systemd's log_error_errno() does):
+ *   return log_err_errno(r, "state: cannot write '%s'", path);
+ * The logger formats the errno itself, safely from any thread; callers never
+ * call strerror().
  *
  * A message names its component first and quotes user values:
  *   log_warnx("gce-mig: resize of '%s' failed: %s", name, why);
- * log_group_*() add the GROUP= field (and a prefix on stderr). */
+ * log_group() and log_group_errno() add the GROUP= field (and a prefix on
+ * stderr). */
 #ifndef AUTOSCALED_LOG_H
 #define AUTOSCALED_LOG_H
 
@@ -33,11 +40,24 @@ void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Log with ": <strerror(-r)>" appended and return r. r is a negative errno;
+ * a positive one is taken as its negation, so the result is negative unless
+ * r is 0. */
+int log_debug_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int log_info_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int log_notice_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int log_warn_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int log_err_errno(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 __attribute__((noreturn)) void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* With GROUP= (and an optional extra FIELD=value pair, e.g. "DECISION", json). */
 void log_group(int priority, const char *group, const char *field, const char *value, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+
+/* log_group() without the extra field, with ": <strerror(-r)>" appended;
+ * returns r as the other *_errno() functions do. */
+int log_group_errno(int priority, const char *group, int r, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* One extra journal field: NAME (upper case, as the journal wants) and
  * its value. */
@@ -67,5 +87,10 @@ void log_record_free(struct log_record *r);
  * LOG_MAX_FIELDS extra fields; GROUP may be NULL. */
 void log_fields(int priority, const char *group, const char *message_id, const struct log_field *fields,
 		size_t n_fields, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* log_fields() with ": <strerror(-r)>" appended; returns r as the other
+ * *_errno() functions do. */
+int log_fields_errno(int priority, const char *group, const char *message_id, const struct log_field *fields,
+		     size_t n_fields, int r, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 #endif

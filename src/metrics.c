@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "httpd.h"
 #include "log.h"
 #include "metrics.h"
@@ -104,10 +105,7 @@ struct metrics {
  * time(), so they are wall-clock time, not the loop's monotonic clock. */
 static double wall_seconds(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clock_wall_ms() / 1000.0;
 }
 
 static void observe(struct histogram *h, const double *bounds, size_t n, double v)

@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "file.h"
 #include "http.h"
@@ -126,22 +127,19 @@ int notify_sign(const char *secret, size_t secret_len, const char *body, size_t 
  * refused. */
 static int read_secret(const char *path, char *buf, size_t len)
 {
-	ssize_t n;
-	int fd = file_open_regular(path, FILE_PRIVATE, NULL);
+	char *s;
+	size_t n, read_len;
+	int r = file_read_all(path, FILE_PRIVATE, len - 1, &s, &read_len, NULL);
 
-	if (fd < 0)
-		return fd;
-	n = read(fd, buf, len);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n == len)
-		return -EFBIG;
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+	if (r < 0)
+		return r;
+	n = read_len;
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r'))
 		n--;
-	if (n == 0)
-		return -ENODATA;
-	return (int)n;
+	memcpy(buf, s, n);
+	explicit_bzero(s, read_len);
+	free(s);
+	return n == 0 ? -ENODATA : (int)n;
 }
 
 static void delivery_free(struct delivery *d)
@@ -193,9 +191,7 @@ static void on_delivered(void *userdata, const struct http_response *r)
 		return;
 	}
 	/* Exponential backoff, capped, but never sooner than Retry-After. */
-	delay = d->n->base_backoff_ms << (d->attempt - 1 < 16 ? d->attempt - 1 : 16);
-	if (delay > NOTIFY_MAX_BACKOFF_MS)
-		delay = NOTIFY_MAX_BACKOFF_MS;
+	delay = backoff_delay_ms(d->n->base_backoff_ms, NOTIFY_MAX_BACKOFF_MS, d->attempt);
 	if (r->retry_after_ms > delay)
 		delay = r->retry_after_ms < NOTIFY_MAX_BACKOFF_MS ? r->retry_after_ms : NOTIFY_MAX_BACKOFF_MS;
 	log_group(LOG_INFO, d->group, NULL, NULL, "webhook: '%s' %s%s; retrying in %.1f s", d->url,
@@ -224,7 +220,7 @@ static void delivery_send(struct delivery *d)
 	d->attempt++;
 	r = http_start(d->n->http, &req, on_delivered, d, &d->call);
 	if (r < 0) {
-		log_group(LOG_WARNING, d->group, NULL, NULL, "webhook: cannot send to '%s': %s", d->url, strerror(-r));
+		log_group_errno(LOG_WARNING, d->group, r, "webhook: cannot send to '%s'", d->url);
 		delivery_free(d);
 	}
 }
@@ -492,7 +488,7 @@ int notify_action(struct notifier *n, const struct notify_conf *c, const char *g
 			       c->command_timeout_ms > 0 ? c->command_timeout_ms : 30 * MS_PER_SEC, what,
 			       on_command_done, NULL, NULL);
 		if (k < 0) {
-			log_group(LOG_WARNING, group, NULL, NULL, "notify: cannot run '%s': %s", c->command[0], strerror(-k));
+			log_group_errno(LOG_WARNING, group, k, "notify: cannot run '%s'", c->command[0]);
 			r = r < 0 ? r : k;
 		}
 	}
@@ -547,8 +543,8 @@ static void drain_step(struct drain *d)
 		r = proc_start(d->n, d->argv, d->argc, victim, d->group, "pre_scale_in", d->record, d->deadline_ms, what,
 			       drain_proc_done, d, NULL);
 		if (r < 0) {
-			log_group(LOG_WARNING, d->group, NULL, NULL, "drain: cannot run '%s' for '%s': %s; keeping it",
-				  d->argv[0], victim, strerror(-r));
+			log_group_errno(LOG_WARNING, d->group, r, "drain: keeping '%s': cannot run '%s' for it", victim,
+					d->argv[0]);
 			continue;
 		}
 		d->running++;

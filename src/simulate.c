@@ -118,17 +118,6 @@ static int required_for(double demand, double capacity)
 	return r > SIM_MAX_INSTANCES ? SIM_MAX_INSTANCES : (int)r;
 }
 
-static int64_t longest_window(const struct group_conf *g, size_t s)
-{
-	int64_t w = g->signals[s].window_ms;
-
-	for (size_t p = 0; p < g->n_profiles; p++)
-		for (size_t r = 0; r < g->profiles[p].n_rules; r++)
-			if (g->profiles[p].rules[r].signal_index == (int)s && g->profiles[p].rules[r].window_ms > w)
-				w = g->profiles[p].rules[r].window_ms;
-	return w;
-}
-
 struct scoring {
 	double t_known_ms, under_acc, over_acc, under_ms, over_ms, unserved, demand;
 	int prev_required, prev_ready;
@@ -203,7 +192,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 		goto out;
 	}
 	for (size_t s = 0; s < g->n_signals; s++) {
-		r = window_init(&windows[s], window_capacity_for(longest_window(g, s), p->step_ms));
+		r = window_init(&windows[s], window_capacity_for(group_longest_window(g, s), p->step_ms));
 		if (r < 0)
 			goto out;
 	}
@@ -268,7 +257,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 		pool_observe(&pool, now, t0, &obs);
 		r = engine_evaluate(g, clock_virtual(now), &obs, inputs, &state, &state, dec);
 		if (r < 0) {
-			log_warnx("simulate: engine failed at step %zu: %s", k, strerror(-r));
+			log_warn_errno(r, "simulate: engine failed at step %zu", k);
 			goto out;
 		}
 		st->t_ms = now;

@@ -232,7 +232,7 @@ int simulate_main(int argc, char **argv)
 		for (size_t i = 0; i < errs.n; i++)
 			fprintf(stderr, "%s\n", errs.v[i]);
 		if (errs.n == 0)
-			log_warnx("simulate: cannot load '%s': %s", cfg_path, strerror(-r));
+			log_warn_errno(r, "simulate: cannot load '%s'", cfg_path);
 		config_errors_clear(&errs);
 		return 1;
 	}
@@ -249,7 +249,7 @@ int simulate_main(int argc, char **argv)
 		goto out;
 	r = simulate_run(g, &tr, &p, &m, (csv || svg) ? &steps : NULL, &n_steps);
 	if (r < 0) {
-		log_warnx("simulate: replay of '%s' failed: %s", trace_path, strerror(-r));
+		log_warn_errno(r, "simulate: replay of '%s' failed", trace_path);
 		goto out;
 	}
 	if (json) {

@@ -76,10 +76,6 @@ int state_path(const char *dir, const char *group, char *buf, size_t len)
 
 /* ------------------------------------------------------------ to JSON */
 
-static const char *dir_word(enum scale_direction d)
-{
-	return d == DIR_OUT ? "out" : d == DIR_IN ? "in" : "none";
-}
 
 /* Appends the pair [T_MS, X] to A; false when out of memory. */
 static bool pair_append(cJSON *a, int64_t t_ms, int x)
@@ -147,7 +143,7 @@ cJSON *state_to_json(const struct group_state *s, const char *group, struct cloc
 				s->engine.last_action_dir == DIR_NONE
 					? 0.0
 					: (double)clock_mono_to_wall(now, s->engine.last_action_ms));
-	cJSON_AddStringToObject(e, "last_action_dir", dir_word(s->engine.last_action_dir));
+	cJSON_AddStringToObject(e, "last_action_dir", direction_name(s->engine.last_action_dir));
 	cJSON_AddNumberToObject(e, "no_scale_in_before_ms",
 				(double)wall_deadline(now, s->engine.no_scale_in_before_ms));
 
@@ -155,7 +151,7 @@ cJSON *state_to_json(const struct group_state *s, const char *group, struct cloc
 		x = cJSON_AddObjectToObject(o, "in_flight");
 		if (!x)
 			goto fail;
-		cJSON_AddStringToObject(x, "direction", dir_word(s->in_flight.direction));
+		cJSON_AddStringToObject(x, "direction", direction_name(s->in_flight.direction));
 		cJSON_AddNumberToObject(x, "from", s->in_flight.from);
 		cJSON_AddNumberToObject(x, "to", s->in_flight.to);
 		cJSON_AddNumberToObject(x, "started_ms", (double)clock_mono_to_wall(now, s->in_flight.started_ms));
@@ -256,13 +252,7 @@ static int get_dir(struct parse *p, const cJSON *o, const char *key, bool none_o
 {
 	const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
 
-	if (s && strcmp(s, "out") == 0)
-		*ret = DIR_OUT;
-	else if (s && strcmp(s, "in") == 0)
-		*ret = DIR_IN;
-	else if (s && none_ok && strcmp(s, "none") == 0)
-		*ret = DIR_NONE;
-	else
+	if (direction_from_name(s, none_ok, ret) < 0)
 		return bad(p, "'%s' is not a direction", key);
 	return 0;
 }
@@ -502,50 +492,6 @@ int state_save(const char *dir, const char *group, const struct group_state *s, 
 	return r;
 }
 
-/* Reads at most STATE_MAX_FILE_SIZE bytes of `path`. Returns 0, -ENOENT,
- * -EFBIG or another negative errno. */
-static int read_file(const char *path, char **ret)
-{
-	char *buf;
-	size_t len = 0;
-	int fd, r = 0;
-
-	/* A FIFO in the state directory must not block the daemon. */
-	fd = file_open_regular(path, 0, NULL);
-	if (fd < 0)
-		return fd;
-	buf = malloc(STATE_MAX_FILE_SIZE + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, STATE_MAX_FILE_SIZE + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > STATE_MAX_FILE_SIZE) {
-			r = -EFBIG;
-			break;
-		}
-	}
-	close(fd);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	return 0;
-}
-
 enum state_origin state_load(const char *dir, const struct group_conf *gc, struct clock_now now,
 			     struct group_state *ret)
 {
@@ -557,11 +503,12 @@ enum state_origin state_load(const char *dir, const struct group_conf *gc, struc
 	state_init(ret);
 	r = state_path(dir, gc->name, path, sizeof(path));
 	if (r < 0) {
-		log_warnx("state: no state file for group '%s': %s; safe start", gc->name, strerror(-r));
+		log_warn_errno(r, "state: safe start: no state file for group '%s'", gc->name);
 		state_safe_start(ret, gc, now.mono_ms);
 		return STATE_SAFE;
 	}
-	r = read_file(path, &text);
+	/* A FIFO in the state directory must not block the daemon. */
+	r = file_read_all(path, 0, STATE_MAX_FILE_SIZE, &text, NULL, NULL);
 	if (r == -ENOENT)
 		return STATE_FRESH;
 	if (r < 0) {

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "iso8601.h"
 #include "log.h"
 #include "trace.h"
 
@@ -118,86 +119,6 @@ double trace_mean(const struct trace *t, int64_t from_ms, int64_t to_ms)
 static bool is_digit(char c)
 {
 	return c >= '0' && c <= '9';
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
- * days_from_civil), so no time zone or libc state is involved. */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t)doe - 719468;
-}
-
-static int read_fixed(const char **p, const char *end, int digits, int *ret)
-{
-	int v = 0;
-
-	for (int i = 0; i < digits; i++) {
-		if (*p >= end || !is_digit(**p))
-			return -EINVAL;
-		v = v * 10 + (**p - '0');
-		(*p)++;
-	}
-	*ret = v;
-	return 0;
-}
-
-/* Parses "YYYY-MM-DD[T ]HH:MM:SS[.f...][Z|+hh:mm|-hh:mm|+hhmm]" (any number
- * of fractional digits: the Azure trace has seven, which strptime refuses).
- * Without an offset the time is UTC. Advances *p past it. Only a dot starts
- * the fraction: ISO 8601 also allows a decimal comma, but both formats that
- * read times are comma-separated, and there "08:00:00,5" is a time and the
- * next field. */
-static int parse_iso8601(const char **p, const char *end, int64_t *ret_ms)
-{
-	int y, mo, d, h, mi, s;
-	int64_t ms = 0, scale = 100;
-	const char *q = *p;
-
-	if (read_fixed(&q, end, 4, &y) < 0 || q >= end || *q++ != '-' || read_fixed(&q, end, 2, &mo) < 0 ||
-	    q >= end || *q++ != '-' || read_fixed(&q, end, 2, &d) < 0)
-		return -EINVAL;
-	if (q >= end || (*q != 'T' && *q != ' '))
-		return -EINVAL;
-	q++;
-	if (read_fixed(&q, end, 2, &h) < 0 || q >= end || *q++ != ':' || read_fixed(&q, end, 2, &mi) < 0 ||
-	    q >= end || *q++ != ':' || read_fixed(&q, end, 2, &s) < 0)
-		return -EINVAL;
-	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60)
-		return -EINVAL;
-	if (q < end && *q == '.') {
-		q++;
-		if (q >= end || !is_digit(*q))
-			return -EINVAL;
-		/* Milliseconds are kept; further digits are read and dropped. */
-		for (; q < end && is_digit(*q); q++, scale /= 10)
-			ms += scale * (*q - '0');
-	}
-	ms += ((days_from_civil(y, (unsigned)mo, (unsigned)d) * 24 + h) * 60 + mi) * INT64_C(60000) + s * INT64_C(1000);
-	if (q < end && *q == 'Z') {
-		q++;
-	} else if (q < end && (*q == '+' || *q == '-')) {
-		int oh, om, sign = *q == '-' ? -1 : 1;
-
-		q++;
-		if (read_fixed(&q, end, 2, &oh) < 0)
-			return -EINVAL;
-		if (q < end && *q == ':')
-			q++;
-		if (read_fixed(&q, end, 2, &om) < 0)
-			return -EINVAL;
-		ms -= sign * (oh * 60 + om) * INT64_C(60000);
-	}
-	*p = q;
-	*ret_ms = ms;
-	return 0;
 }
 
 /* Moves to the start of the next line, counting it. Handles LF and CRLF and
@@ -352,7 +273,8 @@ static int parse_azure(struct cursor *c, struct trace *ret)
 			free(pts);
 			return -EINVAL;
 		}
-		if (parse_iso8601(&q, c->end, &t) < 0 || (q < c->end && *q != ',' && *q != '\r' && *q != '\n')) {
+		if (iso8601_parse_prefix(&q, c->end, ISO8601_UTC_DEFAULT, &t) < 0 ||
+		    (q < c->end && *q != ',' && *q != '\r' && *q != '\n')) {
 			log_warnx("trace: '%s':%d: bad timestamp (want YYYY-MM-DD HH:MM:SS.fffffff)", c->name, c->line);
 			free(pts);
 			return -EINVAL;
@@ -532,7 +454,7 @@ static int parse_csv(struct cursor *c, struct trace *ret)
 			next_line(c);
 			continue;
 		}
-		if (parse_iso8601(&q, c->end, &t) < 0) {
+		if (iso8601_parse_prefix(&q, c->end, ISO8601_UTC_DEFAULT, &t) < 0) {
 			q = c->p;
 			if (parse_double(&q, c->end, &secs) < 0 || fabs(secs) > 1e13) {
 				log_warnx("trace: '%s':%d: bad time (seconds or ISO 8601)", c->name, c->line);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "cloud.h"
+#include "iso8601.h"
 
 struct cloud_member *cloud_members_add(struct cloud_members *m)
 {
@@ -330,39 +331,12 @@ int cloud_opt_check_keys(const struct autoscaled_host *host, const char *who, co
 
 void cloud_format_time(int64_t ms, char *out, size_t size)
 {
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	iso8601_format(ms, ISO8601_SECONDS, out, size);
 }
 
 int64_t cloud_parse_time(const char *s)
 {
-	struct tm tm = { 0 };
-	const char *p;
-	int64_t ms = 0, off = 0;
-	time_t t;
+	int64_t ms;
 
-	if (!s || !(p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)))
-		return 0;
-	if (*p == '.') {
-		int digits = 0;
-
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			if (digits++ < 3)
-				ms = ms * 10 + (*p - '0');
-		while (digits > 0 && digits < 3) {
-			ms *= 10;
-			digits++;
-		}
-	}
-	if (*p == '+' || *p == '-') {
-		int hh = 0, mm = 0;
-
-		if (sscanf(p + 1, "%2d:%2d", &hh, &mm) == 2)
-			off = (hh * 60 + mm) * 60000LL * (*p == '+' ? 1 : -1);
-	}
-	t = timegm(&tm);
-	return t < 0 ? 0 : (int64_t)t * 1000 + ms - off;
+	return iso8601_parse(s, ISO8601_UTC_DEFAULT, &ms) == 0 && ms >= 0 ? ms : 0;
 }

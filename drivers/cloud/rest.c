@@ -14,6 +14,10 @@
 #include <curl/curl.h>
 #include <openssl/rand.h>
 
+#include "backoff.h"
+#include "clock.h"
+#include "iso8601.h"
+
 #include "file.h"
 #include "rest.h"
 
@@ -218,20 +222,16 @@ void rest_count_error(struct rest_client *c)
 	publish(c, AUTOSCALED_METRIC_API_ERRORS, NULL, 1);
 }
 
+/* The REST code's clocks are the daemon's (clock.c); they keep names of
+ * their own as the seam the fuzz targets wrap (--wrap=rest_now_ms). */
 int64_t rest_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_wall_ms();
 }
 
 int64_t rest_mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_mono_ms();
 }
 
 void rest_sleep_ms(int64_t ms)
@@ -331,27 +331,10 @@ static bool retryable(const struct rest_client *c, const struct rest_reply *r)
 	return false;
 }
 
-static int64_t backoff_ms(const struct rest_client *c, int attempt)
-{
-	int64_t cap = c->backoff_base_ms;
-	uint32_t rnd = 0;
-
-	for (int i = 1; i < attempt && cap < c->backoff_max_ms; i++)
-		cap *= 2;
-	if (cap > c->backoff_max_ms)
-		cap = c->backoff_max_ms;
-	if (cap <= 0)
-		return 0;
-	/* Full jitter keeps many agents from retrying in step; keep half of
-	 * the cap as a floor so a retry never comes back instantly. */
-	if (RAND_bytes((unsigned char *)&rnd, sizeof(rnd)) != 1)
-		rnd = (uint32_t)rest_now_ms();
-	return cap / 2 + (int64_t)(rnd % (uint64_t)(cap / 2 + 1));
-}
-
 int64_t rest_retry_wait_ms(const struct rest_client *c, int attempt, int64_t retry_after_ms)
 {
-	int64_t wait = retry_after_ms >= 0 ? retry_after_ms : backoff_ms(c, attempt);
+	int64_t wait = retry_after_ms >= 0 ? retry_after_ms
+					   : backoff_delay_ms(c->backoff_base_ms, c->backoff_max_ms, attempt);
 
 	if (wait > c->backoff_max_ms)
 		wait = c->backoff_max_ms;
@@ -466,15 +449,6 @@ static int perform_once(struct rest_client *c, const struct rest_request *req, s
 	return rc;
 }
 
-static void format_until(int64_t ms, char *out, size_t size)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 int rest_call(struct rest_client *c, const struct rest_request *req, struct rest_reply *reply)
 {
 	const struct autoscaled_host *host = c->host;
@@ -489,7 +463,7 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 	if (c->throttled_until_ms[write] > rest_now_ms()) {
 		char until[32];
 
-		format_until(c->throttled_until_ms[write], until, sizeof(until));
+		iso8601_format(c->throttled_until_ms[write], ISO8601_SECONDS, until, sizeof(until));
 		host->log(host, AUTOSCALED_LOG_WARNING, "%s: %s %s: throttled until %s (the server's Retry-After): "
 			  "no request before then", c->who, req->method, path, until);
 		return -EAGAIN;
@@ -522,7 +496,7 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 			char until[32];
 
 			c->throttled_until_ms[write] = rest_now_ms() + reply->retry_after_ms;
-			format_until(c->throttled_until_ms[write], until, sizeof(until));
+			iso8601_format(c->throttled_until_ms[write], ISO8601_SECONDS, until, sizeof(until));
 			host->log(host, AUTOSCALED_LOG_ERROR, "%s: %s %s: HTTP %ld (%s): throttled until %s (Retry-After "
 				  "%lld s, longer than retry_max %lld s): no request before then", c->who, req->method,
 				  path, reply->status, rest_error_message(reply, msg, sizeof(msg)), until,
@@ -650,53 +624,33 @@ int rest_read_private_file(const struct autoscaled_host *host, const char *who, 
 {
 	struct stat st;
 	char *buf;
-	ssize_t n;
-	size_t len = 0;
-	int fd, rc = 0;
+	size_t len, read_len;
+	int rc;
 
 	/* A FIFO must not block the daemon: the daemon's own safe open. */
-	fd = file_open_regular(path, FILE_PRIVATE, &st);
-	if (fd == -EPERM) {
+	rc = file_read_all(path, FILE_PRIVATE, max, &buf, &read_len, &st);
+	if (rc == -EPERM) {
 		host->log(host, AUTOSCALED_LOG_ERROR,
 			  "%s: '%s' is accessible by group or others (mode %04o, owner %u:%u); refusing it: %s",
 			  who, path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)st.st_gid,
 			  FILE_PRIVATE_RULE);
-		return fd;
+		return rc;
 	}
-	if (fd == -EINVAL || fd == -EISDIR) {
+	if (rc == -EINVAL || rc == -EISDIR) {
 		host->log(host, AUTOSCALED_LOG_ERROR, "%s: '%s' is not a regular file", who, path);
 		return -EINVAL;
 	}
-	if (fd < 0) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: cannot open '%s': %s", who, path, strerror(-fd));
-		return fd;
-	}
-	if ((size_t)st.st_size > max) {
+	if (rc == -EFBIG) {
 		host->log(host, AUTOSCALED_LOG_ERROR, "%s: '%s' is larger than %zu bytes", who, path, max);
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc(max + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (len < max && (n = read(fd, buf + len, max - len)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			break;
-		}
-		len += (size_t)n;
-	}
-	close(fd);
-	if (rc < 0) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: cannot read '%s': %s", who, path, strerror(-rc));
-		explicit_bzero(buf, max + 1);
-		free(buf);
 		return rc;
 	}
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc < 0) {
+		host->log(host, AUTOSCALED_LOG_ERROR, "%s: cannot read '%s': %s", who, path, strerror(-rc));
+		return rc;
+	}
+	len = read_len;
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
 		len--;
 	buf[len] = '\0';

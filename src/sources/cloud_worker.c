@@ -8,6 +8,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "log.h"
 #include "sources/cloud_worker.h"
 
@@ -38,20 +39,7 @@ static void host_log(const struct autoscaled_host *host, enum autoscaled_log_lev
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	switch (level) {
-	case AUTOSCALED_LOG_DEBUG:
-		log_debug("%s", buf);
-		break;
-	case AUTOSCALED_LOG_INFO:
-		log_info("%s", buf);
-		break;
-	case AUTOSCALED_LOG_NOTICE:
-		log_notice("%s", buf);
-		break;
-	default:
-		log_warnx("%s", buf);
-		break;
-	}
+	log_group(driver_log_priority(level), NULL, NULL, NULL, "%s", buf);
 }
 
 /* The cloud code parses its duration options as the configuration does. */

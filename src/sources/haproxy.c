@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "sources/http_common.h"
 #include "sources/parse.h"
 #include "sources/registry.h"
@@ -43,14 +44,6 @@ static const char *const haproxy_keys[] = {
 };
 
 static const char show_stat[] = "show stat\n";
-
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int haproxy_init(struct source *s, const struct signal_conf *sc, char *err, size_t errlen)
 {
@@ -114,7 +107,7 @@ static void conn_close(struct haproxy *p)
 static void finish_csv(struct source *s, const char *csv, size_t len)
 {
 	struct haproxy *p = source_priv(s);
-	int64_t now = monotonic_ms();
+	int64_t now = clock_mono_ms();
 	char why[512];
 	double v, rate;
 	int r;

@@ -14,35 +14,18 @@
 static int read_token_file(const struct signal_conf *sc, const char *path, char **ret, char *err, size_t errlen)
 {
 	const struct config_option *o = source_option(sc, "bearer_token_file");
-	char *buf = malloc(TOKEN_FILE_MAX + 1);
-	FILE *f;
+	char *buf;
 	size_t n;
-	int fd;
-
-	if (!buf)
-		return -ENOMEM;
 	/* A bearer token is a credential like the drivers' secrets. */
-	fd = file_open_regular(path, FILE_PRIVATE, NULL);
-	if (fd == -EPERM) {
-		free(buf);
+	int r = file_read_all(path, FILE_PRIVATE, TOKEN_FILE_MAX, &buf, &n, NULL);
+
+	if (r == -EPERM)
 		return source_opt_error(sc, o, err, errlen, "'%s': its group or others may access it; %s", path,
 					FILE_PRIVATE_RULE);
-	}
-	f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (!f) {
-		int r = fd < 0 ? fd : -errno;
-
-		if (fd >= 0)
-			close(fd);
-		free(buf);
-		return source_opt_error(sc, o, err, errlen, "cannot read '%s': %s", path, file_strerror(r));
-	}
-	n = fread(buf, 1, TOKEN_FILE_MAX + 1, f);
-	fclose(f);
-	if (n > TOKEN_FILE_MAX) {
-		free(buf);
+	if (r == -EFBIG)
 		return source_opt_error(sc, o, err, errlen, "'%s' is larger than %d bytes", path, TOKEN_FILE_MAX);
-	}
+	if (r < 0)
+		return source_opt_error(sc, o, err, errlen, "cannot read '%s': %s", path, file_strerror(r));
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
 		n--;
 	buf[n] = '\0';

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "sources/parse.h"
 #include "sources/registry.h"
 
@@ -26,81 +27,6 @@ struct replay {
 
 static const char *const replay_keys[] = { "file", "speed", "column", "scale", NULL };
 
-/* Reads the whole file into a buffer sized from the file itself (a file
- * that grows while it is read gets more room, up to the bound), so that a
- * reload of a small recording costs a small allocation. Refuses what is
- * not a regular file: a FIFO would block the loop, and nothing else has a
- * size to trust. */
-static int read_file(const char *path, char **ret, size_t *len)
-{
-	struct stat st;
-	size_t cap, n = 0;
-	char *buf;
-	int fd, r = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		r = -errno;
-	else if (!S_ISREG(st.st_mode))
-		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	if (r < 0) {
-		close(fd);
-		return r;
-	}
-	if ((uint64_t)st.st_size > REPLAY_MAX_FILE) {
-		close(fd);
-		return -EFBIG;
-	}
-	/* One byte more than the file holds, to see its end in one pass. */
-	cap = (size_t)st.st_size + 1;
-	buf = malloc(cap + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t k;
-
-		if (n == cap) {
-			size_t ncap = cap * 2 > REPLAY_MAX_FILE + 1 ? REPLAY_MAX_FILE + 1 : cap * 2;
-			char *nb;
-
-			if (cap > REPLAY_MAX_FILE) {
-				r = -EFBIG;
-				break;
-			}
-			nb = realloc(buf, ncap + 1);
-			if (!nb) {
-				r = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap = ncap;
-		}
-		k = read(fd, buf + n, cap - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			r = -errno;
-			break;
-		}
-		if (k == 0)
-			break;
-		n += (size_t)k;
-	}
-	close(fd);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	buf[n] = '\0';
-	*ret = buf;
-	*len = n;
-	return 0;
-}
-
 static int replay_init(struct source *s, const struct signal_conf *sc, char *err, size_t errlen)
 {
 	struct replay *p = source_priv(s);
@@ -114,7 +40,8 @@ static int replay_init(struct source *s, const struct signal_conf *sc, char *err
 	    (r = source_opt_num(sc, "speed", 1e-6, 1e9, 1, &p->speed, err, errlen)) < 0 ||
 	    (r = source_opt_num(sc, "scale", -1e12, 1e12, 1, &scale, err, errlen)) < 0)
 		goto out;
-	r = read_file(file, &text, &len);
+	/* A FIFO would block the loop: only a regular file is read. */
+	r = file_read_all(file, 0, REPLAY_MAX_FILE, &text, &len, NULL);
 	if (r < 0) {
 		r = source_opt_error(sc, source_option(sc, "file"), err, errlen, "cannot read '%s': %s", file,
 				     r == -EFBIG    ? "larger than 64 MiB"

@@ -109,6 +109,14 @@ static void times(void **state)
 	assert_int_equal(cloud_parse_time("2024-05-01T10:00:00.5-00:00"), INT64_C(1714557600500));
 	assert_int_equal(cloud_parse_time("yesterday"), 0);
 	assert_int_equal(cloud_parse_time(NULL), 0);
+	/* A reply's time that does not exist, or has something after it,
+	 * is no time at all: never a day later, never a time without its
+	 * offset. */
+	assert_int_equal(cloud_parse_time("2024-02-30T10:00:00Z"), 0);
+	assert_int_equal(cloud_parse_time("2024-05-01T10:00:00+02"), INT64_C(1714557600000) - 2 * 3600000);
+	assert_int_equal(cloud_parse_time("2024-05-01T10:00:00+2:00"), 0);
+	assert_int_equal(cloud_parse_time("2024-05-01T10:00:00Z trailing"), 0);
+	assert_int_equal(cloud_parse_time("2024-05-01T10:00:00."), 0);
 }
 
 static void uuids(void **state)

@@ -785,6 +785,11 @@ static void test_valid_read_back(void **state)
 	assert_int_equal(s->source_options.n, 0);
 	/* Defaults of a signal, from the group's interval. */
 	assert_int_equal(s->window_ms, 60000);
+	/* A rule reads a signal over a longer window than the signal's own:
+	 * its samples must be kept that long (the cpu rule's default 5m over
+	 * the signal's 2m, the queue rule's 10m over 1m). */
+	assert_int_equal(group_longest_window(g, 0), 300000);
+	assert_int_equal(group_longest_window(g, 1), 600000);
 	assert_int_equal(s->aggregation, AGG_AVG);
 	assert_true(s->tolerance == 0.1);
 	assert_int_equal(s->poll_interval_ms, 30000);
@@ -1036,9 +1041,40 @@ static void test_names(void **state)
 	assert_string_equal(aggregation_name(AGG_LAST), "last");
 	assert_string_equal(signal_type_name(SIGNAL_AVERAGE), "average");
 	assert_string_equal(signal_type_name(SIGNAL_UTILIZATION), "utilization");
+	assert_string_equal(rule_operator_name(OP_GE), ">=");
+	assert_string_equal(rule_operator_name(OP_NE), "!=");
+	assert_string_equal(on_missing_name(ON_MISSING_HOLD), "hold");
+	assert_string_equal(on_missing_name(ON_MISSING_MAX), "max");
+	/* A value outside the enum has no name, not another's. */
+	assert_string_equal(aggregation_name((enum aggregation)99), "?");
+	assert_string_equal(on_missing_name((enum on_missing)99), "?");
 	assert_string_equal(direction_name(DIR_OUT), "out");
 	assert_string_equal(direction_name(DIR_IN), "in");
 	assert_string_equal(direction_name(DIR_NONE), "none");
+	assert_string_equal(direction_name((enum scale_direction)7), "?");
+	assert_string_equal(direction_action(DIR_OUT), "scale_out");
+	assert_string_equal(direction_action(DIR_IN), "scale_in");
+	assert_string_equal(direction_action(DIR_NONE), "none");
+	assert_string_equal(direction_noun(DIR_OUT), "scale-out");
+	assert_string_equal(direction_noun(DIR_IN), "scale-in");
+	assert_string_equal(direction_noun((enum scale_direction)7), "?");
+	/* Every name reads back as its direction; "none" only when allowed. */
+	{
+		const enum scale_direction all[] = {DIR_OUT, DIR_IN, DIR_NONE};
+		enum scale_direction d = (enum scale_direction)7;
+
+		for (size_t i = 0; i < 3; i++) {
+			assert_int_equal(direction_from_name(direction_name(all[i]), true, &d), 0);
+			assert_int_equal(d, all[i]);
+		}
+		d = (enum scale_direction)7;
+		assert_int_equal(direction_from_name("none", false, &d), -EINVAL);
+		assert_int_equal(direction_from_name("scale_out", true, &d), -EINVAL);
+		assert_int_equal(direction_from_name("OUT", true, &d), -EINVAL);
+		assert_int_equal(direction_from_name("", true, &d), -EINVAL);
+		assert_int_equal(direction_from_name(NULL, true, &d), -EINVAL);
+		assert_int_equal(d, 7);
+	}
 	/* Destructors accept NULL. */
 	config_free(NULL);
 	config_errors_clear(NULL);

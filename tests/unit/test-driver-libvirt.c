@@ -719,7 +719,15 @@ static void test_host_down(void **state)
 	snprintf(uris, sizeof(uris), "uri=[test:///default,test://%s/no-such-node.xml]", data_dir);
 	h = open_with(&r, uris, "template=web-template", NULL);
 	assert_int_equal(r, 0);
-	assert_non_null(strstr(logbuf, "no-such-node.xml' is unreachable, retrying in 1 s"));
+	/* The first retry comes after half to all of a second (the jitter). */
+	{
+		const char *w = strstr(logbuf, "no-such-node.xml' is unreachable, retrying in ");
+		double secs = -1;
+
+		assert_non_null(w);
+		assert_int_equal(sscanf(strchr(w, ',') + strlen(", retrying in "), "%lf s", &secs), 1);
+		assert_true(secs >= 0.5 && secs <= 1.0);
+	}
 	assert_int_equal(drv->set_capacity(h, 2, NULL, NULL), 0);
 	observe_into(h, &s, &obs);
 	assert_int_equal(s.n, 2);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -252,6 +253,20 @@ static void test_host(void **state)
 	h.log(&h, AUTOSCALED_LOG_INFO, "test: host log reaches %s", "stderr");
 }
 
+/* Every host logs a driver's levels with the same priorities; a level from
+ * a newer ABI that this host does not know is an error, never dropped. */
+static void test_log_priority(void **state)
+{
+	(void)state;
+	assert_int_equal(driver_log_priority(AUTOSCALED_LOG_DEBUG), LOG_DEBUG);
+	assert_int_equal(driver_log_priority(AUTOSCALED_LOG_INFO), LOG_INFO);
+	assert_int_equal(driver_log_priority(AUTOSCALED_LOG_NOTICE), LOG_NOTICE);
+	assert_int_equal(driver_log_priority(AUTOSCALED_LOG_WARNING), LOG_WARNING);
+	assert_int_equal(driver_log_priority(AUTOSCALED_LOG_ERROR), LOG_ERR);
+	assert_int_equal(driver_log_priority((enum autoscaled_log_level)7), LOG_ERR);
+	assert_int_equal(driver_log_priority((enum autoscaled_log_level)-1), LOG_ERR);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_host),
+		cmocka_unit_test(test_log_priority),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

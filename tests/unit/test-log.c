@@ -2,12 +2,16 @@
  * decision (the journal itself cannot be observed in the tests, so the
  * one function that builds every record is checked here). */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -119,6 +123,102 @@ static void test_ids(void **state)
 	}
 }
 
+/* Runs FN with stderr sent to a temporary file and returns what it wrote
+ * (malloc'ed), so that the plain-text lines of the foreground can be read. */
+static char *capture_stderr(void (*fn)(void *), void *arg)
+{
+	char path[] = "/tmp/test-log.XXXXXX";
+	int fd = mkstemp(path);
+	int saved = dup(STDERR_FILENO);
+	char *out = calloc(1, 4096);
+	ssize_t n;
+
+	assert_true(fd >= 0 && saved >= 0 && out);
+	unlink(path);
+	fflush(stderr);
+	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+	fn(arg);
+	fflush(stderr);
+	assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+	close(saved);
+	n = pread(fd, out, 4095, 0);
+	assert_true(n >= 0);
+	close(fd);
+	return out;
+}
+
+struct errno_case {
+	int ret[8];
+	int errno_after;
+};
+
+static void log_errno_calls(void *arg)
+{
+	struct errno_case *c = arg;
+
+	log_set_target(LOG_TARGET_STDERR);
+	log_set_verbose(false);
+	errno = EAGAIN;
+	c->ret[0] = log_err_errno(-ENOENT, "state: cannot read '%s'", "web.json");
+	c->ret[1] = log_warn_errno(-EACCES, "admin: cannot bind '%s'", "/run/x");
+	c->ret[2] = log_group_errno(LOG_ERR, "web", -EIO, "driver '%s' failed", "libvirt");
+	/* A positive errno is taken as its negation. */
+	c->ret[3] = log_notice_errno(ETIMEDOUT, "webhook: giving up");
+	c->ret[4] = log_info_errno(-EPIPE, "exec: '%s' closed its output", "probe");
+	/* Not shown without verbose, and still returned. */
+	c->ret[5] = log_debug_errno(-EBUSY, "hidden");
+	/* Control characters in a value are escaped; the errno text follows. */
+	c->ret[6] = log_group_errno(LOG_WARNING, "db", -ENOMEM, "peer said '%s'", "a\nb");
+	c->ret[7] = log_fields_errno(LOG_ERR, "web", LOG_ID_ACTION_FAILED, NULL, 0, -EROFS, "scale-out from %d to %d failed",
+				     1, 2);
+	c->errno_after = errno;
+}
+
+static void test_errno_functions(void **state)
+{
+	struct errno_case c;
+	char *out;
+
+	(void)state;
+	out = capture_stderr(log_errno_calls, &c);
+	assert_int_equal(c.ret[0], -ENOENT);
+	assert_int_equal(c.ret[1], -EACCES);
+	assert_int_equal(c.ret[2], -EIO);
+	assert_int_equal(c.ret[3], -ETIMEDOUT);
+	assert_int_equal(c.ret[4], -EPIPE);
+	assert_int_equal(c.ret[5], -EBUSY);
+	assert_int_equal(c.ret[6], -ENOMEM);
+	assert_int_equal(c.ret[7], -EROFS);
+	/* Logging leaves errno as it found it. */
+	assert_int_equal(c.errno_after, EAGAIN);
+	assert_string_equal(out, "error: state: cannot read 'web.json': No such file or directory\n"
+				 "warning: admin: cannot bind '/run/x': Permission denied\n"
+				 "error: web: driver 'libvirt' failed: Input/output error\n"
+				 "webhook: giving up: Connection timed out\n"
+				 "exec: 'probe' closed its output: Broken pipe\n"
+				 "warning: db: peer said 'a\\nb': Cannot allocate memory\n"
+				 "error: web: scale-out from 1 to 2 failed: Read-only file system\n");
+	free(out);
+}
+
+static void log_warn_call(void *arg)
+{
+	(void)arg;
+	errno = EROFS;
+	log_warn("trace: cannot open '%s'", "t.csv");
+}
+
+/* log_warn() appends the text of errno as it is when called. */
+static void test_warn_appends_errno(void **state)
+{
+	char *out;
+
+	(void)state;
+	out = capture_stderr(log_warn_call, NULL);
+	assert_string_equal(out, "warning: trace: cannot open 't.csv': Read-only file system\n");
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -126,6 +226,8 @@ int main(void)
 		cmocka_unit_test(test_record_too_many),
 		cmocka_unit_test(test_decision_fields),
 		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_errno_functions),
+		cmocka_unit_test(test_warn_appends_errno),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
