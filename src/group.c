@@ -262,8 +262,10 @@ static void map_start_times(const struct group_rt *g, struct instance_obs *v, si
 static void take_observation(struct group_rt *g, struct job *j, struct clock_now now)
 {
 	map_start_times(g, j->instances, j->n_instances, now);
-	for (size_t i = 0; i < g->n_instances; i++)
+	for (size_t i = 0; i < g->n_instances; i++) {
 		free((char *)g->instances[i].id);
+		free((char *)g->instances[i].location);
+	}
 	free(g->instances);
 	g->instances = j->instances;
 	g->n_instances = j->n_instances;
@@ -876,8 +878,10 @@ void group_rt_free(struct group_rt *g)
 	driver_host_free(g->host);
 	close_retired(g);
 	driver_options_free(&g->drv_opts);
-	for (size_t i = 0; i < g->n_instances; i++)
+	for (size_t i = 0; i < g->n_instances; i++) {
 		free((char *)g->instances[i].id);
+		free((char *)g->instances[i].location);
+	}
 	free(g->instances);
 	free(g);
 }

@@ -28,8 +28,10 @@ void job_free(struct job *j)
 {
 	if (!j)
 		return;
-	for (size_t i = 0; i < j->n_instances; i++)
+	for (size_t i = 0; i < j->n_instances; i++) {
 		free((char *)j->instances[i].id);
+		free((char *)j->instances[i].location);
+	}
 	free(j->instances);
 	for (size_t i = 0; i < j->n_samples; i++)
 		free(j->samples[i].id);
@@ -106,9 +108,13 @@ static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
 		.created_ms = in->created_ms,
 		.running_since_ms = in->running_since_ms,
 		.ready = in->ready,
+		.location = in->location ? strdup(in->location) : NULL,
 	};
-	if (!o->id)
+	if (!o->id || (in->location && !o->location)) {
+		free((char *)o->id);
+		free((char *)o->location);
 		return -ENOMEM;
+	}
 	j->n_instances++;
 	return 0;
 }

@@ -204,7 +204,8 @@ enum autoscaled_instance_state {
  * (running_since). `ready` is the driver's own readiness (running, and a
  * health check passed when one is configured); the host's initialization
  * period counts from running_since on top of it. `location` says where it
- * lives (libvirt: the connection URI; clouds: the zone) or is NULL. */
+ * lives (libvirt: the connection URI; clouds: the zone) or is NULL; the
+ * host shows it (autoscalectl members) and decides nothing on it. */
 struct autoscaled_instance {
 	const char *id;
 	enum autoscaled_instance_state state;

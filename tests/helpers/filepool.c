@@ -121,7 +121,9 @@ static void log_call(const struct autoscaled_driver_instance *h, const char *lin
 	fclose(f);
 }
 
-static void report(const struct pool *p, int i, autoscaled_instance_fn fn, void *ctx)
+/* Members live in the pool file: its path is their location. */
+static void report(const struct autoscaled_driver_instance *h, const struct pool *p, int i, autoscaled_instance_fn fn,
+		   void *ctx)
 {
 	struct autoscaled_instance in = {
 		.id = p->id[i],
@@ -129,6 +131,7 @@ static void report(const struct pool *p, int i, autoscaled_instance_fn fn, void 
 		.created_ms = p->created[i],
 		.running_since_ms = p->created[i],
 		.ready = true,
+		.location = h->pool,
 	};
 
 	if (fn)
@@ -226,7 +229,7 @@ static int fp_observe(struct autoscaled_driver_instance *h, autoscaled_instance_
 	for (int i = 0; i < p.n; i++) {
 		double v;
 
-		report(&p, i, fn, ctx);
+		report(h, &p, i, fn, ctx);
 		if (sample && h->load[0] && load_value(h, p.id[i], &v) == 1 && (r = sample(ctx, "filepool_load", p.id[i], v)))
 			return r;
 	}
@@ -272,7 +275,7 @@ static int fp_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 		r = pool_write(h, &p);
 		if (r < 0)
 			return r;
-		report(&p, p.n - 1, fn, ctx);
+		report(h, &p, p.n - 1, fn, ctx);
 	}
 	return 0;
 }

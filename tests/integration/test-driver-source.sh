@@ -52,6 +52,15 @@ printf 'vm-1 90\nvm-2 90\nvm-99 0\n' > "$T/values.tmp" && mv "$T/values.tmp" "$T
 check "the members' values reach the signal: 90" wait_for 15 cpu_is 'assert s["valid"] and s["value"] == 90, s'
 check "and the group scales out on them: 2 -> 4" wait_for 15 grep -q ' set_capacity 2 4$' "$T/calls"
 check "that was its first action" test "$(head -1 "$T/calls" | cut -d' ' -f2-)" = "set_capacity 2 4"
+# Where each member lives, as the driver reports it (filepool: the pool
+# file), reaches the operator.
+out=$(ctl --json members web)
+check "members --json carry the driver's location" python3 -c '
+import json, sys
+m = json.loads(sys.argv[1])
+assert len(m) >= 2 and all(x["location"] == sys.argv[2] for x in m), m' "$out" "$T/pool"
+check "autoscalectl members shows it" eval 'ctl members web | head -1 | grep -q " LOCATION\$" &&
+	ctl --no-legend members web | grep -q " running  *yes .* $T/pool\$"'
 stop_daemon
 check "the daemon stops cleanly" test $? -eq 0
 tap_done
