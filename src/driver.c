@@ -304,6 +304,14 @@ static int print_one(void *ctx, const char *file, const struct driver *drv, cons
 		for (size_t i = 0; i < drv->ops->n_sources; i++)
 			fprintf(out, "%s%s", i ? ", " : "; feeds the source ", drv->ops->sources[i].name);
 		fputc('\n', out);
+		/* Its options, indented under it: the one place that documents
+		 * a driver built outside this tree. */
+		for (const char *l = drv->ops->config_help; l && *l;) {
+			size_t n = strcspn(l, "\n");
+
+			fprintf(out, "      %.*s\n", (int)n, l);
+			l += n + (l[n] == '\n');
+		}
 	} else
 		fprintf(out, "  %-12s (broken: %s)\n", file, error);
 	return 0;

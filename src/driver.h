@@ -54,7 +54,8 @@ int driver_list(const char *dir, driver_list_fn fn, void *ctx);
 
 /* `autoscaled --list-drivers`: prints the directory, then one line per
  * driver ("  NAME  DESCRIPTION", and "; feeds the source S, ..." when it
- * has sources), or the file and why it does not load, to
+ * has sources) followed by its config_help indented by six spaces, or the
+ * file and why it does not load, to
  * out. Returns 0 when the directory was read (even if some modules are
  * broken), else a negative errno after printing why. */
 int driver_print_list(const char *configured, FILE *out);

@@ -193,7 +193,9 @@ static void test_list(void **state)
 	assert_non_null(out);
 	assert_int_equal(driver_print_list(helpers, out), 0);
 	fclose(out);
-	assert_non_null(strstr(buf, "  filepool     test driver: a pool kept in a text file; feeds the source filepool_load\n"));
+	assert_non_null(strstr(buf, "  filepool     test driver: a pool kept in a text file; feeds the source filepool_load\n"
+				    "      pool = string  the pool file\n      calls = string  the call log\n"));
+	assert_non_null(strstr(buf, "\n      load = string  members' values for filepool_load\n"));
 	free(buf);
 }
 
