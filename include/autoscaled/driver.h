@@ -261,7 +261,7 @@ struct autoscaled_driver {
 	uint32_t struct_size;  /* sizeof(struct autoscaled_driver) */
 	const char *name;        /* equals the file name without ".so" */
 	const char *description; /* one line for --list-drivers */
-	const char *config_help; /* the options, one per line: "key = type  meaning (default)" */
+	const char *config_help; /* the options, one per line: "key = type  meaning (default)"; --list-drivers prints them */
 	/* The sources the driver feeds (see struct autoscaled_source); NULL
 	 * and 0 for none. */
 	const struct autoscaled_source *sources;
