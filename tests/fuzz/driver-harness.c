@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "driver-harness.h"
+#include "driver.h"
 #include "fuzz.h"
 
 int fuzz_json_header_lines = 1;
@@ -142,19 +143,19 @@ void fuzz_transport_start(const uint8_t *data, size_t size)
 void fuzz_driver_run(const struct autoscaled_driver *d, const struct autoscaled_option *o, size_t n,
 		     const uint8_t *data, size_t size)
 {
-	struct autoscaled_host host = {
-		.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
-		.struct_size = sizeof(host),
-		.group = "web",
-		.log = quiet_log,
-		.metric = metric,
-	};
+	struct autoscaled_host host;
 	struct autoscaled_driver_instance *h = NULL;
 	struct autoscaled_observation obs = { 0 };
 	struct seen seen = { 0 };
 	const char *ids[2];
 	int target = 2;
 
+	/* The daemon's host, so that the options parse as the daemon parses
+	 * them (durations such as "5m" need its parse_duration), with the
+	 * fuzzer's log and metric checks. */
+	driver_host_init(&host, "web", NULL);
+	host.log = quiet_log;
+	host.metric = metric;
 	fuzz_transport_start(data, size);
 	if (d->open(&host, o, n, &h) < 0)
 		return;
