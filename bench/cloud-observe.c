@@ -66,7 +66,7 @@ static void *observe_one(void *arg)
 
 	pthread_barrier_wait(&barrier);
 	g->instances = 0;
-	g->rc = drv->observe(g->h, count, &g->instances, &obs);
+	g->rc = drv->observe(g->h, count, NULL, &g->instances, &obs);
 	return NULL;
 }
 

@@ -344,11 +344,13 @@ static int refresh(struct autoscaled_driver_instance *h)
 	return 0;
 }
 
-static int az_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, void *ctx,
-		      struct autoscaled_observation *ret)
+/* The driver feeds no source: `sample` is never used. */
+static int az_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, autoscaled_sample_fn sample,
+		      void *ctx, struct autoscaled_observation *ret)
 {
 	int rc = refresh(h);
 
+	(void)sample;
 	if (rc < 0)
 		return rc;
 	rc = cloud_members_report(&h->members, fn, ctx);
@@ -673,8 +675,11 @@ static int az_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 		return rc;
 	if (count == h->capacity)
 		return 0;
-	if (count < h->capacity)
-		return az_remove(h, h->capacity - count, NULL, 0, NULL, NULL);
+	if (count < h->capacity) {
+		LOG(h, ERROR, WHO ": set_capacity to %d refused: '%s' has %d, and set_capacity only grows it "
+		    "(remove_instances shrinks it)", count, h->name, h->capacity);
+		return -ERANGE;
+	}
 	rc = check_autoscale(h, "a capacity update");
 	if (rc < 0)
 		return rc;

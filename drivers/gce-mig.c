@@ -260,11 +260,13 @@ static int refresh(struct autoscaled_driver_instance *h)
 	return 0;
 }
 
-static int gce_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, void *ctx,
-		       struct autoscaled_observation *ret)
+/* The driver feeds no source: `sample` is never used. */
+static int gce_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, autoscaled_sample_fn sample,
+		       void *ctx, struct autoscaled_observation *ret)
 {
 	int rc = refresh(h);
 
+	(void)sample;
 	if (rc < 0)
 		return rc;
 	rc = cloud_members_report(&h->members, fn, ctx);
@@ -515,8 +517,11 @@ static int gce_set_capacity(struct autoscaled_driver_instance *h, int count, aut
 		return rc;
 	if (count == h->target_size)
 		return 0;
-	if (count < h->target_size)
-		return remove_members(h, h->target_size - count, NULL, 0, NULL, NULL);
+	if (count < h->target_size) {
+		LOG(h, ERROR, WHO ": set_capacity to %d refused: '%s' has %d, and set_capacity only grows it "
+		    "(remove_instances shrinks it)", count, h->name, h->target_size);
+		return -ERANGE;
+	}
 	rc = may_act(h, "resize");
 	if (rc < 0)
 		return rc;

@@ -422,17 +422,9 @@ static int lv_check(const struct autoscaled_host *host, const struct autoscaled_
 	return r;
 }
 
+/* Takes over the parsed options of a new handle. */
 static void apply_options(struct autoscaled_driver_instance *h, struct lv_options *o)
 {
-	for (size_t i = 0; i < h->n_hosts; i++) {
-		if (h->hosts[i].conn)
-			virConnectClose(h->hosts[i].conn);
-		free(h->hosts[i].indices);
-	}
-	free(h->members);
-	h->members = NULL;
-	h->n_members = 0;
-	lv_options_free(&h->opt);
 	h->opt = *o;
 	h->n_hosts = o->n_uris;
 	for (size_t i = 0; i < h->n_hosts; i++)
@@ -472,21 +464,62 @@ static int lv_open(const struct autoscaled_host *host, const struct autoscaled_o
 	return -EHOSTUNREACH;
 }
 
-static int lv_reload(struct autoscaled_driver_instance *h, const struct autoscaled_option *options, size_t n_options)
+/* Reads each member's CPU utilisation since the previous reading, for the
+ * least-busy policy and, through sample (may be NULL), as libvirt_cpu; a
+ * member read for the first time only gives its baseline. A host whose
+ * statistics cannot be read is logged and skipped. */
+static int read_cpu(struct autoscaled_driver_instance *h, autoscaled_sample_fn sample, void *ctx)
 {
-	struct lv_options o;
-	bool partial;
-	int r = lv_options_parse(h->host, options, n_options, &o);
+	int r = 0;
 
-	if (r < 0)
-		return r;
-	apply_options(h, &o);
-	lv_scan(h, &partial);
-	return 0;
+	for (size_t i = 0; i < h->n_hosts && r == 0; i++) {
+		struct lv_host *host = &h->hosts[i];
+		virDomainStatsRecordPtr *recs = NULL;
+		struct timespec ts;
+		int64_t wall_ns;
+		int nr;
+
+		if (!lv_connect(h, host))
+			continue;
+		nr = virConnectGetAllDomainStats(host->conn, VIR_DOMAIN_STATS_CPU_TOTAL | VIR_DOMAIN_STATS_VCPU, &recs,
+						 VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		wall_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		if (nr < 0) {
+			lv_log_virt(h, AUTOSCALED_LOG_WARNING, "reading CPU statistics of '%s' failed", host->uri);
+			continue;
+		}
+		for (int k = 0; k < nr && r == 0; k++) {
+			const char *name = virDomainGetName(recs[k]->dom);
+			unsigned long long cpu;
+			unsigned int vcpus;
+			struct lv_member *m = NULL;
+			double pct;
+
+			for (size_t j = 0; j < h->n_members && !m; j++)
+				if (h->members[j].host == host && strcmp(h->members[j].name, name) == 0)
+					m = &h->members[j];
+			if (!m || virTypedParamsGetULLong(recs[k]->params, recs[k]->nparams, "cpu.time", &cpu) != 1)
+				continue;
+			if (virTypedParamsGetUInt(recs[k]->params, recs[k]->nparams, "vcpu.current", &vcpus) != 1)
+				vcpus = 1;
+			if (m->have_cpu &&
+			    lv_cpu_percent(m->cpu_ns, m->cpu_wall_ns, cpu, wall_ns, vcpus, &pct) == 0) {
+				m->cpu_percent = pct;
+				if (sample)
+					r = sample(ctx, LV_CPU_SOURCE, m->name, pct);
+			}
+			m->have_cpu = true;
+			m->cpu_ns = cpu;
+			m->cpu_wall_ns = wall_ns;
+		}
+		virDomainStatsRecordListFree(recs);
+	}
+	return r;
 }
 
-static int lv_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, void *ctx,
-		      struct autoscaled_observation *ret)
+static int lv_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, autoscaled_sample_fn sample,
+		      void *ctx, struct autoscaled_observation *ret)
 {
 	struct autoscaled_observation obs = { .stable = true };
 	bool partial;
@@ -510,6 +543,10 @@ static int lv_observe(struct autoscaled_driver_instance *h, autoscaled_instance_
 		if (fn && (r = fn(ctx, &in)) != 0)
 			return r;
 	}
+	/* The least-busy policy chooses by the CPU of the last observations,
+	 * whether or not a signal reads it. */
+	if ((sample || h->opt.policy == LV_LEAST_BUSY) && (r = read_cpu(h, sample, ctx)) != 0)
+		return r;
 	obs.partial = partial;
 	if (partial)
 		for (size_t i = 0; i < h->n_hosts; i++)
@@ -565,8 +602,12 @@ static int lv_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 	if (r < 0)
 		return r;
 	active = count_active(h);
-	if ((size_t)count < active)
-		return remove_by_policy(h, active - (size_t)count, NULL, NULL);
+	if ((size_t)count < active) {
+		lv_log(h, AUTOSCALED_LOG_ERROR,
+		       "set_capacity to %d refused: the group has %zu members, and set_capacity only grows it "
+		       "(remove_instances shrinks it)", count, active);
+		return -ERANGE;
+	}
 	if ((size_t)count == active)
 		return 0;
 	/* A host can take members when it is up and has the template. */
@@ -668,58 +709,9 @@ static int lv_remove_instances(struct autoscaled_driver_instance *h, int count, 
 	return r;
 }
 
-static int lv_read_cpu(struct autoscaled_driver_instance *h, autoscaled_cpu_fn fn, void *ctx)
-{
-	int r = 0;
-
-	if (h->n_members == 0) {
-		bool partial;
-
-		lv_scan(h, &partial);
-	}
-	for (size_t i = 0; i < h->n_hosts && r == 0; i++) {
-		struct lv_host *host = &h->hosts[i];
-		virDomainStatsRecordPtr *recs = NULL;
-		int64_t wall_ns;
-		int nr;
-
-		if (!lv_connect(h, host))
-			continue;
-		nr = virConnectGetAllDomainStats(host->conn, VIR_DOMAIN_STATS_CPU_TOTAL | VIR_DOMAIN_STATS_VCPU, &recs,
-						 VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
-		wall_ns = clock_mono_ns();
-		if (nr < 0) {
-			lv_log_virt(h, AUTOSCALED_LOG_WARNING, "reading CPU statistics of '%s' failed", host->uri);
-			continue;
-		}
-		for (int k = 0; k < nr && r == 0; k++) {
-			const char *name = virDomainGetName(recs[k]->dom);
-			unsigned long long cpu;
-			unsigned int vcpus;
-			struct lv_member *m = NULL;
-			double pct;
-
-			for (size_t j = 0; j < h->n_members && !m; j++)
-				if (h->members[j].host == host && strcmp(h->members[j].name, name) == 0)
-					m = &h->members[j];
-			if (!m || virTypedParamsGetULLong(recs[k]->params, recs[k]->nparams, "cpu.time", &cpu) != 1)
-				continue;
-			if (virTypedParamsGetUInt(recs[k]->params, recs[k]->nparams, "vcpu.current", &vcpus) != 1)
-				vcpus = 1;
-			if (m->have_cpu &&
-			    lv_cpu_percent(m->cpu_ns, m->cpu_wall_ns, cpu, wall_ns, vcpus, &pct) == 0) {
-				m->cpu_percent = pct;
-				if (fn)
-					r = fn(ctx, m->name, pct);
-			}
-			m->have_cpu = true;
-			m->cpu_ns = cpu;
-			m->cpu_wall_ns = wall_ns;
-		}
-		virDomainStatsRecordListFree(recs);
-	}
-	return r;
-}
+static const struct autoscaled_source sources[] = {
+	{ LV_CPU_SOURCE, "CPU utilisation of the group's domains, in per cent of their vCPUs" },
+};
 
 static const struct autoscaled_driver descriptor = {
 	.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
@@ -727,13 +719,13 @@ static const struct autoscaled_driver descriptor = {
 	.name = "libvirt",
 	.description = "pools of libvirt domains cloned from a template, on one or more hosts",
 	.config_help = config_help,
+	.sources = sources,
+	.n_sources = sizeof(sources) / sizeof(sources[0]),
 	.open = lv_open,
 	.close = lv_close,
 	.observe = lv_observe,
 	.set_capacity = lv_set_capacity,
 	.remove_instances = lv_remove_instances,
-	.reload = lv_reload,
-	.read_cpu = lv_read_cpu,
 	.check = lv_check,
 };
 

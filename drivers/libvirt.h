@@ -68,6 +68,9 @@ struct lv_host {
 	size_t n_indices;
 };
 
+/* The source the driver feeds: each domain's CPU utilisation. */
+#define LV_CPU_SOURCE "libvirt_cpu"
+
 struct lv_member {
 	char name[LV_NAME_MAX];
 	int index;
@@ -77,7 +80,7 @@ struct lv_member {
 	bool port_open;         /* ready_port answered at the last observe */
 	int64_t created_ms;     /* epoch ms, 0 unknown */
 	int64_t started_ms;     /* epoch ms, 0 never started */
-	/* CPU, for read_cpu and the least-busy policy. */
+	/* CPU, for the libvirt_cpu source and the least-busy policy. */
 	bool have_cpu;
 	uint64_t cpu_ns;
 	int64_t cpu_wall_ns;

@@ -349,12 +349,12 @@ static void print_members(const cJSON *o, bool legend)
 		return;
 	}
 	if (legend)
-		printf("%-32s %-13s %-5s %-8s %s\n", "MEMBER", "STATE", "READY", "AGE", "RUNNING FOR");
+		printf("%-32s %-13s %-5s %-8s %-11s %s\n", "MEMBER", "STATE", "READY", "AGE", "RUNNING FOR", "LOCATION");
 	cJSON_ArrayForEach(m, v)
-		printf("%-32s %-13s %-5s %-8s %s\n", str(m, "id", "?"), str(m, "state", "?"),
+		printf("%-32s %-13s %-5s %-8s %-11s %s\n", str(m, "id", "?"), str(m, "state", "?"),
 		       cJSON_IsTrue(cJSON_GetObjectItem(m, "ready")) ? "yes" : "no",
 		       age(str(m, "created", NULL), now, a, sizeof(a)),
-		       age(str(m, "running_since", NULL), now, b, sizeof(b)));
+		       age(str(m, "running_since", NULL), now, b, sizeof(b)), str(m, "location", "-"));
 }
 
 static void print_history(const cJSON *o)
@@ -379,7 +379,7 @@ static int usage(FILE *f, int code)
 		"  show GROUP                     one group in full\n"
 		"  explain GROUP                  the last decision, signal by signal\n"
 		"  history GROUP                  recent decisions\n"
-		"  members GROUP                  the instances: state, readiness, age\n"
+		"  members GROUP                  the instances: state, readiness, age, location\n"
 		"  pause GROUP [--for D|--until T]  evaluate and log, never act\n"
 		"  resume GROUP\n"
 		"  pin GROUP N --for D|--until T [--force]  hold the group at N instances\n"

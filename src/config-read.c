@@ -30,9 +30,24 @@
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The daemon's own source types. A driver's own sources (libvirt_cpu) are
+ * named DRIVER_WHAT, which the driver loader enforces, so that another
+ * name with an underscore may be one of them: whether the group's driver
+ * feeds it is preflight's question, as whether the driver is installed
+ * is. */
 static const char *const known_sources[] = {
-	"prometheus", "haproxy", "redis", "http_json", "exec", "libvirt_cpu", "replay", "gce_monitoring", "azure_monitor",
+	"prometheus", "haproxy", "redis", "http_json", "exec", "replay", "gce_monitoring", "azure_monitor",
 };
+
+/* Whether `name` can be a driver's source: "DRIVER_WHAT" in the characters
+ * of driver names (a-z, digits, '_'). */
+static bool driver_source_name(const char *name)
+{
+	const char *u = strchr(name, '_');
+	size_t len = strlen(name);
+
+	return u && u > name && u[1] && len <= 64 && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == len;
+}
 
 static const char *const top_keys[] = { "agent", "groups" };
 
@@ -177,7 +192,7 @@ static void read_signal(struct config_ctx *x, const config_setting_t *s, const s
 		for (i = 0; i < N_ELEMS(known_sources); i++)
 			if (strcmp(sig->source, known_sources[i]) == 0)
 				break;
-		if (i == N_ELEMS(known_sources))
+		if (i == N_ELEMS(known_sources) && !driver_source_name(sig->source))
 			unknown_name(x, config_setting_get_member(s, "source"), "source", sig->source, known_sources,
 				     N_ELEMS(known_sources));
 	}

@@ -123,7 +123,7 @@ bool options_get_bool(const struct options *o, const char *key, bool def);
 
 struct signal_conf {
 	char *name;
-	char *source; /* source type: prometheus, haproxy, redis, http_json, exec, libvirt_cpu, replay, ... */
+	char *source; /* a source type (prometheus, haproxy, redis, http_json, exec, replay, ...) or a driver's (libvirt_cpu) */
 	struct options source_options;
 	enum signal_type type;
 	double target;          /* per instance: CPU % for utilization, units per instance for average */

@@ -51,6 +51,40 @@ static bool name_is_valid(const char *name)
 	return true;
 }
 
+/* The sources a driver feeds are found by name in a group's signals, so
+ * each must be a name no other source can have: "DRIVER_WHAT", of the
+ * characters a source name has, and unique within the driver. */
+static int check_sources(const struct autoscaled_driver *d, const char *path, const char *name, char *err,
+			 size_t errlen)
+{
+	size_t len = strlen(name);
+
+	if (d->n_sources > 0 && !d->sources) {
+		snprintf(err, errlen, "driver '%s': '%s' declares %zu sources but no table of them; fix the driver", name,
+			 path, d->n_sources);
+		return -ENOEXEC;
+	}
+	for (size_t i = 0; i < d->n_sources; i++) {
+		const char *s = d->sources[i].name;
+
+		if (!s || strlen(s) > DRIVER_NAME_MAX || strncmp(s, name, len) != 0 || s[len] != '_' || !s[len + 1] ||
+		    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(s)) {
+			snprintf(err, errlen,
+				 "driver '%s': '%s' declares a source named '%s'; a driver's source is named "
+				 "'%s_WHAT' (a-z, 0-9, '_'; at most %d characters); fix the driver",
+				 name, path, s ? s : "(null)", name, DRIVER_NAME_MAX);
+			return -ENOEXEC;
+		}
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(d->sources[k].name, s) == 0) {
+				snprintf(err, errlen, "driver '%s': '%s' declares the source '%s' twice; fix the driver",
+					 name, path, s);
+				return -ENOEXEC;
+			}
+	}
+	return 0;
+}
+
 /* Checks a descriptor the way tpm2-tss checks a TCTI: exact major version,
  * a struct at least as large as this ABI's mandatory part, and every
  * mandatory operation present. Fills err and returns a negative errno. */
@@ -88,7 +122,7 @@ static int check_descriptor(const struct autoscaled_driver *d, const char *path,
 			 name, path, missing);
 		return -ENOEXEC;
 	}
-	return 0;
+	return check_sources(d, path, name, err, errlen);
 }
 
 /* Opens and checks one module file. On success stores the handle and
@@ -265,9 +299,20 @@ static int print_one(void *ctx, const char *file, const struct driver *drv, cons
 {
 	FILE *out = ctx;
 
-	if (drv)
-		fprintf(out, "  %-12s %s\n", drv->name, drv->ops->description ? drv->ops->description : "");
-	else
+	if (drv) {
+		fprintf(out, "  %-12s %s", drv->name, drv->ops->description ? drv->ops->description : "");
+		for (size_t i = 0; i < drv->ops->n_sources; i++)
+			fprintf(out, "%s%s", i ? ", " : "; feeds the source ", drv->ops->sources[i].name);
+		fputc('\n', out);
+		/* Its options, indented under it: the one place that documents
+		 * a driver built outside this tree. */
+		for (const char *l = drv->ops->config_help; l && *l;) {
+			size_t n = strcspn(l, "\n");
+
+			fprintf(out, "      %.*s\n", (int)n, l);
+			l += n + (l[n] == '\n');
+		}
+	} else
 		fprintf(out, "  %-12s (broken: %s)\n", file, error);
 	return 0;
 }
@@ -282,6 +327,14 @@ int driver_print_list(const char *configured, FILE *out)
 	if (r < 0)
 		fprintf(out, "  cannot read '%s': %s\n", dir, strerror(-r));
 	return r;
+}
+
+int driver_source_index(const struct autoscaled_driver *ops, const char *source)
+{
+	for (size_t i = 0; ops && source && i < ops->n_sources; i++)
+		if (strcmp(ops->sources[i].name, source) == 0)
+			return (int)i;
+	return -1;
 }
 
 static void option_free(struct autoscaled_option *o)

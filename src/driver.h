@@ -39,7 +39,8 @@ const char *driver_directory(const char *configured);
  * *ret. On failure returns a negative errno and writes into err (errlen
  * bytes, always terminated) one message naming the file and what to do:
  * -ENOENT no such file, -ELIBBAD dlopen failed (dlerror), -ENOEXEC the
- * symbol is missing or the descriptor is malformed, -EPROTO an ABI version
+ * symbol is missing or the descriptor is malformed (a mandatory operation
+ * missing, a source not named DRIVER_WHAT), -EPROTO an ABI version
  * or struct size this host does not speak, -EINVAL a bad name. The caller
  * logs the message; this function does not log. */
 int driver_load(const char *name, const char *configured, const struct driver **ret, char *err, size_t errlen);
@@ -52,10 +53,17 @@ typedef int (*driver_list_fn)(void *ctx, const char *file, const struct driver *
 int driver_list(const char *dir, driver_list_fn fn, void *ctx);
 
 /* `autoscaled --list-drivers`: prints the directory, then one line per
- * driver ("  NAME  DESCRIPTION"), or the file and why it does not load, to
+ * driver ("  NAME  DESCRIPTION", and "; feeds the source S, ..." when it
+ * has sources) followed by its config_help indented by six spaces, or the
+ * file and why it does not load, to
  * out. Returns 0 when the directory was read (even if some modules are
  * broken), else a negative errno after printing why. */
 int driver_print_list(const char *configured, FILE *out);
+
+/* The index in ops->sources of the source named `source` (a signal's
+ * `source`), or -1 when driver ops does not feed one of that name. The
+ * loader has made sure that the names are unique. */
+int driver_source_index(const struct autoscaled_driver *ops, const char *source);
 
 /* The options of one group converted to the ABI's plain form. Owns every
  * string it points to. */

@@ -38,6 +38,9 @@ struct instance_obs {
 	 * instance's mapping from when it was first seen running). */
 	int64_t running_since_mono_ms;
 	bool ready;               /* the driver's own readiness (e.g. a port check) */
+	/* Where it lives, as the driver says (libvirt: its host's URI; the
+	 * clouds: the zone), or NULL; shown to operators, never decided on. */
+	const char *location;
 };
 
 /* What the driver and the actuator know about the group right now. */

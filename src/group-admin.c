@@ -96,6 +96,10 @@ static void add_members(cJSON *o, const struct group_rt *g)
 		cJSON_AddBoolToObject(m, "ready", in->ready);
 		admin_add_time(m, "created", in->created_ms);
 		admin_add_time(m, "running_since", in->running_since_ms);
+		if (in->location)
+			cJSON_AddStringToObject(m, "location", in->location);
+		else
+			cJSON_AddNullToObject(m, "location");
 	}
 }
 

@@ -34,9 +34,12 @@ enum job_kind {
 const char *job_kind_operation(enum job_kind k);
 const char *job_kind_noun(enum job_kind k);
 
-struct cpu_sample {
+/* One member's value of one of the driver's sources, as observe() reported
+ * it. */
+struct driver_sample {
 	char *id;
-	double percent;
+	int source;              /* index in the descriptor's sources */
+	double value;
 };
 
 struct job {
@@ -54,7 +57,7 @@ struct job {
 	/* The group's name while the job runs for no group (job_orphan()). */
 	char *orphan_of;
 	struct job *next_orphan;
-	bool want_cpu;
+	bool want_samples;       /* observe: a signal reads one of the driver's sources */
 	int count;               /* scale: the target (out) or how many to remove (in) */
 	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
 	size_t n_ids;
@@ -66,9 +69,8 @@ struct job {
 	struct autoscaled_observation obs;
 	struct instance_obs *instances;
 	size_t n_instances, cap_instances;
-	struct cpu_sample *cpu;
-	size_t n_cpu, cap_cpu;
-	int cpu_r;
+	struct driver_sample *samples;
+	size_t n_samples, cap_samples;
 	int n_done;              /* scale: instances created or removed */
 	char driver_msg[512];    /* the newest warning or error the driver logged, "" if none */
 };
@@ -85,8 +87,8 @@ struct signal_rt {
 	const struct signal_conf *sc;
 	struct group_rt *g;
 	struct window win;
-	struct source *src;       /* NULL for driver-backed signals */
-	bool driver_cpu;
+	struct source *src;       /* NULL when the driver feeds the signal */
+	int driver_source;        /* index in the driver's sources, or -1 */
 	sd_event_source *timer;
 	uint64_t next_poll_usec;  /* CLOCK_MONOTONIC; 0: poll when the group starts */
 	bool polling;
@@ -107,7 +109,7 @@ struct group_rt {
 	struct driver_options drv_opts;
 	struct signal_rt *signals;
 	size_t n_signals;
-	bool want_cpu;
+	bool want_samples;        /* a signal reads one of the driver's sources */
 	sd_event_source *timer;
 	struct group_state st;    /* persisted: engine state, in-flight action, pin, pause, dry run */
 	struct group_state saved; /* what the state file holds */

@@ -1,7 +1,8 @@
 /* A group at run time; see group.h.
  *
  * Each evaluation tick observes the group through its driver (on a worker
- * thread), feeds driver-backed CPU samples into their windows, runs the
+ * thread), feeds the values of the driver's own sources (libvirt_cpu) into
+ * the windows of the signals that read them, runs the
  * engine, logs the decision and, unless in dry-run, hands an action back to
  * the driver. Sources with their own endpoints poll on their own timers and
  * only ever write into their windows, so a slow source never delays an
@@ -24,8 +25,6 @@
 #include "metrics.h"
 #include "notify.h"
 #include "source.h"
-/* Signals read from the group's own driver rather than an endpoint. */
-#define DRIVER_CPU_SOURCE "libvirt_cpu"
 
 /* --------------------------------------------------------------- driver */
 
@@ -64,7 +63,7 @@ static void start_driver_call(struct group_rt *g)
 		return;
 	if (g->handle) {
 		j->kind = JOB_OBSERVE;
-		j->want_cpu = g->want_cpu;
+		j->want_samples = g->want_samples;
 	} else {
 		j->kind = JOB_OPEN;
 		if (make_host(g) < 0 || driver_options_from_config(&g->gc->driver_options, &j->opts) < 0) {
@@ -134,44 +133,61 @@ static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)
 	return 0;
 }
 
-/* Mean CPU of the ready members from a driver's read_cpu results. The
- * initialization period leaves new members out, as the engine does. */
-static void feed_driver_cpu(struct group_rt *g, const struct job *j, struct clock_now t)
+/* Whether instance `in` counts for a reading at time t: running, ready and
+ * past the initialization period, as the engine counts members. */
+static bool member_counts(const struct group_rt *g, const struct instance_obs *in, struct clock_now t)
 {
-	double sum = 0;
-	int n = 0;
+	return in->state == INSTANCE_RUNNING && in->ready && in->running_since_ms &&
+	       t.mono_ms - in->running_since_mono_ms >= g->gc->behavior.initialization_ms;
+}
 
-	for (size_t i = 0; i < j->n_cpu; i++) {
-		for (size_t k = 0; k < g->n_instances; k++) {
-			const struct instance_obs *in = &g->instances[k];
-
-			if (strcmp(in->id, j->cpu[i].id) != 0)
-				continue;
-			if (in->state == INSTANCE_RUNNING && in->ready && in->running_since_ms &&
-			    t.mono_ms - in->running_since_mono_ms >= g->gc->behavior.initialization_ms) {
-				sum += j->cpu[i].percent;
-				n++;
-			}
-			break;
-		}
-	}
+/* Feeds each signal that reads one of the driver's sources with the mean
+ * of the values the observation carried for the members that count. No
+ * such value is an invalid reading, never zero; what the driver logged
+ * while observing (a statistic it could not read) says why. */
+static void feed_driver_samples(struct group_rt *g, const struct job *j, struct clock_now t)
+{
 	for (size_t i = 0; i < g->n_signals; i++) {
 		struct signal_rt *s = &g->signals[i];
+		double sum = 0;
+		int n = 0;
 
-		if (!s->driver_cpu)
+		if (s->driver_source < 0)
 			continue;
-		if (j->cpu_r < 0) {
-			snprintf(s->error, sizeof(s->error), "%s read_cpu failed: %s", g->drv->name,
-				 strerror(-j->cpu_r));
-		} else if (n == 0) {
-			snprintf(s->error, sizeof(s->error), "no ready member reported CPU time yet");
+		for (size_t k = 0; k < j->n_samples; k++) {
+			if (j->samples[k].source != s->driver_source)
+				continue;
+			for (size_t m = 0; m < g->n_instances; m++) {
+				if (strcmp(g->instances[m].id, j->samples[k].id) != 0)
+					continue;
+				if (member_counts(g, &g->instances[m], t)) {
+					sum += j->samples[k].value;
+					n++;
+				}
+				break;
+			}
+		}
+		if (n == 0) {
+			snprintf(s->error, sizeof(s->error), "no ready member has a value of '%.64s' yet%s%.140s%s",
+				 s->sc->source, j->driver_msg[0] ? " (" : "", j->driver_msg, j->driver_msg[0] ? ")" : "");
+		} else if (window_push(&s->win, t.mono_ms, sum / n) == -EDOM) {
+			snprintf(s->error, sizeof(s->error), "not a finite number");
 		} else {
-			window_push(&s->win, t.mono_ms, sum / n);
 			s->error[0] = '\0';
 			s->n_sampled = n;
 			metrics_record_sample(g->ctx->metrics, g->gc->name, s->sc->name);
 		}
 	}
+}
+
+/* A failed observation carries no value for the driver's sources: their
+ * signals say why rather than only going stale. */
+static void driver_samples_failed(struct group_rt *g, int r)
+{
+	for (size_t i = 0; i < g->n_signals; i++)
+		if (g->signals[i].driver_source >= 0)
+			snprintf(g->signals[i].error, sizeof(g->signals[i].error), "no value: observe failed: %s",
+				 strerror(-r));
 }
 
 /* ----------------------------------------------------------- evaluation */
@@ -233,8 +249,10 @@ static void map_start_times(const struct group_rt *g, struct instance_obs *v, si
 static void take_observation(struct group_rt *g, struct job *j, struct clock_now now)
 {
 	map_start_times(g, j->instances, j->n_instances, now);
-	for (size_t i = 0; i < g->n_instances; i++)
+	for (size_t i = 0; i < g->n_instances; i++) {
 		free((char *)g->instances[i].id);
+		free((char *)g->instances[i].location);
+	}
 	free(g->instances);
 	g->instances = j->instances;
 	g->n_instances = j->n_instances;
@@ -507,11 +525,13 @@ void group_job_done(struct job *j)
 				  strerror(-j->r), j->driver_msg[0] ? " (" : "", j->driver_msg,
 				  j->driver_msg[0] ? ")" : "");
 			metrics_record_error(g->ctx->metrics, g->gc->name, "observe");
+			if (j->want_samples)
+				driver_samples_failed(g, j->r);
 			break;
 		}
 		take_observation(g, j, t);
-		if (j->want_cpu)
-			feed_driver_cpu(g, j, t);
+		if (j->want_samples)
+			feed_driver_samples(g, j, t);
 		metrics_record_observation(g->ctx->metrics, g->gc->name);
 		if (!g->first_reported) {
 			g->first_reported = true;
@@ -613,20 +633,14 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		s->sc = sc;
 		s->g = g;
 		s->n_sampled = -1;
+		s->driver_source = driver_source_index(g->drv, sc->source);
 		r = window_init(&s->win, window_capacity_for(group_longest_window(gc, i), sc->poll_interval_ms));
 		if (r < 0)
 			goto fail;
-		if (strcmp(sc->source, DRIVER_CPU_SOURCE) == 0) {
-			if (!AUTOSCALED_DRIVER_HAS_OP(g->drv, read_cpu)) {
-				log_group(LOG_ERR, gc->name, NULL, NULL,
-					  "%s:%d: signal '%s': source '%s' needs a driver that reads CPU time, and "
-					  "driver '%s' does not",
-					  sc->file, sc->line, sc->name, sc->source, gc->driver);
-				r = -EINVAL;
-				goto fail;
-			}
-			s->driver_cpu = true;
-			g->want_cpu = true;
+		/* The driver feeds it through its observations (preflight
+		 * has checked that no other source has its name). */
+		if (s->driver_source >= 0) {
+			g->want_samples = true;
 			continue;
 		}
 		struct source_env env = {.event = ctx->event, .http = ctx->http};
@@ -841,8 +855,10 @@ void group_rt_free(struct group_rt *g)
 	driver_host_free(g->host);
 	close_retired(g);
 	driver_options_free(&g->drv_opts);
-	for (size_t i = 0; i < g->n_instances; i++)
+	for (size_t i = 0; i < g->n_instances; i++) {
 		free((char *)g->instances[i].id);
+		free((char *)g->instances[i].location);
+	}
 	free(g->instances);
 	free(g);
 }

@@ -28,12 +28,14 @@ void job_free(struct job *j)
 {
 	if (!j)
 		return;
-	for (size_t i = 0; i < j->n_instances; i++)
+	for (size_t i = 0; i < j->n_instances; i++) {
 		free((char *)j->instances[i].id);
+		free((char *)j->instances[i].location);
+	}
 	free(j->instances);
-	for (size_t i = 0; i < j->n_cpu; i++)
-		free(j->cpu[i].id);
-	free(j->cpu);
+	for (size_t i = 0; i < j->n_samples; i++)
+		free(j->samples[i].id);
+	free(j->samples);
 	for (size_t i = 0; i < j->n_ids; i++)
 		free(j->ids[i]);
 	free(j->ids);
@@ -106,9 +108,13 @@ static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
 		.created_ms = in->created_ms,
 		.running_since_ms = in->running_since_ms,
 		.ready = in->ready,
+		.location = in->location ? strdup(in->location) : NULL,
 	};
-	if (!o->id)
+	if (!o->id || (in->location && !o->location)) {
+		free((char *)o->id);
+		free((char *)o->location);
 		return -ENOMEM;
+	}
 	j->n_instances++;
 	return 0;
 }
@@ -122,23 +128,29 @@ static int job_count_instance(void *ctx, const struct autoscaled_instance *in)
 	return 0;
 }
 
-static int job_collect_cpu(void *ctx, const char *id, double percent)
+/* A value of a source the driver did not declare is dropped: no signal
+ * can name it. */
+static int job_collect_sample(void *ctx, const char *source, const char *id, double value)
 {
 	struct job *j = ctx;
+	int k = driver_source_index(j->drv, source);
 
-	if (j->n_cpu == j->cap_cpu) {
-		size_t cap = j->cap_cpu ? j->cap_cpu * 2 : 16;
-		void *p = realloc(j->cpu, cap * sizeof(*j->cpu));
+	if (k < 0 || !id)
+		return 0;
+	if (j->n_samples == j->cap_samples) {
+		size_t cap = j->cap_samples ? j->cap_samples * 2 : 16;
+		void *p = realloc(j->samples, cap * sizeof(*j->samples));
 
 		if (!p)
 			return -ENOMEM;
-		j->cpu = p;
-		j->cap_cpu = cap;
+		j->samples = p;
+		j->cap_samples = cap;
 	}
-	j->cpu[j->n_cpu].id = strdup(id);
-	if (!j->cpu[j->n_cpu].id)
+	j->samples[j->n_samples].id = strdup(id);
+	if (!j->samples[j->n_samples].id)
 		return -ENOMEM;
-	j->cpu[j->n_cpu++].percent = percent;
+	j->samples[j->n_samples].source = k;
+	j->samples[j->n_samples++].value = value;
 	return 0;
 }
 
@@ -152,11 +164,8 @@ static void *job_thread(void *arg)
 	driver_capture_begin(j->driver_msg, sizeof(j->driver_msg));
 	switch (j->kind) {
 	case JOB_OBSERVE:
-		j->r = j->drv->observe(j->handle, job_collect_instance, j, &j->obs);
-		/* A read_cpu failure is a signal's error, not the observation's. */
-		driver_capture_end();
-		if (j->r >= 0 && j->want_cpu)
-			j->cpu_r = j->drv->read_cpu(j->handle, job_collect_cpu, j);
+		j->r = j->drv->observe(j->handle, job_collect_instance, j->want_samples ? job_collect_sample : NULL, j,
+				       &j->obs);
 		break;
 	case JOB_SCALE_OUT:
 		j->r = j->drv->set_capacity(j->handle, j->count, job_count_instance, j);

@@ -14,10 +14,6 @@
 #include "source.h"
 #include "sources/cloud_worker.h"
 
-/* Signals read from the group's own driver rather than an endpoint (as in
- * group.c, which builds the same signals). */
-#define DRIVER_CPU_SOURCE "libvirt_cpu"
-
 /* What a driver's check reports to, through its host. */
 struct collector {
 	struct config_errors *errs;
@@ -121,18 +117,78 @@ static void check_driver(const struct group_conf *gc, const struct driver *drv, 
 	driver_options_free(&opts);
 }
 
-static void check_signals(const struct group_conf *gc, const struct driver *drv, const struct source_env *env,
-			  struct collector *col)
+/* A driver in the directory that feeds `source`, for a signal whose group
+ * uses another driver. */
+struct feeder {
+	const char *source;
+	const char *driver; /* the loader's, valid until exit */
+};
+
+static int find_feeder(void *ctx, const char *file, const struct driver *drv, const char *error)
+{
+	struct feeder *f = ctx;
+
+	(void)file;
+	(void)error;
+	if (drv && driver_source_index(drv->ops, f->source) >= 0) {
+		f->driver = drv->name;
+		return 1;
+	}
+	return 0;
+}
+
+/* A signal's source that is none of the daemon's types: it must be one the
+ * group's driver feeds (which the file cannot know, as it cannot know
+ * which drivers are installed). Says which driver does feed it, or which
+ * name was meant. */
+static void unknown_source(const struct config *c, const struct group_conf *gc, const struct driver *drv,
+			   const struct signal_conf *sc, struct collector *col)
+{
+	const char *names[64], *near;
+	size_t n = source_type_names(names, 48);
+	struct feeder f = { .source = sc->source };
+
+	for (size_t i = 0; drv && i < drv->ops->n_sources && n < sizeof(names) / sizeof(names[0]); i++)
+		names[n++] = drv->ops->sources[i].name;
+	near = config_near_miss(sc->source, names, n);
+	if (near) {
+		add_errorf(col, "%s:%d: unknown source '%s' (did you mean '%s'?)", sc->file, sc->line, sc->source, near);
+		return;
+	}
+	driver_list(driver_directory(c->agent.driver_directory), find_feeder, &f);
+	if (f.driver)
+		add_errorf(col, "%s:%d: signal '%s': source '%s' is fed by driver '%s', and group '%s' uses driver '%s'",
+			   sc->file, sc->line, sc->name, sc->source, f.driver, gc->name, gc->driver);
+	else
+		add_errorf(col, "%s:%d: unknown source '%s'", sc->file, sc->line, sc->source);
+}
+
+static void check_signals(const struct config *c, const struct group_conf *gc, const struct driver *drv,
+			  const struct source_env *env, struct collector *col)
 {
 	for (size_t i = 0; i < gc->n_signals; i++) {
 		const struct signal_conf *sc = &gc->signals[i];
 		struct source *s = NULL;
 		char err[1024];
 
-		if (strcmp(sc->source, DRIVER_CPU_SOURCE) == 0) {
-			if (drv && !AUTOSCALED_DRIVER_HAS_OP(drv->ops, read_cpu))
-				add_errorf(col, "%s:%d: signal '%s': source '%s' needs a driver that reads CPU time, and "
-					   "driver '%s' does not", sc->file, sc->line, sc->name, sc->source, gc->driver);
+		if (drv && driver_source_index(drv->ops, sc->source) >= 0) {
+			/* The group runtime gives the driver's source
+			 * precedence; a driver may not shadow a type. */
+			if (source_lookup(sc->source))
+				add_errorf(col, "%s:%d: signal '%s': driver '%s' feeds a source named '%s', which is one "
+					   "of the daemon's source types; rename the driver's", sc->file, sc->line,
+					   sc->name, gc->driver, sc->source);
+			else if (sc->source_options.n > 0)
+				add_errorf(col, "%s:%d: signal '%s': source '%s' is fed by driver '%s' and takes no "
+					   "source_options; the driver's own options say what it reads", sc->file,
+					   sc->line, sc->name, sc->source, gc->driver);
+			continue;
+		}
+		if (!source_lookup(sc->source) && !source_type_reserved(sc->source)) {
+			/* Without the driver the question stays open; its
+			 * own error is reported. */
+			if (drv)
+				unknown_source(c, gc, drv, sc, col);
 			continue;
 		}
 		err[0] = '\0';
@@ -216,7 +272,7 @@ int preflight_check(const struct config *c, struct config_errors *errs)
 		} else {
 			check_driver(gc, drv, &col);
 		}
-		check_signals(gc, drv, &env, &col);
+		check_signals(c, gc, drv, &env, &col);
 	}
 	http_free(env.http);
 	sd_event_unref(env.event);

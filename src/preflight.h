@@ -6,9 +6,11 @@
  * then does, for every group, what start-up does before it acts: it loads
  * the group's driver exactly as the daemon does (driver_load(), the same
  * directory lookup), runs the driver's `check` operation on the group's
- * options (which validates them without connecting), checks that a
- * libvirt_cpu signal has a driver that reads CPU time, and builds and frees
- * every signal's source, which validates its options the way start-up does.
+ * options (which validates them without connecting), checks that a signal
+ * whose source is not one of the daemon's types names a source the group's
+ * driver feeds (libvirt_cpu, which takes no source_options), and builds and
+ * frees every other signal's source, which validates its options the way
+ * start-up does.
  * Nothing connects to a backend and nothing is written.
  */
 #ifndef AUTOSCALED_PREFLIGHT_H

@@ -97,6 +97,7 @@ static void pool_observe(struct pool *pool, int64_t now_ms, int64_t warm_ms, str
 		o->running_since_ms = ready ? (in->launch_ms == warm_ms ? o->created_ms : in->ready_ms) : 0;
 		o->running_since_mono_ms = o->running_since_ms; /* one virtual clock */
 		o->ready = ready;
+		o->location = NULL;
 	}
 	memset(obs, 0, sizeof(*obs));
 	obs->current = (int)pool->n;

@@ -232,7 +232,9 @@ int source_new(const struct signal_conf *sc, const struct source_env *env, struc
 					 known);
 			return -EOPNOTSUPP;
 		}
-		return source_opt_error(sc, NULL, err, errlen, "unknown source type (known: %s)", known);
+		return source_opt_error(sc, NULL, err, errlen,
+					"unknown source type (known: %s; a source a driver feeds is read only by a "
+					"group of that driver)", known);
 	}
 	r = check_keys(sc, ops, err, errlen);
 	if (r < 0)

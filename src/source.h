@@ -86,15 +86,19 @@ struct source_ops {
 };
 
 /* The table of source types; the registry (sources/registry.c) lists the
- * built-in ones, and source_register() adds more (libvirt_cpu, cloud
- * monitoring) before any source_new(). Returns 0, -EEXIST or -ENOSPC. */
+ * built-in ones, and source_register() adds more (cloud monitoring) before
+ * any source_new(). Returns 0, -EEXIST or -ENOSPC. The sources a driver
+ * feeds from its observations (libvirt_cpu) are the driver's, declared in
+ * its descriptor (autoscaled/driver.h), and never reach source_new(). */
 int source_register(const struct source_ops *ops);
 const struct source_ops *source_lookup(const char *name);
 /* True for a type the project knows but this build or registry lacks
- * (redis without hiredis, libvirt_cpu before it is registered ...). */
+ * (redis without hiredis, the cloud monitoring before it is registered). */
 bool source_type_reserved(const char *name);
 /* The names of the types available, comma-separated, into BUF. */
 void source_type_list(char *buf, size_t buflen);
+/* The same names into V (at most MAX, borrowed); returns how many. */
+size_t source_type_names(const char **v, size_t max);
 
 void *source_priv(struct source *s);
 sd_event *source_event(const struct source *s);

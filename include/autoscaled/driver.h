@@ -7,7 +7,10 @@
  * so that nothing else leaks into the daemon's symbol space.
  *
  * Versioning (as tpm2-tss does for its TCTI modules): abi_version is the
- * major version and must equal AUTOSCALED_DRIVER_ABI_VERSION exactly;
+ * major version and must equal AUTOSCALED_DRIVER_ABI_VERSION exactly
+ * (ABI 2 dropped reload and read_cpu, which no host called, and carries
+ * the driver's own signal sources through sources and observe() instead;
+ * a module built for ABI 1 is refused and must be rebuilt);
  * struct_size is sizeof(struct autoscaled_driver) as the driver was built.
  * Later minor revisions only append operations at the end of the struct and
  * keep abi_version, so a host reads an operation only when its offset lies
@@ -20,7 +23,7 @@
  *
  * Memory: every pointer that crosses the boundary is borrowed. Strings and
  * structs given to a callback are valid only during that call (copy what you
- * keep); options given to open/reload are valid only during that call.
+ * keep); options given to open/check are valid only during that call.
  * Nothing allocated on one side is freed on the other. No libconfig, cJSON or
  * libvirt type crosses the boundary: options arrive as plain key/value pairs.
  *
@@ -52,7 +55,7 @@
 extern "C" {
 #endif
 
-#define AUTOSCALED_DRIVER_ABI_VERSION 1u
+#define AUTOSCALED_DRIVER_ABI_VERSION 2u
 
 /* The exported symbol's name, for dlsym(). */
 #define AUTOSCALED_DRIVER_SYMBOL "autoscaled_driver_info"
@@ -201,7 +204,8 @@ enum autoscaled_instance_state {
  * (running_since). `ready` is the driver's own readiness (running, and a
  * health check passed when one is configured); the host's initialization
  * period counts from running_since on top of it. `location` says where it
- * lives (libvirt: the connection URI; clouds: the zone) or is NULL. */
+ * lives (libvirt: the connection URI; clouds: the zone) or is NULL; the
+ * host shows it (autoscalectl members) and decides nothing on it. */
 struct autoscaled_instance {
 	const char *id;
 	enum autoscaled_instance_state state;
@@ -227,10 +231,27 @@ struct autoscaled_observation {
  * given with the operation. A non-zero return asks the driver to stop
  * reporting and to return that value from the operation. */
 typedef int (*autoscaled_instance_fn)(void *ctx, const struct autoscaled_instance *instance);
-/* percent: CPU utilisation of one instance over the last interval, 0-100
- * with 100 meaning all of its vCPUs busy (hypervisor overhead may push it a
- * little above 100). */
-typedef int (*autoscaled_cpu_fn)(void *ctx, const char *id, double percent);
+/* One member's value of one of the driver's sources (see `sources` below):
+ * `source` is that source's name, `id` the member's as observe() reported
+ * it. libvirt_cpu, for instance, is the CPU utilisation of one domain over
+ * the last interval, 0-100 with 100 meaning all of its vCPUs busy
+ * (hypervisor overhead may push it a little above 100). */
+typedef int (*autoscaled_sample_fn)(void *ctx, const char *source, const char *id, double value);
+
+/* A signal source that a driver feeds from its observations, such as the
+ * libvirt driver's libvirt_cpu: a signal of a group served by the driver
+ * that names it (`source = "libvirt_cpu"`) reads it, and no endpoint is
+ * polled. The name starts with the driver's own name and an underscore, so
+ * that it cannot be taken for one of the daemon's source types (the loader
+ * refuses a descriptor whose names do not); names are [a-z0-9_], at most
+ * 64 characters, and distinct. observe() reports each member's value; the
+ * signal's reading at each observation is their mean over the members the
+ * host counts (running, ready and past the group's initialization
+ * period), and a reading with no such member is invalid, never zero. */
+struct autoscaled_source {
+	const char *name;
+	const char *description; /* one line, for --list-drivers */
+};
 
 /* A driver's open instance for one group; opaque to the host. */
 struct autoscaled_driver_instance;
@@ -240,11 +261,17 @@ struct autoscaled_driver {
 	uint32_t struct_size;  /* sizeof(struct autoscaled_driver) */
 	const char *name;        /* equals the file name without ".so" */
 	const char *description; /* one line for --list-drivers */
-	const char *config_help; /* the options, one per line: "key = type  meaning (default)" */
+	const char *config_help; /* the options, one per line: "key = type  meaning (default)"; --list-drivers prints them */
+	/* The sources the driver feeds (see struct autoscaled_source); NULL
+	 * and 0 for none. */
+	const struct autoscaled_source *sources;
+	size_t n_sources;
 
 	/* Mandatory. Validates the options, connects, repairs what a crash left
 	 * half done, and stores a new handle in *ret. `host` stays valid until
-	 * close(). On failure *ret is untouched and nothing stays allocated. */
+	 * close(). On failure *ret is untouched and nothing stays allocated.
+	 * New options (a reload of the configuration that changes them) go to
+	 * a new handle: the host opens one and closes the old. */
 	int (*open)(const struct autoscaled_host *host, const struct autoscaled_option *options, size_t n_options,
 		    struct autoscaled_driver_instance **ret);
 
@@ -253,15 +280,26 @@ struct autoscaled_driver {
 
 	/* Mandatory. Reports every member through fn (may be NULL to get only
 	 * the summary) and, on success, writes *ret. Reachable members are
-	 * reported even when the call fails part-way; see `partial`. */
-	int (*observe)(struct autoscaled_driver_instance *handle, autoscaled_instance_fn fn, void *ctx,
-		       struct autoscaled_observation *ret);
+	 * reported even when the call fails part-way; see `partial`.
+	 * With `sample` set (only when a signal of the group reads one of the
+	 * driver's sources), it also reports each member's value of each of
+	 * its sources, after that member; a member without a value yet is
+	 * left out (libvirt_cpu: a rate, so the first observation of a member
+	 * only takes its baseline). A value that cannot be read is logged and
+	 * left out; it does not fail the observation. With sample NULL the
+	 * driver reads no source at all. */
+	int (*observe)(struct autoscaled_driver_instance *handle, autoscaled_instance_fn fn, autoscaled_sample_fn sample,
+		       void *ctx, struct autoscaled_observation *ret);
 
-	/* Mandatory. Makes the group converge on `count` instances and returns
-	 * when the backend has accepted that (libvirt: the new domains are
-	 * started). Instances created by this call are reported through fn
-	 * (may be NULL). A count below the current size removes instances by
-	 * the driver's own victim policy, without reporting them. */
+	/* Mandatory. Scale-out: makes the group grow to `count` instances and
+	 * returns when the backend has accepted that (libvirt: the new domains
+	 * are started). Instances created by this call are reported through
+	 * fn (may be NULL). It only ever grows: a count equal to the group's
+	 * current size (the count observe() reports as target_size) returns 0
+	 * and changes nothing, and a count below it is refused with -ERANGE
+	 * after logging both numbers, without removing anything, so that a
+	 * scale-out decided on an older observation can never shrink the
+	 * group. Shrinking is remove_instances(), the host's one scale-in. */
 	int (*set_capacity)(struct autoscaled_driver_instance *handle, int count, autoscaled_instance_fn fn, void *ctx);
 
 	/* Mandatory. Scale-in: removes `count` instances chosen by the driver's
@@ -273,19 +311,9 @@ struct autoscaled_driver {
 	int (*remove_instances)(struct autoscaled_driver_instance *handle, int count, const char *const *ids,
 				size_t n_ids, autoscaled_instance_fn fn, void *ctx);
 
-	/* Optional (NULL: the host closes and reopens). Applies new options to
-	 * an open handle; on failure the handle keeps its old options. */
-	int (*reload)(struct autoscaled_driver_instance *handle, const struct autoscaled_option *options,
-		      size_t n_options);
-
-	/* Optional (NULL: the driver has no CPU source). Reports the CPU
-	 * utilisation of each running member since the previous call on this
-	 * handle. The first call after open only takes the baseline and reports
-	 * nothing, as does a member seen for the first time. */
-	int (*read_cpu)(struct autoscaled_driver_instance *handle, autoscaled_cpu_fn fn, void *ctx);
-
 	/* Optional. Validates options without connecting or changing anything,
-	 * for `autoscaled -n`; logs each problem through host->log. */
+	 * for `autoscaled -n`, start-up and a reload; logs each problem through
+	 * host->log. */
 	int (*check)(const struct autoscaled_host *host, const struct autoscaled_option *options, size_t n_options);
 };
 

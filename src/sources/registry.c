@@ -1,7 +1,9 @@
 /* The table of source types: the built-in ones, then those registered at
- * start-up by other parts of the daemon (libvirt_cpu by the libvirt
- * driver's host side, gce_monitoring and azure_monitor by the cloud code),
- * so that a signal's `source` name finds its implementation. */
+ * start-up by other parts of the daemon (gce_monitoring and azure_monitor
+ * by the cloud code), so that a signal's `source` name finds its
+ * implementation. The sources a driver feeds (libvirt_cpu) are not here:
+ * the driver declares them in its descriptor, and only a group of that
+ * driver has them. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +26,7 @@ static const struct source_ops *const builtin[] = {
 /* Types the project knows about that come from elsewhere or need an
  * optional library, so that a config naming one gets "not available in
  * this build" rather than "unknown". */
-static const char *const reserved[] = { "redis", "libvirt_cpu", "gce_monitoring", "azure_monitor" };
+static const char *const reserved[] = { "redis", "gce_monitoring", "azure_monitor" };
 
 static const struct source_ops *extra[SOURCE_MAX_EXTRA];
 static size_t n_extra;
@@ -56,6 +58,17 @@ bool source_type_reserved(const char *name)
 		if (strcmp(reserved[i], name) == 0)
 			return true;
 	return false;
+}
+
+size_t source_type_names(const char **v, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]) && n < max; i++)
+		v[n++] = builtin[i]->name;
+	for (size_t i = 0; i < n_extra && n < max; i++)
+		v[n++] = extra[i]->name;
+	return n;
 }
 
 void source_type_list(char *buf, size_t buflen)

@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 
 		cJSON_AddStringToObject(out, "op", op);
 		if (strcmp(op, "observe") == 0) {
-			rc = d->observe(h, collect, list, &obs);
+			rc = d->observe(h, collect, NULL, list, &obs);
 			if (rc == 0) {
 				cJSON *o = cJSON_AddObjectToObject(out, "observation");
 

@@ -10,9 +10,9 @@
  * reply starts with one line "STATUS [RETRY_AFTER_MS [LOCATION [ETAG]]]"
  * (LOCATION fills both Location and Azure-AsyncOperation) followed by the
  * body. When the replies run out, calls fail as a refused connection does.
- * The driver is opened and driven through observe, set_capacity (up and
- * down), remove_instances by count and by id, and observe again, as the
- * daemon would. */
+ * The driver is opened and driven through observe, set_capacity up,
+ * remove_instances by count and by id, set_capacity down (which the ABI
+ * has it refuse, so the refusal is fuzzed too), and observe again. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "driver-harness.h"
+#include "driver.h"
 #include "fuzz.h"
 
 int fuzz_json_header_lines = 1;
@@ -142,29 +143,29 @@ void fuzz_transport_start(const uint8_t *data, size_t size)
 void fuzz_driver_run(const struct autoscaled_driver *d, const struct autoscaled_option *o, size_t n,
 		     const uint8_t *data, size_t size)
 {
-	struct autoscaled_host host = {
-		.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
-		.struct_size = sizeof(host),
-		.group = "web",
-		.log = quiet_log,
-		.metric = metric,
-	};
+	struct autoscaled_host host;
 	struct autoscaled_driver_instance *h = NULL;
 	struct autoscaled_observation obs = { 0 };
 	struct seen seen = { 0 };
 	const char *ids[2];
 	int target = 2;
 
+	/* The daemon's host, so that the options parse as the daemon parses
+	 * them (durations such as "5m" need its parse_duration), with the
+	 * fuzzer's log and metric checks. */
+	driver_host_init(&host, "web", NULL);
+	host.log = quiet_log;
+	host.metric = metric;
 	fuzz_transport_start(data, size);
 	if (d->open(&host, o, n, &h) < 0)
 		return;
-	if (d->observe(h, on_instance, &seen, &obs) == 0) {
+	if (d->observe(h, on_instance, NULL, &seen, &obs) == 0) {
 		if (obs.target_size < 0)
 			abort(); /* never a negative size */
 		target = obs.target_size;
 	}
 	(void)d->set_capacity(h, target + 2, on_instance, &seen);
-	(void)d->observe(h, NULL, NULL, &obs);
+	(void)d->observe(h, NULL, NULL, NULL, &obs);
 	(void)d->remove_instances(h, 1, NULL, 0, on_instance, &seen);
 	if (seen.n > 0) {
 		ids[0] = seen.ids[0];
@@ -172,7 +173,7 @@ void fuzz_driver_run(const struct autoscaled_driver *d, const struct autoscaled_
 		(void)d->remove_instances(h, 0, ids, 2, on_instance, &seen);
 	}
 	(void)d->set_capacity(h, target > 0 ? target - 1 : 0, NULL, NULL);
-	(void)d->observe(h, on_instance, &seen, &obs);
+	(void)d->observe(h, on_instance, NULL, &seen, &obs);
 	d->close(h);
 }
 

@@ -12,6 +12,12 @@
  *             is "OPERATION REASON..." (observe, set_capacity or remove),
  *             that operation logs REASON as an error and fails with ENOSPC,
  *             the way a cloud refuses an operation
+ *   load    = path of a file of members' values (optional): lines "ID VALUE",
+ *             which observe() reports as the source filepool_load when a
+ *             signal reads it; a member without a line has no value
+ *
+ * set_capacity only grows the pool, as the ABI has it: a smaller count is
+ * logged ("set_capacity FROM TO") and refused with ERANGE.
  *
  * Instances are created and removed one at a time, each written to the
  * pool file at once (as libvirt defines one domain after the other), so a
@@ -34,6 +40,7 @@ struct autoscaled_driver_instance {
 	char calls[512];
 	long step_ms;
 	char fail[512];
+	char load[512];
 };
 
 struct pool {
@@ -114,7 +121,9 @@ static void log_call(const struct autoscaled_driver_instance *h, const char *lin
 	fclose(f);
 }
 
-static void report(const struct pool *p, int i, autoscaled_instance_fn fn, void *ctx)
+/* Members live in the pool file: its path is their location. */
+static void report(const struct autoscaled_driver_instance *h, const struct pool *p, int i, autoscaled_instance_fn fn,
+		   void *ctx)
 {
 	struct autoscaled_instance in = {
 		.id = p->id[i],
@@ -122,6 +131,7 @@ static void report(const struct pool *p, int i, autoscaled_instance_fn fn, void 
 		.created_ms = p->created[i],
 		.running_since_ms = p->created[i],
 		.ready = true,
+		.location = h->pool,
 	};
 
 	if (fn)
@@ -147,6 +157,8 @@ static int fp_open(const struct autoscaled_host *host, const struct autoscaled_o
 			h->step_ms = strtol(v, NULL, 10);
 		else if (strcmp(options[i].key, "fail") == 0)
 			snprintf(h->fail, sizeof(h->fail), "%s", v);
+		else if (strcmp(options[i].key, "load") == 0)
+			snprintf(h->load, sizeof(h->load), "%s", v);
 		else {
 			host->log(host, AUTOSCALED_LOG_ERROR, "filepool: unknown option '%s'", options[i].key);
 			free(h);
@@ -188,16 +200,39 @@ static int injected_fault(const struct autoscaled_driver_instance *h, const char
 	return -ENOSPC;
 }
 
-static int fp_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, void *ctx,
-		      struct autoscaled_observation *ret)
+/* The value of member `id` in the load file, as the source filepool_load:
+ * 1 when there is one, 0 when there is none, or a negative errno. */
+static int load_value(const struct autoscaled_driver_instance *h, const char *id, double *ret)
+{
+	FILE *f = fopen(h->load, "r");
+	char line[256], want[40];
+	int found = 0;
+
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	snprintf(want, sizeof(want), "%s ", id);
+	while (!found && fgets(line, sizeof(line), f))
+		if (strncmp(line, want, strlen(want)) == 0)
+			found = sscanf(line + strlen(want), "%lf", ret) == 1;
+	fclose(f);
+	return found;
+}
+
+static int fp_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, autoscaled_sample_fn sample,
+		      void *ctx, struct autoscaled_observation *ret)
 {
 	struct pool p;
 	int r = injected_fault(h, "observe");
 
 	if (r < 0 || (r = pool_read(h, &p)) < 0)
 		return r;
-	for (int i = 0; i < p.n; i++)
-		report(&p, i, fn, ctx);
+	for (int i = 0; i < p.n; i++) {
+		double v;
+
+		report(h, &p, i, fn, ctx);
+		if (sample && h->load[0] && load_value(h, p.id[i], &v) == 1 && (r = sample(ctx, "filepool_load", p.id[i], v)))
+			return r;
+	}
 	*ret = (struct autoscaled_observation){.target_size = p.n, .stable = true};
 	return 0;
 }
@@ -223,6 +258,12 @@ static int fp_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 		return -ENOSPC;
 	snprintf(line, sizeof(line), "set_capacity %d %d", p.n, count);
 	log_call(h, line);
+	if (count < p.n) {
+		h->host->log(h->host, AUTOSCALED_LOG_ERROR,
+			     "filepool: set_capacity to %d refused: the pool has %d, and set_capacity only grows it", count,
+			     p.n);
+		return -ERANGE;
+	}
 	while (p.n < count) {
 		pause_ms(h->step_ms);
 		snprintf(p.id[p.n], sizeof(p.id[p.n]), "vm-%d", p.next++);
@@ -234,11 +275,8 @@ static int fp_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 		r = pool_write(h, &p);
 		if (r < 0)
 			return r;
-		report(&p, p.n - 1, fn, ctx);
+		report(h, &p, p.n - 1, fn, ctx);
 	}
-	while (p.n > count)
-		if ((r = remove_one(h, &p, p.n - 1)) < 0)
-			return r;
 	return 0;
 }
 
@@ -276,12 +314,19 @@ static int fp_remove(struct autoscaled_driver_instance *h, int count, const char
 	return 0;
 }
 
+static const struct autoscaled_source sources[] = {
+	{ "filepool_load", "each member's value in the load file" },
+};
+
 static const struct autoscaled_driver filepool = {
 	.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
 	.struct_size = sizeof(struct autoscaled_driver),
 	.name = "filepool",
 	.description = "test driver: a pool kept in a text file",
-	.config_help = "pool = string  the pool file\ncalls = string  the call log\nstep_ms = int  time per instance (0)\nfail = string  a fault file",
+	.config_help = "pool = string  the pool file\ncalls = string  the call log\nstep_ms = int  time per instance (0)\n"
+		       "fail = string  a fault file\nload = string  members' values for filepool_load",
+	.sources = sources,
+	.n_sources = 1,
 	.open = fp_open,
 	.close = fp_close,
 	.observe = fp_observe,

@@ -7,6 +7,11 @@
  *   SLOWVIRT_LOG      a file: a line per domain defined, "define NAME", and
  *                     per domain start asked for, "start NAME"
  *   SLOWVIRT_DELAY_MS how long each domain start takes (default 0)
+ *   SLOWVIRT_CPU_PERCENT
+ *                     when set, every active domain reports one vCPU busy
+ *                     this per cent of the time (cpu.time grows with the
+ *                     monotonic clock at that rate), which the test
+ *                     hypervisor cannot report by itself
  *
  * The daemon resolves the driver module's libvirt symbols through the
  * global scope, where a preloaded object comes first; the real functions
@@ -16,6 +21,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -68,4 +74,53 @@ int virDomainCreate(virDomainPtr dom)
 	if (delay)
 		pause_ms(strtol(delay, NULL, 10));
 	return real(dom);
+}
+
+typedef int (*stats_fn)(virConnectPtr, unsigned int, virDomainStatsRecordPtr **, unsigned int);
+
+/* The records as libvirt's own: freed by virDomainStatsRecordListFree(),
+ * which frees the parameters, unrefs the domain and frees the record and
+ * the list with the C allocator GLib uses. */
+int virConnectGetAllDomainStats(virConnectPtr conn, unsigned int stats, virDomainStatsRecordPtr **retStats,
+				unsigned int flags)
+{
+	stats_fn real = (stats_fn)dlsym(RTLD_NEXT, "virConnectGetAllDomainStats");
+	const char *pct = getenv("SLOWVIRT_CPU_PERCENT");
+	virDomainStatsRecordPtr *v;
+	virDomainPtr *doms = NULL;
+	struct timespec ts;
+	unsigned long long cpu;
+	bool ok;
+	int n;
+
+	if (!pct)
+		return real ? real(conn, stats, retStats, flags) : -1;
+	n = virConnectListAllDomains(conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+	if (n < 0)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	cpu = (unsigned long long)(((double)ts.tv_sec * 1e9 + (double)ts.tv_nsec) * strtod(pct, NULL) / 100);
+	v = calloc((size_t)n + 1, sizeof(*v));
+	ok = v != NULL;
+	for (int i = 0; i < n; i++) {
+		int max = 0;
+
+		if (ok && !(v[i] = calloc(1, sizeof(*v[i]))))
+			ok = false;
+		if (!ok) {
+			virDomainFree(doms[i]);
+			continue;
+		}
+		v[i]->dom = doms[i];
+		if (virTypedParamsAddULLong(&v[i]->params, &v[i]->nparams, &max, "cpu.time", cpu) < 0 ||
+		    virTypedParamsAddUInt(&v[i]->params, &v[i]->nparams, &max, "vcpu.current", 1) < 0)
+			ok = false;
+	}
+	free(doms);
+	if (!ok) {
+		virDomainStatsRecordListFree(v);
+		return -1;
+	}
+	*retStats = v;
+	return n;
 }

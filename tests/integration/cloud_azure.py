@@ -3,6 +3,7 @@ scale sets with both credential kinds, both long-running operation styles,
 and the fault matrix (throttling, 409, 5xx, etag conflicts, failed and
 stuck operations, secrets kept out of the log)."""
 
+import errno
 import os
 import sys
 
@@ -413,13 +414,20 @@ def poll_retry_after(ctx):
 
 
 @tap.test
-def set_capacity_down_deletes(ctx):
-    """set_capacity below capacity deletes (oldest first with victim_policy=oldest), never PATCHes up"""
-    res = probe("azure-vmss", ctx.options(victim_policy="oldest"), ["observe", "set_capacity=2", "observe"])
-    check(res.returncode == 0 and res.ops[2]["observation"]["target_size"] == 2, "capacity 2", res.stderr)
+def set_capacity_down_refused(ctx):
+    """set_capacity below capacity is refused (it only grows) and changes nothing; remove deletes the oldest"""
+    res = probe("azure-vmss", ctx.options(victim_policy="oldest"),
+                ["observe", "set_capacity=2", "observe", "remove=1", "observe"])
+    check(res.ops[1]["rc"] == -errno.ERANGE, "refused with ERANGE", res.ops[1])
+    check("set_capacity to 2 refused" in res.stderr and "only grows" in res.stderr, "the log says why",
+          res.stderr[-2000:])
+    check(res.ops[2]["observation"]["target_size"] == 3, "still 3", res.ops[2])
     check(not ctx.emu.find("PATCH"), "no PATCH")
     oldest = min(res.ops[0]["instances"], key=lambda i: (i["created_ms"], i["id"]))
-    check(ctx.emu.find("POST", "/delete$")[0]["json"]["instanceIds"] == [oldest["id"]], "the oldest went")
+    dels = ctx.emu.find("POST", "/delete$")
+    check(len(dels) == 1 and dels[0]["json"]["instanceIds"] == [oldest["id"]], "only the remove deleted: the oldest",
+          dels)
+    check(res.ops[4]["observation"]["target_size"] == 2, "capacity 2 after the remove", res.ops[4])
 
 
 @tap.test

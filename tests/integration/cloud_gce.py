@@ -2,6 +2,7 @@
 with both credential kinds, and the fault matrix (retries, requestId reuse,
 operation errors, unstable groups, secrets kept out of the log)."""
 
+import errno
 import json
 import os
 import re
@@ -335,14 +336,18 @@ def unstable_group_waits_then_acts(ctx):
 
 
 @tap.test
-def set_capacity_down_deletes(ctx):
-    """set_capacity below the target deletes victims (never a resize up), oldest first with victim_policy=oldest"""
-    res = probe("gce-mig", ctx.options(victim_policy="oldest"), ["observe", "set_capacity=2", "observe"])
-    check(res.returncode == 0, "succeeds", res.stderr)
-    check(not ctx.emu.find("POST", r"/resize$"), "no resize")
+def set_capacity_down_refused(ctx):
+    """set_capacity below the target is refused (it only grows) and changes nothing; remove deletes one victim"""
+    res = probe("gce-mig", ctx.options(victim_policy="oldest"),
+                ["observe", "set_capacity=2", "observe", "remove=1", "observe"])
+    check(res.ops[1]["rc"] == -errno.ERANGE, "refused with ERANGE", res.ops[1])
+    check("set_capacity to 2 refused" in res.stderr and "only grows" in res.stderr, "the log says why",
+          res.stderr[-2000:])
+    check(res.ops[2]["observation"]["target_size"] == 3, "still 3", res.ops[2])
+    check(not ctx.emu.find("POST", r"/resize"), "no resize")
     dels = ctx.emu.find("POST", r"/deleteInstances$")
-    check(len(dels) == 1 and len(dels[0]["json"]["instances"]) == 1, "one victim", dels)
-    check(res.ops[2]["observation"]["target_size"] == 2, "target 2")
+    check(len(dels) == 1 and len(dels[0]["json"]["instances"]) == 1, "only the remove deleted: one victim", dels)
+    check(res.ops[4]["observation"]["target_size"] == 2, "target 2 after the remove", res.ops[4])
 
 
 @tap.test

@@ -272,7 +272,7 @@ def record(d, endpoint):
     bodies = []
     method, _ = d.ENDPOINTS[endpoint]
     first = None
-    for ops in (["observe", "set_capacity=5"], ["set_capacity=2"]):
+    for ops in (["observe", "set_capacity=5"], ["remove=1"]):
         g = d.group()
         d.emu.add_fault(method=method, path=d.fault_path(endpoint, g), times=-1, mutate=recorder(bodies))
         res = probe(d.name, d.options(g), ops)
@@ -311,7 +311,7 @@ def hostile_matrix(cls, endpoint, keep=lambda path: True):
             g = d.group()
             d.emu.add_fault(method=method, path=d.fault_path(endpoint, g), times=-1,
                             mutate=mutator(path, action, value))
-            res = probe(d.name, d.options(g), ["set_capacity=2"], timeout=60)
+            res = probe(d.name, d.options(g), ["remove=1"], timeout=60)
             survived(res, 1)
             ups, downs = d.actions(g)
             check(not ups and len(downs) <= 1 and sum(downs) <= 1,

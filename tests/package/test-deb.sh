@@ -114,7 +114,8 @@ check "autoscaled -n accepts the shipped /etc/autoscaled/autoscaled.conf${out:+:
 out=$("$R/usr/sbin/autoscaled" -n -c "$R/usr/share/doc/autoscaled/examples/autoscaled.conf" 2>&1)
 check "a cloud-only root refuses the libvirt example, naming the missing driver${out:+: $out}" eval \
 	'echo "$out" | grep -q "unknown driver '"'"'libvirt'"'"'"'
-drivers() { "$R/usr/sbin/autoscaled" --list-drivers | awk 'NR > 1 { print $1 }' | sort | tr '\n' ' '; }
+# One line per driver, its options indented under it.
+drivers() { "$R/usr/sbin/autoscaled" --list-drivers | awk 'NR > 1 && /^  [^ ]/ { print $1 }' | sort | tr '\n' ' '; }
 check "--list-drivers on a cloud-only root: $(drivers)" test "$(drivers)" = "azure-vmss gce-mig "
 dpkg -x "$(deb autoscaled-driver-libvirt "$arch")" "$R"
 check "--list-drivers with the libvirt driver: $(drivers)" test "$(drivers)" = "azure-vmss gce-mig libvirt "

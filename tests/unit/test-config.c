@@ -455,6 +455,40 @@ static void test_preflight_drivers(void **state)
 	if (!strstr(out, "main.conf:2: libvirt: missing required option 'template'"))
 		fail_msg("got: %s", out);
 
+	/* A driver's own source is read by a group of that driver, named as
+	 * the driver declares it, and takes no source_options. */
+#define LV_GROUP "groups = ( { name = \"a\"; driver = \"libvirt\"; min = 1; max = 2;\n" \
+		 "  driver_options = { uri = \"test:///default\"; template = \"t\"; };\n"
+	out = preflight_text(LV_GROUP "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";"
+			     " target = 60; } ); } );\n");
+	if (out[0])
+		fail_msg("got: %s", out);
+	out = preflight_text(LV_GROUP "  signals = ( { name = \"cpu\"; source = \"libvirt_cpus\"; type = \"utilization\";"
+			     " target = 60; } ); } );\n");
+	if (!strstr(out, "main.conf:3: unknown source 'libvirt_cpus' (did you mean 'libvirt_cpu'?)\n") ||
+	    strchr(out, '\n')[1])
+		fail_msg("got: %s", out);
+	out = preflight_text(LV_GROUP "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";"
+			     " target = 60;\n    source_options = { uri = \"test:///default\"; }; } ); } );\n");
+	if (!strstr(out, "main.conf:3: signal 'cpu': source 'libvirt_cpu' is fed by driver 'libvirt' and takes no "
+			 "source_options"))
+		fail_msg("got: %s", out);
+	out = preflight_text(LV_GROUP "  signals = ( { name = \"q\"; source = \"nosuch_queue\"; type = \"average\";"
+			     " target = 5; } ); } );\n");
+	if (!strstr(out, "main.conf:3: unknown source 'nosuch_queue'\n") || strchr(out, '\n')[1])
+		fail_msg("got: %s", out);
+	/* A group of another driver (when this build has one) is told which
+	 * driver feeds it. */
+	snprintf(want, sizeof(want), "%s/gce-mig.so", saved);
+	out = access(want, F_OK) < 0 ? NULL : preflight_text("groups = ( { name = \"b\"; driver = \"gce-mig\"; min = 1; max = 2;\n"
+			     "  driver_options = { project = \"p\"; zone = \"z\"; name = \"g\"; };\n"
+			     "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";"
+			     " target = 60; } ); } );\n");
+	if (out && !strstr(out, "main.conf:3: signal 'cpu': source 'libvirt_cpu' is fed by driver 'libvirt', and group "
+				"'b' uses driver 'gce-mig'\n"))
+		fail_msg("got: %s", out);
+#undef LV_GROUP
+
 	/* The directory is the loader's: the environment's when set, and
 	 * only then agent.driver_directory; a plugin elsewhere is not found. */
 	snprintf(drivers, sizeof(drivers), "%s/drivers", dir);

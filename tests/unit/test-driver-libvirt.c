@@ -350,7 +350,7 @@ static void check_member(const char *name, int idx)
 static void observe_into(struct autoscaled_driver_instance *h, struct seen *s, struct autoscaled_observation *obs)
 {
 	memset(s, 0, sizeof(*s));
-	assert_int_equal(drv->observe(h, collect, s, obs), 0);
+	assert_int_equal(drv->observe(h, collect, NULL, s, obs), 0);
 }
 
 /* Scales 2 -> 5 -> 3 with `policy` and returns the members left. */
@@ -446,7 +446,9 @@ static void test_least_busy(void **state)
 	scale_out_in("least-busy", "web-5", "web-4");
 }
 
-static void test_shrink_with_set_capacity(void **state)
+/* set_capacity only grows: a smaller count is refused and removes nothing,
+ * so that a scale-out decided on an older observation cannot shrink. */
+static void test_set_capacity_only_grows(void **state)
 {
 	int r;
 	struct autoscaled_driver_instance *h = open_with(&r, "uri=test:///default", "template=web-template",
@@ -456,10 +458,16 @@ static void test_shrink_with_set_capacity(void **state)
 
 	assert_int_equal(r, 0);
 	assert_int_equal(drv->set_capacity(h, 3, NULL, NULL), 0);
-	assert_int_equal(drv->set_capacity(h, 1, NULL, NULL), 0);
+	logbuf[0] = '\0';
+	assert_int_equal(drv->set_capacity(h, 1, NULL, NULL), -ERANGE);
+	assert_non_null(strstr(logbuf, "set_capacity to 1 refused: the group has 3 members"));
 	observe_into(h, &s, &obs);
-	assert_int_equal(s.n, 1);
-	assert_string_equal(s.id[0], "web-3");
+	assert_int_equal(s.n, 3);
+	assert_int_equal(obs.target_size, 3);
+	/* The size it has already is no change at all. */
+	assert_int_equal(drv->set_capacity(h, 3, NULL, NULL), 0);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 3);
 	assert_int_equal(drv->set_capacity(h, -1, NULL, NULL), -EINVAL);
 	drv->close(h);
 }
@@ -744,16 +752,52 @@ static void test_host_down(void **state)
 	assert_non_null(strstr(logbuf, "no host of the pool could be reached"));
 }
 
-static void test_read_cpu_without_cpu_time(void **state)
+struct samples {
+	int n;
+	int n_other;             /* of another source, or of no member */
+	double min, max;
+};
+
+static int count_sample(void *ctx, const char *source, const char *id, double value)
+{
+	struct samples *s = ctx;
+
+	if (strcmp(source, "libvirt_cpu") != 0 || strncmp(id, "web-", 4) != 0)
+		s->n_other++;
+	if (s->n == 0 || value < s->min)
+		s->min = value;
+	if (s->n == 0 || value > s->max)
+		s->max = value;
+	s->n++;
+	return 0;
+}
+
+/* libvirt_cpu is the driver's source, declared in its descriptor and fed
+ * through observe(): a rate, so the first observation of a member only
+ * takes its baseline. (The test hypervisor may have no cpu.time at all;
+ * then no observation carries a value.) */
+static void test_cpu_source(void **state)
 {
 	int r;
 	struct autoscaled_driver_instance *h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
+	struct autoscaled_observation obs;
+	struct samples smp = { 0 };
+	struct seen s;
 
+	assert_int_equal(drv->n_sources, 1);
+	assert_string_equal(drv->sources[0].name, "libvirt_cpu");
 	assert_int_equal(r, 0);
 	assert_int_equal(drv->set_capacity(h, 2, NULL, NULL), 0);
-	/* No callback: the test hypervisor has no cpu.time to report. */
-	assert_int_equal(drv->read_cpu(h, NULL, NULL), 0);
-	assert_int_equal(drv->read_cpu(h, NULL, NULL), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->observe(h, NULL, count_sample, &smp, &obs), 0);
+	assert_int_equal(smp.n, 0);
+	assert_int_equal(drv->observe(h, NULL, count_sample, &smp, &obs), 0);
+	assert_int_equal(smp.n_other, 0);
+	assert_true(smp.n <= 2);
+	if (smp.n)
+		assert_true(smp.min >= 0 && smp.max <= 200);
+	/* Without a sample callback nothing is read for the source. */
+	assert_int_equal(drv->observe(h, NULL, NULL, NULL, &obs), 0);
 	drv->close(h);
 }
 
@@ -1005,7 +1049,7 @@ int main(void)
 		cmocka_unit_test_setup(test_newest, reset),
 		cmocka_unit_test_setup(test_oldest, reset),
 		cmocka_unit_test_setup(test_least_busy, reset),
-		cmocka_unit_test_setup(test_shrink_with_set_capacity, reset),
+		cmocka_unit_test_setup(test_set_capacity_only_grows, reset),
 		cmocka_unit_test_setup(test_remove_by_id, reset),
 		cmocka_unit_test_setup(test_overlay, reset),
 		cmocka_unit_test_setup(test_template_missing, reset),
@@ -1014,7 +1058,7 @@ int main(void)
 		cmocka_unit_test_setup(test_crash_repair, reset),
 		cmocka_unit_test_setup(test_multi_host, reset),
 		cmocka_unit_test_setup(test_host_down, reset),
-		cmocka_unit_test_setup(test_read_cpu_without_cpu_time, reset),
+		cmocka_unit_test_setup(test_cpu_source, reset),
 		cmocka_unit_test_setup(test_bad_options, reset),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_tag_times),

@@ -18,6 +18,7 @@
 
 static char tmpdir[256];
 static char modules[1024];
+static char helpers[1024];
 
 static int setup(void **state)
 {
@@ -26,6 +27,7 @@ static int setup(void **state)
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-driver-loader.XXXXXX");
 	assert_non_null(mkdtemp(tmpdir));
 	snprintf(modules, sizeof(modules), "%s/tests/modules/.libs", b ? b : ".");
+	snprintf(helpers, sizeof(helpers), "%s/tests/helpers/.libs", b ? b : ".");
 	return 0;
 }
 
@@ -111,8 +113,21 @@ static void test_old_abi(void **state)
 	assert_int_equal(driver_load("old-abi", modules, &d, err, sizeof(err)), -EPROTO);
 	assert_null(d);
 	assert_non_null(strstr(err, "old-abi.so"));
-	assert_non_null(strstr(err, "built for driver ABI 0"));
+	/* A module built against ABI 1, which had reload and read_cpu. */
+	assert_non_null(strstr(err, "built for driver ABI 1 but this autoscaled speaks ABI 2"));
 	assert_non_null(strstr(err, "rebuild the driver"));
+}
+
+static void test_bad_source(void **state)
+{
+	const struct driver *d = NULL;
+	char err[1024];
+
+	assert_int_equal(driver_load("bad_source", modules, &d, err, sizeof(err)), -ENOEXEC);
+	assert_null(d);
+	assert_non_null(strstr(err, "bad_source.so"));
+	assert_non_null(strstr(err, "declares a source named 'prometheus'"));
+	assert_non_null(strstr(err, "'bad_source_WHAT'"));
 }
 
 static void test_short_struct(void **state)
@@ -152,12 +167,13 @@ static void test_list(void **state)
 	FILE *out;
 
 	assert_int_equal(driver_list(modules, collect, &l), 0);
-	/* The three refused modules, in name order, each with its reason. */
-	assert_int_equal(l.n, 3);
-	assert_int_equal(l.broken, 3);
-	assert_string_equal(l.files[0], "no-symbol.so");
-	assert_string_equal(l.files[1], "old-abi.so");
-	assert_string_equal(l.files[2], "short-struct.so");
+	/* The four refused modules, in name order, each with its reason. */
+	assert_int_equal(l.n, 4);
+	assert_int_equal(l.broken, 4);
+	assert_string_equal(l.files[0], "bad_source.so");
+	assert_string_equal(l.files[1], "no-symbol.so");
+	assert_string_equal(l.files[2], "old-abi.so");
+	assert_string_equal(l.files[3], "short-struct.so");
 
 	assert_int_equal(driver_list("/nonexistent/drivers", collect, &l), -ENOENT);
 
@@ -170,6 +186,17 @@ static void test_list(void **state)
 	assert_non_null(strstr(buf, "Drivers in "));
 	assert_non_null(strstr(buf, "old-abi.so"));
 	assert_non_null(strstr(buf, "(broken: driver 'old-abi'"));
+	free(buf);
+
+	/* A driver's sources are listed with it. */
+	buf = NULL;
+	out = open_memstream(&buf, &len);
+	assert_non_null(out);
+	assert_int_equal(driver_print_list(helpers, out), 0);
+	fclose(out);
+	assert_non_null(strstr(buf, "  filepool     test driver: a pool kept in a text file; feeds the source filepool_load\n"
+				    "      pool = string  the pool file\n      calls = string  the call log\n"));
+	assert_non_null(strstr(buf, "\n      load = string  members' values for filepool_load\n"));
 	free(buf);
 }
 
@@ -277,6 +304,7 @@ int main(void)
 		cmocka_unit_test(test_missing_symbol),
 		cmocka_unit_test(test_old_abi),
 		cmocka_unit_test(test_short_struct),
+		cmocka_unit_test(test_bad_source),
 		cmocka_unit_test(test_list),
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_host),

@@ -175,7 +175,10 @@ static void test_register_twice(void **state)
 	assert_int_equal(source_register(&fake_ops), -EEXIST);
 	assert_ptr_equal(source_lookup("fake"), &fake_ops);
 	assert_non_null(source_lookup("http_json"));
-	assert_true(source_type_reserved("libvirt_cpu"));
+	assert_true(source_type_reserved("gce_monitoring"));
+	/* A driver's own source is the driver's, not the registry's. */
+	assert_false(source_type_reserved("libvirt_cpu"));
+	assert_null(source_lookup("libvirt_cpu"));
 	assert_false(source_type_reserved("fake"));
 }
 
