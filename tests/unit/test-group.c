@@ -110,7 +110,7 @@ static struct fake {
 	int releases;
 	bool waiting;      /* a scale call is waiting for its release */
 	/* What the calls were. */
-	int n_open, n_close, n_check, n_observe, n_read_cpu, n_set_capacity, n_remove;
+	int n_open, n_close, n_check, n_observe, n_sampled, n_set_capacity, n_remove;
 	int observe_on[FAKE_MAX_HANDLES + 1]; /* observations per handle id */
 	int scale_on[FAKE_MAX_HANDLES + 1];   /* scale calls per handle id */
 	int closed_at_open[FAKE_MAX_HANDLES + 1]; /* n_open when handle i was closed */
@@ -181,8 +181,10 @@ static void member_id(char *buf, size_t len, int i)
 	snprintf(buf, len, "vm-%d", i + 1);
 }
 
-static int fake_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, void *ctx,
-			struct autoscaled_observation *ret)
+#define FAKE_CPU_SOURCE "fake_cpu"
+
+static int fake_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, autoscaled_sample_fn sample,
+			void *ctx, struct autoscaled_observation *ret)
 {
 	int r = 0;
 
@@ -190,6 +192,8 @@ static int fake_observe(struct autoscaled_driver_instance *h, autoscaled_instanc
 	call_begin();
 	fake.n_observe++;
 	fake.observe_on[h->id <= FAKE_MAX_HANDLES ? h->id : 0]++;
+	if (sample)
+		fake.n_sampled++;
 	for (int i = 0; fn && r >= 0 && i < fake.size; i++) {
 		char id[16];
 
@@ -202,26 +206,12 @@ static int fake_observe(struct autoscaled_driver_instance *h, autoscaled_instanc
 				    .running_since_ms = T0_WALL_MS - 3600 * 1000 + i,
 				    .ready = true,
 			    });
+		/* Each member's CPU after it, as the driver's source. */
+		if (r >= 0 && sample)
+			r = sample(ctx, FAKE_CPU_SOURCE, id, (double)fake.load / fake.size);
 	}
 	*ret = (struct autoscaled_observation){.target_size = fake.size, .stable = fake.stable, .partial = fake.partial};
 	fake.busy--;
-	pthread_mutex_unlock(&fake_lock);
-	return r;
-}
-
-static int fake_read_cpu(struct autoscaled_driver_instance *h, autoscaled_cpu_fn fn, void *ctx)
-{
-	int r = 0;
-
-	(void)h;
-	pthread_mutex_lock(&fake_lock);
-	fake.n_read_cpu++;
-	for (int i = 0; r >= 0 && i < fake.size; i++) {
-		char id[16];
-
-		member_id(id, sizeof(id), i);
-		r = fn(ctx, id, (double)fake.load / fake.size);
-	}
 	pthread_mutex_unlock(&fake_lock);
 	return r;
 }
@@ -273,6 +263,11 @@ static int fake_set_capacity(struct autoscaled_driver_instance *h, int count, au
 	pthread_mutex_lock(&fake_lock);
 	fake.n_set_capacity++;
 	fake.last_capacity = count;
+	/* The ABI's rule: set_capacity only ever grows. */
+	if (count < fake.size) {
+		pthread_mutex_unlock(&fake_lock);
+		return -ERANGE;
+	}
 	r = fake_scale(h, count - fake.size, fn, ctx);
 	pthread_mutex_unlock(&fake_lock);
 	return r;
@@ -293,6 +288,10 @@ static int fake_remove_instances(struct autoscaled_driver_instance *h, int count
 	return r;
 }
 
+static const struct autoscaled_source fake_sources[] = {
+	{ FAKE_CPU_SOURCE, "each member's CPU, load / size" },
+};
+
 static const struct autoscaled_driver fake_ops = {
 	.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
 	.struct_size = sizeof(struct autoscaled_driver),
@@ -303,7 +302,8 @@ static const struct autoscaled_driver fake_ops = {
 	.observe = fake_observe,
 	.set_capacity = fake_set_capacity,
 	.remove_instances = fake_remove_instances,
-	.read_cpu = fake_read_cpu,
+	.sources = fake_sources,
+	.n_sources = 1,
 	.check = fake_check,
 };
 
@@ -427,7 +427,7 @@ static struct config *load(int generation, double target, const char *window)
 		"groups = ( {\n"
 		"  name = \"web\"; driver = \"fake\"; min = 1; max = 10;\n"
 		"  driver_options = { generation = %d; };\n"
-		"  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\"; target = %g;\n"
+		"  signals = ( { name = \"cpu\"; source = \"fake_cpu\"; type = \"utilization\"; target = %g;\n"
 		"    window = \"%s\"; poll_interval = \"15s\"; staleness = \"1h\"; } );\n"
 		"  behavior = { initialization_period = \"0s\";\n"
 		"    scale_out = { stabilization = 0; policies = ( ); };\n"
@@ -546,7 +546,7 @@ static void test_scale_out_completes(void **state)
 	assert_int_equal(FAKE(n_set_capacity), 1);
 	assert_int_equal(FAKE(n_remove), 0);
 	assert_int_equal(FAKE(n_observe), 2);
-	assert_int_equal(FAKE(n_read_cpu), 2);
+	assert_int_equal(FAKE(n_sampled), 2);
 	assert_int_equal(FAKE(n_open), 1);
 	assert_int_equal(FAKE(n_close), 0);
 }
@@ -605,7 +605,7 @@ static void test_failing_scale_out_retried(void **state)
 	 * any more, the part done is recorded for the rate limits, and no
 	 * call is retried before the next evaluation. */
 	assert_int_not_equal(fx->g->last_error.time_ms, 0);
-	assert_string_equal(fx->g->last_error.operation, "scale_out");
+	assert_int_equal(fx->g->last_error.kind, JOB_SCALE_OUT);
 	assert_int_equal(fx->g->last_error.err, -EIO);
 	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
 	assert_int_equal(fx->g->st.engine.last_action_dir, DIR_OUT);
