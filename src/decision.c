@@ -33,8 +33,21 @@ const char *decision_hold_name(enum hold_reason h)
 		return "in_flight";
 	case HOLD_SAFE_START:
 		return "safe_start";
+	case HOLD_PARTIAL:
+		return "partial_observation";
+	case HOLD_DRIVER_BUSY:
+		return "driver_busy";
+	case HOLD_PAUSED:
+		return "paused";
+	case HOLD_PINNED:
+		return "pinned";
 	}
 	return "unknown";
+}
+
+const char *decision_victims_name(enum victim_choice v)
+{
+	return v == VICTIMS_DRIVER ? "driver_policy" : v == VICTIMS_DRAIN ? "drain_order" : NULL;
 }
 
 const char *decision_action_name(enum scale_direction d)
@@ -201,13 +214,39 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 		sb_sep(&sb);
 		sb_printf(&sb, "flapping guard: %d, as fewer would fire a scale-out rule", d->flap_guarded);
 	}
-	if (d->hold == HOLD_IN_FLIGHT) {
+	/* Step 9: an operator's word, then what the agent knows about
+	 * itself. Each says why the count does not move, or to what the
+	 * operator moved it. */
+	if (d->override && d->hold == HOLD_PAUSED) {
 		sb_sep(&sb);
-		sb_printf(&sb, "a scale-%s is in flight: hold %d", d->flap_guarded > d->current ? "out" : "in",
+		sb_printf(&sb, "paused by an operator: not acting");
+	} else if (d->override) {
+		sb_sep(&sb);
+		sb_printf(&sb, "pinned at %d by an operator%s", d->pin_count, d->pin_forced ? " (forced)" : "");
+		if (d->operated != d->pin_count)
+			sb_printf(&sb, ", within [%d, %d]: %d", d->min, d->max, d->operated);
+	}
+	switch (d->hold) {
+	case HOLD_IN_FLIGHT:
+		sb_sep(&sb);
+		sb_printf(&sb, "a scale-%s is in flight: hold %d", d->operated > d->current ? "out" : "in", d->current);
+		break;
+	case HOLD_DRIVER_BUSY:
+		sb_sep(&sb);
+		sb_printf(&sb, "the driver is still carrying out another operation: no scale-%s until it ends: hold %d",
+			  d->operated > d->current ? "out" : "in", d->current);
+		break;
+	case HOLD_PARTIAL:
+		sb_sep(&sb);
+		sb_printf(&sb, "some members could not be observed: no scale-in on a partial observation: hold %d",
 			  d->current);
-	} else if (d->hold == HOLD_SAFE_START) {
+		break;
+	case HOLD_SAFE_START:
 		sb_sep(&sb);
 		sb_printf(&sb, "no scale-in until the windows are refilled after a restart: hold %d", d->current);
+		break;
+	default:
+		break;
 	}
 	sb_sep(&sb);
 	if (d->action == DIR_NONE)
@@ -215,6 +254,12 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 	else
 		sb_printf(&sb, "%s %d -> %d", d->action == DIR_OUT ? "scale out" : "scale in", d->current,
 			  d->desired);
+	/* Who picks the victims is part of the decision: with a drain hook
+	 * it is not the driver's victim_policy, which the record must not let
+	 * a reader assume. */
+	if (d->victims == VICTIMS_DRAIN)
+		sb_printf(&sb, " (victims: not yet serving first, then the newest, drained by the pre-scale-in hook;"
+			       " the driver's victim_policy does not apply)");
 	return (int)sb.used;
 }
 
@@ -322,6 +367,10 @@ cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 	    !cJSON_AddNumberToObject(root, "desired", d->desired) ||
 	    !cJSON_AddStringToObject(root, "action", decision_action_name(d->action)) ||
 	    !cJSON_AddStringToObject(root, "hold", decision_hold_name(d->hold)) ||
+	    !(d->override ? cJSON_AddStringToObject(root, "override", d->override)
+			  : cJSON_AddNullToObject(root, "override")) ||
+	    !(decision_victims_name(d->victims) ? cJSON_AddStringToObject(root, "victims", decision_victims_name(d->victims))
+						 : cJSON_AddNullToObject(root, "victims")) ||
 	    !(d->driver_signal >= 0 && (size_t)d->driver_signal < g->n_signals
 		      ? cJSON_AddStringToObject(root, "driver_signal", g->signals[d->driver_signal].name)
 		      : cJSON_AddNullToObject(root, "driver_signal")) ||

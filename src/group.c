@@ -298,17 +298,6 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	int prio;
 
 	decision_sentence(d, g->gc, sentence, sizeof(sentence));
-	/* The engine's sentence says what the signals ask; an operator's
-	 * override says what is done instead. */
-	if (g->override) {
-		size_t n = strlen(sentence);
-
-		if (g->st.pause.active)
-			snprintf(sentence + n, sizeof(sentence) - n, "; paused by an operator: not acting");
-		else
-			snprintf(sentence + n, sizeof(sentence) - n, "; pinned at %d by an operator%s", g->st.pin.count,
-				 g->st.pin.forced ? " (forced)" : "");
-	}
 	/* A failed cloud operation stays in every record until the operation
 	 * succeeds again, so that whoever reads one record learns why the
 	 * count did not move. */
@@ -337,11 +326,7 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	o = decision_to_json(d, g->gc);
 	if (o) {
 		cJSON_AddBoolToObject(o, "dry_run", dry_run);
-		if (g->override)
-			cJSON_AddStringToObject(o, "override", g->override);
-		else
-			cJSON_AddNullToObject(o, "override");
-		if (g->override || g->last_error.time_ms)
+		if (g->last_error.time_ms)
 			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
 		cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
 		json = cJSON_PrintUnformatted(o);
@@ -382,6 +367,16 @@ static void group_evaluate(struct group_rt *g)
 		obs.in_flight = DIR_OUT;
 	else if ((g->job && g->job->kind == JOB_SCALE_IN) || g->drain)
 		obs.in_flight = DIR_IN;
+	/* What the agent knows about itself goes in as the engine's inputs,
+	 * each with its own hold reason: one job at a time per group (an
+	 * action pending from before a restart counts), members a partial
+	 * observation could not see, an operator's pause or pin. */
+	obs.busy = obs.in_flight != DIR_NONE || g->job || g->drain;
+	obs.partial = g->partial;
+	obs.paused = g->st.pause.active;
+	obs.pinned = g->st.pin.active;
+	obs.pin_count = g->st.pin.count;
+	obs.pin_forced = g->st.pin.forced;
 	for (size_t i = 0; i < g->n_signals; i++) {
 		in[i] = (struct engine_signal_input){
 			.window = &g->signals[i].win,
@@ -395,23 +390,7 @@ static void group_evaluate(struct group_rt *g)
 		metrics_record_error(g->ctx->metrics, g->gc->name, "evaluation");
 		return;
 	}
-	/* A partial observation (a host down) hides members: never remove
-	 * instances on it. */
-	if (d.action == DIR_IN && g->partial) {
-		d.action = DIR_NONE;
-		d.desired = d.current;
-		d.hold = HOLD_IN_FLIGHT;
-		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
-			  "scale-in held: some hosts of the pool could not be observed");
-	}
-	/* The engine's result is logged as it is; a pause or a pin decides
-	 * the final count. Nothing is started while an action is in flight. */
-	g->override = state_apply_overrides(&g->st, &d);
-	if (obs.in_flight != DIR_NONE && d.action != DIR_NONE) {
-		d.action = DIR_NONE;
-		d.desired = d.current;
-		d.hold = HOLD_IN_FLIGHT;
-	}
+	g->override = d.override;
 	json = log_decision(g, &d, dry);
 	g->last = d;
 	g->have_last = true;

@@ -626,25 +626,6 @@ enum state_reconcile state_reconcile(struct group_state *s, int current, bool st
 	return RECONCILE_PENDING;
 }
 
-const char *state_apply_overrides(const struct group_state *s, struct decision *d)
-{
-	if (s->pause.active) {
-		d->desired = d->current;
-		d->action = DIR_NONE;
-		return "paused";
-	}
-	if (s->pin.active) {
-		int n = s->pin.count;
-
-		if (!s->pin.forced)
-			n = n < d->min ? d->min : n > d->max ? d->max : n;
-		d->desired = n;
-		d->action = n > d->current ? DIR_OUT : n < d->current ? DIR_IN : DIR_NONE;
-		return "pinned";
-	}
-	return NULL;
-}
-
 bool state_dry_run(const struct group_state *s, bool configured)
 {
 	return s->dry_run == STATE_DRY_RUN_ON || (s->dry_run == STATE_DRY_RUN_CONFIG && configured);

@@ -51,7 +51,7 @@ struct state_action {
 };
 
 /* A count held by an operator: the engine still evaluates and logs, the pin
- * decides the final count. */
+ * decides the final count (an engine input, struct observation). */
 struct state_pin {
 	bool active;
 	int count;
@@ -59,7 +59,7 @@ struct state_pin {
 	bool forced;       /* allowed outside the profile's [min, max] */
 };
 
-/* A pause: evaluate and log, never act. */
+/* A pause: evaluate and log, never act (an engine input too). */
 struct state_pause {
 	bool active;
 	int64_t until_ms;  /* wall clock; 0: until resumed */
@@ -138,12 +138,6 @@ enum state_reconcile {
  * step on DONE, the part observed on STOPPED) with engine_record_action so
  * that rate limits and cooldowns count it, and saves. */
 enum state_reconcile state_reconcile(struct group_state *s, int current, bool stable, int64_t mono_ms);
-
-/* Applies a pause or a pin to a decision the engine made. A pin sets the
- * final count (within the decision's [min, max] unless forced); a pause
- * turns any action into a hold. Returns a static word for the decision
- * record ("paused", "pinned") or NULL when neither applies. */
-const char *state_apply_overrides(const struct group_state *s, struct decision *d);
 
 /* Whether actions are dry runs for this group: the override if set, else
  * `configured`. */
