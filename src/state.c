@@ -546,6 +546,30 @@ static int read_file(const char *path, char **ret)
 	return 0;
 }
 
+int state_read_file(const char *path, const struct group_conf *gc, struct clock_now now, struct group_state *ret,
+		    char *why, size_t why_len)
+{
+	char *text = NULL;
+	cJSON *j;
+	int r;
+
+	state_init(ret);
+	r = read_file(path, &text);
+	if (r < 0) {
+		snprintf(why, why_len, "%s", r == -EFBIG ? "larger than any state file" : file_strerror(r));
+		return r;
+	}
+	j = cJSON_Parse(text);
+	free(text);
+	if (!j) {
+		snprintf(why, why_len, "not valid JSON (truncated?)");
+		return -EINVAL;
+	}
+	r = state_from_json(j, gc, now, ret, why, why_len);
+	cJSON_Delete(j);
+	return r;
+}
+
 enum state_origin state_load(const char *dir, const struct group_conf *gc, struct clock_now now,
 			     struct group_state *ret)
 {

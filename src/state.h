@@ -109,6 +109,13 @@ int state_save(const char *dir, const char *group, const struct group_state *s, 
 enum state_origin state_load(const char *dir, const struct group_conf *gc, struct clock_now now,
 			     struct group_state *ret);
 
+/* Reads the state file at `path` for `gc` strictly, for `autoscaled
+ * explain --state`: unlike state_load() a file that cannot be trusted is an
+ * error (a reason in why), not a safe start. Returns 0 or a negative errno
+ * (-EINVAL for a file that is not a state of `gc`). Does not log. */
+int state_read_file(const char *path, const struct group_conf *gc, struct clock_now now, struct group_state *ret,
+		    char *why, size_t why_len);
+
 /* The JSON form (owned by the caller; NULL on ENOMEM) and its parser, for
  * the group `gc`; both map times at `now` (see above). The parser returns 0
  * or -EINVAL and writes a reason to why. */
