@@ -342,6 +342,24 @@ static bool add_rules(cJSON *root, const struct decision *d, const struct group_
 	return true;
 }
 
+/* The agent's inputs of step 9, as the engine was given them. */
+static bool add_inputs(cJSON *root, const struct decision *d)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "inputs"), *pin;
+
+	if (!o || !cJSON_AddBoolToObject(o, "stable", d->stable) ||
+	    !(d->in_flight != DIR_NONE ? cJSON_AddStringToObject(o, "in_flight", d->in_flight == DIR_OUT ? "out" : "in")
+				       : cJSON_AddNullToObject(o, "in_flight")) ||
+	    !cJSON_AddBoolToObject(o, "busy", d->busy) || !cJSON_AddBoolToObject(o, "partial", d->partial) ||
+	    !cJSON_AddBoolToObject(o, "paused", d->hold == HOLD_PAUSED))
+		return false;
+	if (!d->pinned)
+		return cJSON_AddNullToObject(o, "pin") != NULL;
+	pin = cJSON_AddObjectToObject(o, "pin");
+	return pin && cJSON_AddNumberToObject(pin, "count", d->pin_count) &&
+	       cJSON_AddBoolToObject(pin, "forced", d->pin_forced);
+}
+
 cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -356,7 +374,7 @@ cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 	    !cJSON_AddNumberToObject(root, "current", d->current) ||
 	    !cJSON_AddNumberToObject(root, "ready", d->ready) || !cJSON_AddNumberToObject(root, "min", d->min) ||
 	    !cJSON_AddNumberToObject(root, "max", d->max) || !cJSON_AddNumberToObject(root, "default", d->def) ||
-	    !add_signals(root, d, g) || !add_rules(root, d, g) ||
+	    !add_signals(root, d, g) || !add_rules(root, d, g) || !add_inputs(root, d) ||
 	    !cJSON_AddBoolToObject(root, "on_missing_applied", d->on_missing_applied) ||
 	    !cJSON_AddNumberToObject(root, "combined", d->combined) ||
 	    !cJSON_AddNumberToObject(root, "clamped", d->clamped) ||

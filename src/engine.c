@@ -644,6 +644,9 @@ static int step_operator(struct eval *e, int n)
 	const struct observation *obs = e->obs;
 	struct decision *d = e->d;
 
+	d->pinned = obs->pinned;
+	d->pin_count = obs->pinned ? obs->pin_count : 0;
+	d->pin_forced = obs->pinned && obs->pin_forced;
 	if (obs->paused) {
 		d->override = "paused";
 		d->hold = HOLD_PAUSED;
@@ -652,8 +655,6 @@ static int step_operator(struct eval *e, int n)
 	if (obs->pinned) {
 		d->override = "pinned";
 		d->hold = HOLD_PINNED;
-		d->pin_count = obs->pin_count;
-		d->pin_forced = obs->pin_forced;
 		return obs->pin_forced ? obs->pin_count : clamp_int(obs->pin_count, e->p->min, e->p->max);
 	}
 	return n;
@@ -749,6 +750,10 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 	d->group = g->name;
 	d->current = e.current = obs->current;
 	d->driver_signal = d->driver_rule = -1;
+	d->stable = obs->stable;
+	d->busy = obs->busy;
+	d->partial = obs->partial;
+	d->in_flight = obs->in_flight;
 
 	/* Step 1: the profile sets the bounds, the rules and the targets. */
 	if (step_profile(&e) < 0 || e.p->n_rules > CONFIG_MAX_RULES)

@@ -169,8 +169,13 @@ struct decision {
 	int operated;            /* step 9: after an operator's pause or pin */
 	int desired;             /* final, after steps 9 and 10 */
 	const char *override;    /* "paused", "pinned" or NULL */
+	bool pinned;             /* an operator's pin is set (a pause may win over it) */
 	int pin_count;           /* the operator's pin, as asked */
 	bool pin_forced;
+	/* The agent's inputs as given (struct observation), so that a record
+	 * can be replayed: explain --partial, --in-flight. */
+	bool stable, busy, partial;
+	enum scale_direction in_flight;
 	enum victim_choice victims;
 	enum scale_direction action; /* DIR_NONE: hold */
 	enum hold_reason hold;   /* why the final count differs from the combined one, or why no change */

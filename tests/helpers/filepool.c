@@ -12,6 +12,8 @@
  *             is "OPERATION REASON..." (observe, set_capacity or remove),
  *             that operation logs REASON as an error and fails with ENOSPC,
  *             the way a cloud refuses an operation
+ *   partial = path of a file (optional): while it exists, observe reports a
+ *             partial observation, as libvirt does with a host down
  *
  * Instances are created and removed one at a time, each written to the
  * pool file at once (as libvirt defines one domain after the other), so a
@@ -34,6 +36,7 @@ struct autoscaled_driver_instance {
 	char calls[512];
 	long step_ms;
 	char fail[512];
+	char partial[512];
 };
 
 struct pool {
@@ -147,6 +150,8 @@ static int fp_open(const struct autoscaled_host *host, const struct autoscaled_o
 			h->step_ms = strtol(v, NULL, 10);
 		else if (strcmp(options[i].key, "fail") == 0)
 			snprintf(h->fail, sizeof(h->fail), "%s", v);
+		else if (strcmp(options[i].key, "partial") == 0)
+			snprintf(h->partial, sizeof(h->partial), "%s", v);
 		else {
 			host->log(host, AUTOSCALED_LOG_ERROR, "filepool: unknown option '%s'", options[i].key);
 			free(h);
@@ -198,7 +203,8 @@ static int fp_observe(struct autoscaled_driver_instance *h, autoscaled_instance_
 		return r;
 	for (int i = 0; i < p.n; i++)
 		report(&p, i, fn, ctx);
-	*ret = (struct autoscaled_observation){.target_size = p.n, .stable = true};
+	*ret = (struct autoscaled_observation){.target_size = p.n, .stable = true,
+					       .partial = h->partial[0] && access(h->partial, F_OK) == 0};
 	return 0;
 }
 
@@ -281,7 +287,7 @@ static const struct autoscaled_driver filepool = {
 	.struct_size = sizeof(struct autoscaled_driver),
 	.name = "filepool",
 	.description = "test driver: a pool kept in a text file",
-	.config_help = "pool = string  the pool file\ncalls = string  the call log\nstep_ms = int  time per instance (0)\nfail = string  a fault file",
+	.config_help = "pool = string  the pool file\ncalls = string  the call log\nstep_ms = int  time per instance (0)\nfail = string  a fault file\npartial = string  a file that makes observations partial",
 	.open = fp_open,
 	.close = fp_close,
 	.observe = fp_observe,
