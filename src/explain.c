@@ -354,6 +354,34 @@ out:
 	return r;
 }
 
+/* --at: an ISO 8601 date and time, with the fraction of a second the
+ * decision records carry (2026-11-28T10:00:00.250Z), so that a record's own
+ * time can be replayed to the millisecond. */
+static int parse_at(const char *s, int64_t *ret_ms)
+{
+	const char *dot = strchr(s, '.');
+	char buf[64];
+	size_t n, digits;
+	int64_t frac = 0, scale = 1000;
+
+	if (!dot)
+		return schedule_parse_datetime(s, NULL, ret_ms);
+	n = (size_t)(dot - s);
+	digits = strspn(dot + 1, "0123456789");
+	if (digits == 0 || digits > 3 || n + strlen(dot + 1 + digits) >= sizeof(buf))
+		return -EINVAL;
+	for (size_t i = 0; i < digits; i++) {
+		scale /= 10;
+		frac += (dot[1 + i] - '0') * scale;
+	}
+	memcpy(buf, s, n);
+	strcpy(buf + n, dot + 1 + digits);
+	if (schedule_parse_datetime(buf, NULL, ret_ms) < 0)
+		return -EINVAL;
+	*ret_ms += frac;
+	return 0;
+}
+
 int explain_main(int argc, char **argv)
 {
 	struct explain_args a;
@@ -368,7 +396,7 @@ int explain_main(int argc, char **argv)
 	if (r != 0)
 		return r > 0 ? 0 : 2;
 	if (a.at) {
-		if (schedule_parse_datetime(a.at, NULL, &now_ms) < 0) {
+		if (parse_at(a.at, &now_ms) < 0) {
 			fprintf(stderr, "explain: --at '%s' is not an ISO 8601 date and time\n", a.at);
 			return 2;
 		}

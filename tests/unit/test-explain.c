@@ -271,6 +271,7 @@ static void test_errors(void **state)
 	const char *no_current[] = { "--group", "web", NULL };
 	const char *bad_at[] = { "--group", "web", "--current", "4", "--at", "yesterday", NULL };
 	const char *ready_above[] = { "--group", "web", "--current", "4", "--ready", "5", NULL };
+	const char *bad_fraction[] = { "--group", "web", "--current", "4", "--at", "2026-11-28T12:00:00.Z", NULL };
 
 	(void)state;
 	expect_failure(unknown_group, "no group 'api'");
@@ -280,6 +281,7 @@ static void test_errors(void **state)
 	expect_failure(no_current, "--current");
 	expect_failure(bad_at, "'yesterday'");
 	expect_failure(ready_above, "--ready");
+	expect_failure(bad_fraction, "'2026-11-28T12:00:00.Z'");
 }
 
 /* A path next to the configuration, for state files. */
@@ -313,7 +315,7 @@ static void test_state_file(void **state)
 	const char *first[] = { "--group", "web", "--current", "2", "--value", "cpu=180", "--value", "queue=0",
 				"--at", "2026-11-28T12:00:00Z", "--save-state", s1, NULL };
 	const char *second[] = { "--group", "web", "--current", "6", "--value", "cpu=180", "--value", "queue=0",
-				 "--at", "2026-11-28T12:00:05Z", "--state", s1, "--save-state", s2, NULL };
+				 "--at", "2026-11-28T12:00:05.250Z", "--state", s1, "--save-state", s2, NULL };
 	const char *clean[] = { "--group", "web", "--current", "6", "--value", "cpu=180", "--value", "queue=0",
 				"--at", "2026-11-28T12:00:05Z", NULL };
 	cJSON *j;
@@ -328,6 +330,8 @@ static void test_state_file(void **state)
 	cJSON_Delete(j);
 	j = explain_json(second);
 	assert_string_equal(json_str(j, "start"), "state_file");
+	/* A record's own time replays to the millisecond. */
+	assert_string_equal(json_str(j, "time"), "2026-11-28T12:00:05.250Z");
 	assert_null(strstr(json_str(j, "explanation"), "empty state"));
 	assert_int_equal(json_int(j, "desired"), 6);
 	assert_string_equal(json_str(j, "hold"), "rate_limit");
