@@ -340,16 +340,45 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 }
 
 
-static void group_evaluate(struct group_rt *g)
+/* What the runtime knows, as the engine's inputs: the observation, the
+ * signals' windows, and what the agent knows about itself, each with its own
+ * hold reason: one operation at a time per group (an action pending from
+ * before a restart counts), members a partial observation could not see,
+ * an operator's pause or pin. `in_flight` is the action the actuator has
+ * pending. The daemon's evaluation and a what-if both start here. */
+void group_engine_inputs(const struct group_rt *g, enum scale_direction in_flight, struct observation *obs,
+			 struct engine_signal_input *in)
 {
-	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
-	struct observation obs = {
+	if (g->job && g->job->kind == JOB_SCALE_OUT)
+		in_flight = DIR_OUT;
+	else if ((g->job && g->job->kind == JOB_SCALE_IN) || g->drain)
+		in_flight = DIR_IN;
+	*obs = (struct observation){
 		.current = g->current,
 		.instances = g->instances,
 		.n_instances = g->n_instances,
 		.stable = g->stable,
-		.in_flight = DIR_NONE,
+		.in_flight = in_flight,
+		.busy = in_flight != DIR_NONE || g->job || g->drain,
+		.partial = g->partial,
+		.paused = g->st.pause.active,
+		.pinned = g->st.pin.active,
+		.pin_count = g->st.pin.count,
+		.pin_forced = g->st.pin.forced,
 	};
+	for (size_t i = 0; i < g->n_signals; i++) {
+		in[i] = (struct engine_signal_input){
+			.window = &g->signals[i].win,
+			.error = g->signals[i].error[0] ? g->signals[i].error : NULL,
+			.n_sampled = g->signals[i].n_sampled,
+		};
+	}
+}
+
+static void group_evaluate(struct group_rt *g)
+{
+	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
+	struct observation obs;
 	struct decision d;
 	struct timespec m0, m1;
 	struct clock_now t = clock_now();
@@ -362,28 +391,7 @@ static void group_evaluate(struct group_rt *g)
 	if (state_expire(&g->st, t.wall_ms))
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired", !g->st.pin.active && g->saved.pin.active
 											 ? "the pin" : "the pause");
-	obs.in_flight = group_reconcile_in_flight(g, t.mono_ms);
-	if (g->job && g->job->kind == JOB_SCALE_OUT)
-		obs.in_flight = DIR_OUT;
-	else if ((g->job && g->job->kind == JOB_SCALE_IN) || g->drain)
-		obs.in_flight = DIR_IN;
-	/* What the agent knows about itself goes in as the engine's inputs,
-	 * each with its own hold reason: one job at a time per group (an
-	 * action pending from before a restart counts), members a partial
-	 * observation could not see, an operator's pause or pin. */
-	obs.busy = obs.in_flight != DIR_NONE || g->job || g->drain;
-	obs.partial = g->partial;
-	obs.paused = g->st.pause.active;
-	obs.pinned = g->st.pin.active;
-	obs.pin_count = g->st.pin.count;
-	obs.pin_forced = g->st.pin.forced;
-	for (size_t i = 0; i < g->n_signals; i++) {
-		in[i] = (struct engine_signal_input){
-			.window = &g->signals[i].win,
-			.error = g->signals[i].error[0] ? g->signals[i].error : NULL,
-			.n_sampled = g->signals[i].n_sampled,
-		};
-	}
+	group_engine_inputs(g, group_reconcile_in_flight(g, t.mono_ms), &obs, in);
 	r = engine_evaluate(g->gc, t, &obs, in, &g->st.engine, &g->st.engine, &d);
 	if (r < 0) {
 		log_group(LOG_ERR, g->gc->name, NULL, NULL, "evaluation failed: %s", strerror(-r));

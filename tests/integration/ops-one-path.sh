@@ -58,6 +58,33 @@ check "unpinned: back to 2" wait_for 30 pool_is 2
 wait_evaluations 2
 
 ctl --json history web > "$T/history.json"
+
+# What-ifs on the live daemon's state: the engine runs on the group's
+# windows, history, pause and pin with the given inputs, and nothing acts.
+calls_before=$(wc -l < "$T/calls")
+out=$(ctl --json explain web --what-if --value queue=60)
+check "what-if: a load of 60 would scale out to 6, from the daemon's state" python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["what_if"] is True and d["start"] == "daemon_state", d
+assert (d["current"], d["desired"], d["action"], d["hold"]) == (2, 6, "scale_out", "none"), d
+assert d["explanation"].startswith("what-if on the daemon'"'"'s state: queue 60 vs 10/instance -> 6"), d' "$out"
+out=$(ctl explain web --what-if --value queue=5 --current 3 --partial)
+check "what-if: a partial observation holds the scale-in (text: ${out##*action: })" \
+	eval 'echo "$out" | grep -q "^action: none (hold: partial_observation)"'
+ctl pause web >/dev/null
+out=$(ctl --json explain web --what-if --value queue=60)
+check "what-if on a paused group: the pause holds" python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert (d["hold"], d["desired"], d["override"]) == ("paused", 2, "paused"), d' "$out"
+ctl resume web >/dev/null
+err=$(ctl explain web --what-if --value mem=1 2>&1); rc=$?
+check "what-if: a signal the group does not have is refused (rc $rc): $err" \
+	eval '[ $rc -ne 0 ] && echo "$err" | grep -q "no signal .mem."'
+err=$(ctl explain web --value queue=1 2>&1); rc=$?
+check "--value without --what-if is a usage error (rc $rc)" test $rc -eq 2
+check "the what-ifs started nothing" test "$(wc -l < "$T/calls")" -eq "$calls_before" -a "$(pool_size)" -eq 2
 stop_daemon
 
 python3 - "$T" "$AUTOSCALED" <<'PY' > "$T/replay.out" 2>&1
