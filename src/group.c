@@ -284,6 +284,13 @@ void group_save(struct group_rt *g)
 	g->saved = g->st;
 }
 
+/* Which way the signals, rules and smoothing steps push the count (steps 1
+ * to 8), before step 9 holds it: -1, 0 or 1. */
+static int signals_push(const struct decision *d)
+{
+	return (d->flap_guarded > d->current) - (d->flap_guarded < d->current);
+}
+
 /* Logs the decision and returns its record as JSON text (malloc'ed, or
  * NULL on ENOMEM). */
 static char *log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
@@ -314,12 +321,14 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	}
 	/* The journal gets INFO when what is done changes (an action, or
 	 * another hold reason: the engine's, an operator's pause or pin, a
-	 * failed operation), not each time a value moves: a steady group
+	 * failed operation), or the way the signals push (a paused group
+	 * whose load now asks for more holds for the same reason, and the
+	 * operator must see it), not each time a value moves: a steady group
 	 * would otherwise write one INFO line per interval. The others go at
 	 * DEBUG with their full record. */
 	changed = !g->have_last || d->action != g->last.action || d->hold != g->last.hold ||
 		  g->override != g->last_override /* one of two constants */ ||
-		  (g->last_error.time_ms != 0) != g->last_had_error;
+		  signals_push(d) != signals_push(&g->last) || (g->last_error.time_ms != 0) != g->last_had_error;
 	prio = d->action != DIR_NONE || changed ? LOG_INFO : LOG_DEBUG;
 	g->last_override = g->override;
 	g->last_had_error = g->last_error.time_ms != 0;

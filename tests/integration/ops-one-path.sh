@@ -34,8 +34,12 @@ set_load 35
 check "a load of 35: scaled out to 4" wait_for 30 pool_is 4
 wait_evaluations 2
 ctl pause web >/dev/null
-set_load 60
 check "paused: the daemon holds for its own reason" wait_for 30 last_hold_is paused
+set_load 60
+# The hold reason stays "paused", but the load now asks for more: an
+# operator must see that at INFO.
+check "paused: the decision on the new load is at INFO" \
+	wait_for 30 grep -Eq "^web: queue 60 vs 10/instance -> 6.*paused by an operator: not acting" "$T/daemon.log"
 wait_evaluations 2
 check "paused: nothing was started" pool_is 4
 ctl resume web >/dev/null
