@@ -4,6 +4,7 @@
  * (mode 0660, the configured group), so anyone who can connect may pause,
  * pin and reload, and nobody else can even read. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +265,58 @@ static void do_dry_run(struct admin *a, const char *group, const struct httpd_re
 	cJSON_Delete(o);
 }
 
+static void do_what_if(struct admin *a, const char *group, const struct httpd_request *req,
+		       struct httpd_response *resp)
+{
+	static const char *const keys[] = {"values", "current", "partial", NULL};
+	struct admin_what_if w = {.current = -1};
+	char err[ERR_LEN] = "";
+	cJSON *o = body_object(req, resp, keys), *rec = NULL;
+	const cJSON *values, *c, *p, *v;
+	int r;
+
+	if (!o)
+		return;
+	values = cJSON_GetObjectItemCaseSensitive(o, "values");
+	c = cJSON_GetObjectItemCaseSensitive(o, "current");
+	p = cJSON_GetObjectItemCaseSensitive(o, "partial");
+	if (values && !cJSON_IsObject(values)) {
+		httpd_error(resp, 400, "'values' must be an object of signal names and numbers");
+		goto out;
+	}
+	cJSON_ArrayForEach(v, values)
+	{
+		if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+			httpd_error(resp, 400, "the value of signal '%s' must be a number", v->string);
+			goto out;
+		}
+		if (w.n_values == ADMIN_WHAT_IF_MAX_VALUES) {
+			httpd_error(resp, 400, "too many values");
+			goto out;
+		}
+		w.signal[w.n_values] = v->string;
+		w.value[w.n_values++] = v->valuedouble;
+	}
+	if (c && (!cJSON_IsNumber(c) || c->valuedouble != (double)c->valueint || c->valueint < 0 ||
+		  c->valueint > CONFIG_MAX_GROUPS * 10)) {
+		httpd_error(resp, 400, "'current' must be a whole number of instances, 0 or more");
+		goto out;
+	}
+	if (p && !cJSON_IsBool(p)) {
+		httpd_error(resp, 400, "'partial' must be true or false");
+		goto out;
+	}
+	w.current = c ? c->valueint : -1;
+	w.partial = cJSON_IsTrue(p);
+	r = a->ops->what_if(a->userdata, group, &w, &rec, err, sizeof(err));
+	if (r < 0)
+		reply_result(resp, r, err, group, NULL);
+	else
+		reply_ok(resp, rec);
+out:
+	cJSON_Delete(o);
+}
+
 static bool is_method(const struct httpd_request *req, const char *m)
 {
 	return strcmp(req->method, m) == 0;
@@ -322,6 +375,10 @@ static void route_group(struct admin *a, const char *rest, const struct httpd_re
 		if (!is_method(req, "POST"))
 			goto method;
 		do_dry_run(a, group, req, resp);
+	} else if (strcmp(action, "what-if") == 0) {
+		if (!is_method(req, "POST"))
+			goto method;
+		do_what_if(a, group, req, resp);
 	} else {
 		httpd_error(resp, 404, "no such path '%s'", req->path);
 	}

@@ -10,6 +10,10 @@
  *   POST   /v1/groups/NAME/pin             {"count": N, "for"|"until": ..., "force": false}
  *   DELETE /v1/groups/NAME/pin
  *   POST   /v1/groups/NAME/dry-run         {"enabled": true|false}
+ *   POST   /v1/groups/NAME/what-if         {"values": {SIGNAL: NUMBER...}, "current": N, "partial": true}
+ *                                          the decision the group's next evaluation would make on
+ *                                          its current state with these inputs changed; nothing
+ *                                          acts, nothing is logged or kept
  *   POST   /v1/reload
  *
  * Errors are {"error": "message"} with 400 (bad request), 404 (no such path
@@ -34,6 +38,17 @@
 
 struct cJSON;
 
+/* A what-if: inputs that replace what the daemon observes, for one
+ * evaluation that does not act. */
+#define ADMIN_WHAT_IF_MAX_VALUES 32
+struct admin_what_if {
+	const char *signal[ADMIN_WHAT_IF_MAX_VALUES]; /* borrowed from the request */
+	double value[ADMIN_WHAT_IF_MAX_VALUES];
+	size_t n_values;
+	int current;  /* -1: as observed */
+	bool partial; /* as if the observation missed members */
+};
+
 /* The operations behind the endpoints. Those returning int give 0 or a
  * negative errno: -ENOENT (no such group: 404), -ERANGE or -EALREADY
  * (refused: 409), -EINVAL (400); `err` then holds a message. JSON results
@@ -51,6 +66,10 @@ struct admin_ops {
 	int (*unpin)(void *userdata, const char *group, char *err, size_t len);
 	int (*dry_run)(void *userdata, const char *group, bool enabled, char *err, size_t len);
 	int (*reload)(void *userdata, char *err, size_t len);
+	/* The decision record of a what-if in *ret, or a negative errno as
+	 * above. */
+	int (*what_if)(void *userdata, const char *group, const struct admin_what_if *w, struct cJSON **ret,
+		       char *err, size_t len);
 	/* The clock for "for" durations and checks of "until" (epoch ms). */
 	int64_t (*now_ms)(void *userdata);
 };

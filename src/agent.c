@@ -370,6 +370,12 @@ static int op_dry_run(void *u, const char *name, bool enabled, char *err, size_t
 	return group_admin_dry_run(g, enabled, err, len);
 }
 
+static int op_what_if(void *u, const char *name, const struct admin_what_if *w, cJSON **ret, char *err, size_t len)
+{
+	WITH_GROUP(u, name, err, len);
+	return group_admin_what_if(g, w, ret, err, len);
+}
+
 static int op_reload(void *u, char *err, size_t len)
 {
 	struct agent *a = u;
@@ -394,6 +400,7 @@ static const struct admin_ops admin_ops = {
 	.resume = op_resume,
 	.pin = op_pin,
 	.unpin = op_unpin,
+	.what_if = op_what_if,
 	.dry_run = op_dry_run,
 	.reload = op_reload,
 	.now_ms = op_now,

@@ -7,6 +7,7 @@
  * usage, 3 cannot connect (no daemon, or no permission), 4 no such group. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,12 @@ struct ctl {
 	const char *until;
 	bool force;
 	bool no_legend; /* tables without their header line, for scripts */
+	/* explain --what-if: inputs replacing what the daemon observes. */
+	bool what_if;
+	const char *values[32];
+	size_t n_values;
+	const char *current;
+	bool partial;
 };
 
 struct buf {
@@ -270,16 +277,11 @@ static void print_show(const cJSON *o)
 		printf("last:         no decision yet\n");
 }
 
-static void print_explain(const cJSON *o)
+static void print_record(const cJSON *d)
 {
-	const cJSON *d = cJSON_GetObjectItem(o, "last_decision");
 	const cJSON *s;
 	char a[32], b[32], c[32];
 
-	if (!cJSON_IsObject(d)) {
-		printf("%s: no decision yet\n", str(o, "name", "?"));
-		return;
-	}
 	printf("%s at %s, profile %s [%s, %s]:\n  %s\n", str(d, "group", "?"), str(d, "time", "?"),
 	       str(d, "profile", "-"), num(d, "min", a, sizeof(a)), num(d, "max", b, sizeof(b)),
 	       str(d, "explanation", ""));
@@ -312,6 +314,67 @@ static void print_explain(const cJSON *o)
 	printf("action: %s (hold: %s)%s%s%s\n", str(d, "action", "?"), str(d, "hold", "none"),
 	       str(d, "override", NULL) ? ", " : "", str(d, "override", ""),
 	       cJSON_IsTrue(cJSON_GetObjectItem(d, "dry_run")) ? ", dry run" : "");
+}
+
+static void print_explain(const cJSON *o)
+{
+	const cJSON *d = cJSON_GetObjectItem(o, "last_decision");
+
+	if (!cJSON_IsObject(d)) {
+		printf("%s: no decision yet\n", str(o, "name", "?"));
+		return;
+	}
+	print_record(d);
+}
+
+/* explain GROUP --what-if: the body of the what-if request, or NULL after
+ * saying what is wrong. */
+static cJSON *what_if_body(const struct ctl *c)
+{
+	cJSON *body = cJSON_CreateObject(), *values = cJSON_AddObjectToObject(body, "values");
+	char name[256], *end;
+
+	if (!values)
+		goto fail;
+	for (size_t i = 0; i < c->n_values; i++) {
+		const char *eq = strchr(c->values[i], '=');
+		double v;
+
+		if (!eq || eq == c->values[i] || (size_t)(eq - c->values[i]) >= sizeof(name)) {
+			fprintf(stderr, "autoscalectl: --value '%s' is not SIGNAL=NUMBER\n", c->values[i]);
+			goto fail;
+		}
+		memcpy(name, c->values[i], (size_t)(eq - c->values[i]));
+		name[eq - c->values[i]] = '\0';
+		errno = 0;
+		v = strtod(eq + 1, &end);
+		if (errno || end == eq + 1 || *end || !isfinite(v)) {
+			fprintf(stderr, "autoscalectl: the value '%s' of signal '%s' is not a number\n", eq + 1, name);
+			goto fail;
+		}
+		if (cJSON_GetObjectItemCaseSensitive(values, name)) {
+			fprintf(stderr, "autoscalectl: signal '%s' is given twice\n", name);
+			goto fail;
+		}
+		cJSON_AddNumberToObject(values, name, v);
+	}
+	if (c->current) {
+		long n;
+
+		errno = 0;
+		n = strtol(c->current, &end, 10);
+		if (errno || *end || end == c->current || n < 0 || n > 1000000) {
+			fprintf(stderr, "autoscalectl: --current '%s' is not a count of instances\n", c->current);
+			goto fail;
+		}
+		cJSON_AddNumberToObject(body, "current", (double)n);
+	}
+	if (c->partial)
+		cJSON_AddBoolToObject(body, "partial", true);
+	return body;
+fail:
+	cJSON_Delete(body);
+	return NULL;
 }
 
 /* How long ago the daemon's UTC time `iso` was, as "45s", "3m12s",
@@ -378,6 +441,8 @@ static int usage(FILE *f, int code)
 		"  status                         a table of the groups\n"
 		"  show GROUP                     one group in full\n"
 		"  explain GROUP                  the last decision, signal by signal\n"
+		"  explain GROUP --what-if [--value SIGNAL=NUMBER]... [--current N] [--partial]\n"
+		"                                 what the group would decide now with these inputs\n"
 		"  history GROUP                  recent decisions\n"
 		"  members GROUP                  the instances: state, readiness, age, location\n"
 		"  pause GROUP [--for D|--until T]  evaluate and log, never act\n"
@@ -542,6 +607,28 @@ static int command(struct ctl *c, int argc, char **argv)
 		fprintf(stderr, "autoscalectl: group name too long\n");
 		return EXIT_USAGE;
 	}
+	if (strcmp(cmd, "explain") == 0 && c->what_if) {
+		if (argc != 2)
+			return usage(stderr, EXIT_USAGE);
+		char *text;
+
+		body = what_if_body(c);
+		if (!body)
+			return EXIT_USAGE;
+		text = cJSON_PrintUnformatted(body);
+		cJSON_Delete(body);
+		if (!text) {
+			fprintf(stderr, "autoscalectl: out of memory\n");
+			return EXIT_USAGE;
+		}
+		group_path(argv[1], "/what-if", path, sizeof(path));
+		rc = request(c, "POST", path, text, &o);
+		free(text);
+		if (rc == EXIT_OK)
+			c->json ? print_json(o) : print_record(o);
+		cJSON_Delete(o);
+		return rc;
+	}
 	if (strcmp(cmd, "show") == 0 || strcmp(cmd, "explain") == 0 || strcmp(cmd, "history") == 0) {
 		if (argc != 2)
 			return usage(stderr, EXIT_USAGE);
@@ -642,6 +729,8 @@ int main(int argc, char **argv)
 		{"for", required_argument, NULL, 'f'},    {"until", required_argument, NULL, 'u'},
 		{"force", no_argument, NULL, 'F'},        {"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},      {"no-legend", no_argument, NULL, 'L'},
+		{"what-if", no_argument, NULL, 'W'},      {"value", required_argument, NULL, 'v'},
+		{"current", required_argument, NULL, 'n'}, {"partial", no_argument, NULL, 'P'},
 		{NULL, 0, NULL, 0},
 	};
 	struct ctl c = {.socket = getenv("AUTOSCALECTL_SOCKET") ?: DEFAULT_SOCKET};
@@ -655,6 +744,16 @@ int main(int argc, char **argv)
 		case 'u': c.until = optarg; break;
 		case 'F': c.force = true; break;
 		case 'L': c.no_legend = true; break;
+		case 'W': c.what_if = true; break;
+		case 'v':
+			if (c.n_values == sizeof(c.values) / sizeof(c.values[0])) {
+				fprintf(stderr, "autoscalectl: too many --value options\n");
+				return EXIT_USAGE;
+			}
+			c.values[c.n_values++] = optarg;
+			break;
+		case 'n': c.current = optarg; break;
+		case 'P': c.partial = true; break;
 		case 'h': return usage(stdout, EXIT_OK);
 		case 'V': puts("autoscalectl " PACKAGE_VERSION); return EXIT_OK;
 		default: return usage(stderr, EXIT_USAGE);
@@ -668,6 +767,14 @@ int main(int argc, char **argv)
 		return unknown_command(argv[optind]);
 	if ((c.for_ || c.until) && strcmp(argv[optind], "pause") != 0 && strcmp(argv[optind], "pin") != 0) {
 		fprintf(stderr, "autoscalectl: --for and --until apply to pause and pin only\n");
+		return EXIT_USAGE;
+	}
+	if ((c.n_values || c.current || c.partial) && !c.what_if) {
+		fprintf(stderr, "autoscalectl: --value, --current and --partial apply to explain --what-if only\n");
+		return EXIT_USAGE;
+	}
+	if (c.what_if && strcmp(argv[optind], "explain") != 0) {
+		fprintf(stderr, "autoscalectl: --what-if applies to explain only\n");
 		return EXIT_USAGE;
 	}
 	if (c.force && strcmp(argv[optind], "pin") != 0) {

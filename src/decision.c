@@ -34,8 +34,21 @@ const char *decision_hold_name(enum hold_reason h)
 		return "in_flight";
 	case HOLD_SAFE_START:
 		return "safe_start";
+	case HOLD_PARTIAL:
+		return "partial_observation";
+	case HOLD_DRIVER_BUSY:
+		return "driver_busy";
+	case HOLD_PAUSED:
+		return "paused";
+	case HOLD_PINNED:
+		return "pinned";
 	}
 	return "unknown";
+}
+
+const char *decision_victims_name(enum victim_choice v)
+{
+	return v == VICTIMS_DRIVER ? "driver_policy" : v == VICTIMS_DRAIN ? "drain_order" : NULL;
 }
 
 /* A bounded string builder: appends stop at the end of the buffer, but the
@@ -183,13 +196,40 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 		sb_sep(&sb);
 		sb_printf(&sb, "flapping guard: %d, as fewer would fire a scale-out rule", d->flap_guarded);
 	}
-	if (d->hold == HOLD_IN_FLIGHT) {
+	/* Step 9: an operator's word, then what the agent knows about
+	 * itself. Each says why the count does not move, or to what the
+	 * operator moved it. */
+	if (d->override && d->hold == HOLD_PAUSED) {
 		sb_sep(&sb);
-		sb_printf(&sb, "a %s is in flight: hold %d", direction_noun(d->flap_guarded > d->current ? DIR_OUT : DIR_IN),
+		sb_printf(&sb, "paused by an operator: not acting");
+	} else if (d->override) {
+		sb_sep(&sb);
+		sb_printf(&sb, "pinned at %d by an operator%s", d->pin_count, d->pin_forced ? " (forced)" : "");
+		if (d->operated != d->pin_count)
+			sb_printf(&sb, ", within [%d, %d]: %d", d->min, d->max, d->operated);
+	}
+	switch (d->hold) {
+	case HOLD_IN_FLIGHT:
+		sb_sep(&sb);
+		sb_printf(&sb, "a %s is in flight: hold %d", direction_noun(d->operated > d->current ? DIR_OUT : DIR_IN),
 			  d->current);
-	} else if (d->hold == HOLD_SAFE_START) {
+		break;
+	case HOLD_DRIVER_BUSY:
+		sb_sep(&sb);
+		sb_printf(&sb, "the driver is still carrying out another operation: no %s until it ends: hold %d",
+			  direction_noun(d->operated > d->current ? DIR_OUT : DIR_IN), d->current);
+		break;
+	case HOLD_PARTIAL:
+		sb_sep(&sb);
+		sb_printf(&sb, "some members could not be observed: no scale-in on a partial observation: hold %d",
+			  d->current);
+		break;
+	case HOLD_SAFE_START:
 		sb_sep(&sb);
 		sb_printf(&sb, "no scale-in until the windows are refilled after a restart: hold %d", d->current);
+		break;
+	default:
+		break;
 	}
 	sb_sep(&sb);
 	if (d->action == DIR_NONE)
@@ -197,6 +237,12 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 	else
 		sb_printf(&sb, "%s %d -> %d", d->action == DIR_OUT ? "scale out" : "scale in", d->current,
 			  d->desired);
+	/* Who picks the victims is part of the decision: with a drain hook
+	 * it is not the driver's victim_policy, which the record must not let
+	 * a reader assume. */
+	if (d->victims == VICTIMS_DRAIN)
+		sb_printf(&sb, " (victims: not yet serving first, then the newest, drained by the pre-scale-in hook;"
+			       " the driver's victim_policy does not apply)");
 	return (int)sb.used;
 }
 
@@ -268,6 +314,24 @@ static bool add_rules(cJSON *root, const struct decision *d, const struct group_
 	return true;
 }
 
+/* The agent's inputs of step 9, as the engine was given them. */
+static bool add_inputs(cJSON *root, const struct decision *d)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "inputs"), *pin;
+
+	if (!o || !cJSON_AddBoolToObject(o, "stable", d->stable) ||
+	    !(d->in_flight != DIR_NONE ? cJSON_AddStringToObject(o, "in_flight", d->in_flight == DIR_OUT ? "out" : "in")
+				       : cJSON_AddNullToObject(o, "in_flight")) ||
+	    !cJSON_AddBoolToObject(o, "busy", d->busy) || !cJSON_AddBoolToObject(o, "partial", d->partial) ||
+	    !cJSON_AddBoolToObject(o, "paused", d->hold == HOLD_PAUSED))
+		return false;
+	if (!d->pinned)
+		return cJSON_AddNullToObject(o, "pin") != NULL;
+	pin = cJSON_AddObjectToObject(o, "pin");
+	return pin && cJSON_AddNumberToObject(pin, "count", d->pin_count) &&
+	       cJSON_AddBoolToObject(pin, "forced", d->pin_forced);
+}
+
 cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -282,7 +346,7 @@ cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 	    !cJSON_AddNumberToObject(root, "current", d->current) ||
 	    !cJSON_AddNumberToObject(root, "ready", d->ready) || !cJSON_AddNumberToObject(root, "min", d->min) ||
 	    !cJSON_AddNumberToObject(root, "max", d->max) || !cJSON_AddNumberToObject(root, "default", d->def) ||
-	    !add_signals(root, d, g) || !add_rules(root, d, g) ||
+	    !add_signals(root, d, g) || !add_rules(root, d, g) || !add_inputs(root, d) ||
 	    !cJSON_AddBoolToObject(root, "on_missing_applied", d->on_missing_applied) ||
 	    !cJSON_AddNumberToObject(root, "combined", d->combined) ||
 	    !cJSON_AddNumberToObject(root, "clamped", d->clamped) ||
@@ -293,6 +357,10 @@ cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 	    !cJSON_AddNumberToObject(root, "desired", d->desired) ||
 	    !cJSON_AddStringToObject(root, "action", direction_action(d->action)) ||
 	    !cJSON_AddStringToObject(root, "hold", decision_hold_name(d->hold)) ||
+	    !(d->override ? cJSON_AddStringToObject(root, "override", d->override)
+			  : cJSON_AddNullToObject(root, "override")) ||
+	    !(decision_victims_name(d->victims) ? cJSON_AddStringToObject(root, "victims", decision_victims_name(d->victims))
+						 : cJSON_AddNullToObject(root, "victims")) ||
 	    !(d->driver_signal >= 0 && (size_t)d->driver_signal < g->n_signals
 		      ? cJSON_AddStringToObject(root, "driver_signal", g->signals[d->driver_signal].name)
 		      : cJSON_AddNullToObject(root, "driver_signal")) ||

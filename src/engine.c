@@ -31,6 +31,12 @@
  *   a group total (an average signal) does not change with the count.
  * - A driver reporting the group as not stable without a pending operation
  *   counts as an action in flight in the direction of the last one.
+ * - Step 9 holds, in this order: a pause; an action in flight in the same
+ *   direction; any action while the actuator has one pending or a driver
+ *   call runs; a scale-in on a partial observation; a scale-in in a safe
+ *   start. A pin sets the count first (within [min, max] unless forced)
+ *   and is held by all of these but the safe start, which guards the
+ *   engine's own history, not an operator's count.
  *
  * Time comes in on two clocks (clock.h). Every length of time (signal
  * windows and staleness, stabilization windows, cooldowns, rate-limit
@@ -40,6 +46,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
@@ -630,21 +637,63 @@ static int step_flapping(struct eval *e, int n)
 	return e->current;
 }
 
-/* Step 9: no second action in the direction of one still in flight, and no
- * scale-in while the state is being rebuilt after a loss. A driver that
- * reports the group as not stable without naming an operation counts as an
- * action in flight in the direction of the last one. */
-static int step_in_flight(struct eval *e, int n)
+/* Step 9, first: an operator's word. A pause holds the count; a pin sets
+ * it, within the profile's bounds unless forced. */
+static int step_operator(struct eval *e, int n)
 {
-	enum scale_direction dir = direction_of(e->current, n), pending = e->obs->in_flight;
+	const struct observation *obs = e->obs;
+	struct decision *d = e->d;
 
-	if (pending == DIR_NONE && !e->obs->stable)
+	d->pinned = obs->pinned;
+	d->pin_count = obs->pinned ? obs->pin_count : 0;
+	d->pin_forced = obs->pinned && obs->pin_forced;
+	if (obs->paused) {
+		d->override = "paused";
+		d->hold = HOLD_PAUSED;
+		return e->current;
+	}
+	if (obs->pinned) {
+		d->override = "pinned";
+		d->hold = HOLD_PINNED;
+		return obs->pin_forced ? obs->pin_count : clamp_int(obs->pin_count, e->p->min, e->p->max);
+	}
+	return n;
+}
+
+/* Step 9, then: what the agent knows about itself. No second action in
+ * the direction of one still in flight; no action at all while the driver
+ * carries out another operation; no scale-in on an observation that missed
+ * members, nor while the state is being rebuilt after a loss (an
+ * operator's pin is not held by that). A driver that reports the group as
+ * not stable without naming an operation counts as an action in flight in
+ * the direction of the last one. Sets *final when the hold is the answer,
+ * which the final clamp does not move: acting there would be the second
+ * action this step exists to prevent. */
+static int step_in_flight(struct eval *e, int n, bool *final)
+{
+	const struct observation *obs = e->obs;
+	enum scale_direction dir = direction_of(e->current, n), pending = obs->in_flight;
+
+	if (pending == DIR_NONE && !obs->stable)
 		pending = e->st->last_action_dir;
-	if (dir != DIR_NONE && dir == pending) {
+	*final = obs->paused || (obs->pinned && obs->pin_forced);
+	if (dir == DIR_NONE)
+		return n;
+	*final = true;
+	if (dir == pending) {
 		e->d->hold = HOLD_IN_FLIGHT;
 		return e->current;
 	}
-	if (dir == DIR_IN && e->mono < e->st->no_scale_in_before_ms) {
+	if (obs->busy) {
+		e->d->hold = HOLD_DRIVER_BUSY;
+		return e->current;
+	}
+	if (dir == DIR_IN && obs->partial) {
+		e->d->hold = HOLD_PARTIAL;
+		return e->current;
+	}
+	*final = obs->pinned && obs->pin_forced;
+	if (dir == DIR_IN && !obs->pinned && e->mono < e->st->no_scale_in_before_ms) {
 		e->d->hold = HOLD_SAFE_START;
 		return e->current;
 	}
@@ -690,6 +739,7 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 	struct eval e = { .g = g, .wall = now.wall_ms, .mono = now.mono_ms, .obs = obs, .in = signals, .st = next,
 			  .d = out };
 	struct decision *d = out;
+	bool final;
 	int n;
 
 	if (!g || !obs || !prior || !next || !out || (g->n_signals > 0 && !signals) || obs->current < 0 ||
@@ -700,6 +750,10 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 	d->group = g->name;
 	d->current = e.current = obs->current;
 	d->driver_signal = d->driver_rule = -1;
+	d->stable = obs->stable;
+	d->busy = obs->busy;
+	d->partial = obs->partial;
+	d->in_flight = obs->in_flight;
 
 	/* Step 1: the profile sets the bounds, the rules and the targets. */
 	if (step_profile(&e) < 0 || e.p->n_rules > CONFIG_MAX_RULES)
@@ -728,13 +782,41 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 	d->flap_guarded = d->rate_limited < e.current ? step_flapping(&e, d->rate_limited) : d->rate_limited;
 	hold_if_changed(d, d->rate_limited, d->flap_guarded, HOLD_FLAPPING);
 
-	/* Step 9: actions in flight and a safe start. */
-	n = step_in_flight(&e, d->flap_guarded);
+	/* Step 9: an operator's pause or pin, then actions in flight, a busy
+	 * driver, a partial observation and a safe start. */
+	d->operated = step_operator(&e, d->flap_guarded);
+	n = step_in_flight(&e, d->operated, &final);
 
-	/* Step 10: the profile's bounds hold whatever the steps above said. */
-	d->desired = clamp_int(n, e.p->min, e.p->max);
+	/* Step 10: the profile's bounds hold whatever the steps above said,
+	 * except a hold that keeps a second action from starting, a pause and
+	 * a forced pin. */
+	d->desired = final ? n : clamp_int(n, e.p->min, e.p->max);
 	d->action = direction_of(e.current, d->desired);
+	if (d->action == DIR_IN)
+		d->victims = g->notify.pre_scale_in ? VICTIMS_DRAIN : VICTIMS_DRIVER;
 	return 0;
+}
+
+static int victim_order(const void *a, const void *b)
+{
+	const struct instance_obs *x = a, *y = b;
+
+	/* Instances being removed go last: they are no victims to pick. */
+	if ((x->state == INSTANCE_STOPPING) != (y->state == INSTANCE_STOPPING))
+		return x->state == INSTANCE_STOPPING ? 1 : -1;
+	/* Instances not yet serving go first, then the newest. */
+	if ((x->state == INSTANCE_RUNNING) != (y->state == INSTANCE_RUNNING))
+		return x->state == INSTANCE_RUNNING ? 1 : -1;
+	if (x->created_ms != y->created_ms)
+		return x->created_ms < y->created_ms ? 1 : -1;
+	/* The same order on every try, whatever qsort does with ties. */
+	return strcmp(y->id, x->id);
+}
+
+void engine_order_victims(struct instance_obs *v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof(*v), victim_order);
 }
 
 void engine_record_action(struct engine_state *s, int64_t mono_ms, int from, int to)

@@ -50,6 +50,15 @@ struct observation {
 	size_t n_instances;
 	bool stable;             /* driver: nothing changing or scheduled */
 	enum scale_direction in_flight; /* actuator: an action in this direction is pending */
+	/* What the agent knows about itself (DESIGN.md section 2): each of
+	 * these holds with its own reason, so nothing changes the engine's
+	 * answer afterwards. */
+	bool partial;            /* driver: some members could not be observed: no scale-in */
+	bool busy;               /* actuator: a driver call (or a drain) is running: no new action */
+	bool paused;             /* operator: evaluate, never act */
+	bool pinned;             /* operator: pin_count decides the final count */
+	int pin_count;
+	bool pin_forced;         /* the pin may leave the profile's [min, max] */
 };
 
 /* One signal's input: its window and, if the newest poll failed, why. */
@@ -105,6 +114,19 @@ enum hold_reason {
 	HOLD_FLAPPING,
 	HOLD_IN_FLIGHT,
 	HOLD_SAFE_START,         /* state was lost: no scale-in until a full window of fresh data */
+	HOLD_PARTIAL,            /* the observation missed members: no scale-in */
+	HOLD_DRIVER_BUSY,        /* a driver call runs: no action in the other direction either */
+	HOLD_PAUSED,             /* an operator paused the group */
+	HOLD_PINNED,             /* an operator pinned the count */
+};
+#define HOLD_REASON_COUNT (HOLD_PINNED + 1)
+
+/* Who picks the instances a scale-in removes. */
+enum victim_choice {
+	VICTIMS_NONE = 0,        /* no scale-in */
+	VICTIMS_DRIVER,          /* the driver, by its victim_policy */
+	VICTIMS_DRAIN,           /* the agent (engine_order_victims): the pre-scale-in
+				  * hook drains them before the driver removes exactly those */
 };
 
 struct signal_decision {
@@ -147,7 +169,17 @@ struct decision {
 	int stabilized;          /* step 6 */
 	int rate_limited;        /* step 7 */
 	int flap_guarded;        /* step 8 */
+	int operated;            /* step 9: after an operator's pause or pin */
 	int desired;             /* final, after steps 9 and 10 */
+	const char *override;    /* "paused", "pinned" or NULL */
+	bool pinned;             /* an operator's pin is set (a pause may win over it) */
+	int pin_count;           /* the operator's pin, as asked */
+	bool pin_forced;
+	/* The agent's inputs as given (struct observation), so that a record
+	 * can be replayed: explain --partial, --in-flight. */
+	bool stable, busy, partial;
+	enum scale_direction in_flight;
+	enum victim_choice victims;
 	enum scale_direction action; /* DIR_NONE: hold */
 	enum hold_reason hold;   /* why the final count differs from the combined one, or why no change */
 	bool on_missing_applied;
@@ -158,6 +190,10 @@ struct decision {
 /* The hold reason's name in records and metrics ("stabilization"), or
  * "unknown". */
 const char *decision_hold_name(enum hold_reason h);
+
+/* The victim choice's name in records ("driver_policy", "drain_order"),
+ * or NULL for VICTIMS_NONE. */
+const char *decision_victims_name(enum victim_choice v);
 
 /* Initialises a clean state (no history). */
 void engine_state_init(struct engine_state *s);
@@ -177,6 +213,12 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
  * monotonic time mono_ms (after the driver accepted it), for rate limits and
  * cooldowns. */
 void engine_record_action(struct engine_state *s, int64_t mono_ms, int from, int to);
+
+/* Orders instances the way a scale-in with a pre-scale-in hook takes its
+ * victims (VICTIMS_DRAIN): instances not yet serving first, then the
+ * newest, ties broken by id so that every try picks the same. Instances
+ * being removed go last. */
+void engine_order_victims(struct instance_obs *v, size_t n);
 
 /* Renders one human sentence for the decision, e.g. "cpu 90% vs target 60%
  * -> 6; max of signals". Returns the length snprintf would have written. */

@@ -1,7 +1,12 @@
 /* `autoscaled explain`: what the engine would decide for one group, given the
  * current count and a value per signal, from a clean state (no history, no
- * cooldowns). The same engine_evaluate() the daemon runs; each --value
- * becomes the one sample of that signal's window, taken at --at. */
+ * cooldowns) or from a state file as the daemon writes it (--state). The
+ * same engine_evaluate() the daemon runs, with the same inputs: each
+ * --value becomes the one sample of that signal's window, taken at --at;
+ * --partial and --in-flight say what the daemon knows about the driver; a
+ * pause, a pin and an action in flight come from the state file. With
+ * --save-state the new state is written, so that a sequence of evaluations
+ * can be replayed one call after the other. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +20,7 @@
 #include "engine.h"
 #include "explain.h"
 #include "schedule.h"
+#include "state.h"
 
 #define EXPLAIN_MAX_COUNT 1000000
 
@@ -26,13 +32,19 @@ struct explain_args {
 	const char *at;
 	char *value_arg[CONFIG_MAX_SIGNALS * 4];
 	size_t n_values;
+	const char *state;      /* --state FILE: start from it */
+	const char *save_state; /* --save-state FILE: write the new state */
+	bool partial;
+	enum scale_direction in_flight;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: autoscaled explain -c FILE --group NAME --current N [--ready N]\n"
 		   "                          [--value SIGNAL=NUMBER]... [--at ISO8601]\n"
-		   "Prints the decision record of one evaluation from a clean state as JSON.\n");
+		   "                          [--state FILE] [--save-state FILE] [--partial] [--in-flight out|in]\n"
+		   "Prints the decision record of one evaluation as JSON, from a clean state or\n"
+		   "from a state file as the daemon writes it.\n");
 }
 
 static int parse_count(const char *opt, const char *s, int *ret)
@@ -56,12 +68,14 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 		{ "config", required_argument, NULL, 'c' }, { "group", required_argument, NULL, 'g' },
 		{ "current", required_argument, NULL, 'n' }, { "ready", required_argument, NULL, 'r' },
 		{ "value", required_argument, NULL, 'v' },   { "at", required_argument, NULL, 't' },
+		{ "state", required_argument, NULL, 's' },   { "save-state", required_argument, NULL, 'S' },
+		{ "partial", no_argument, NULL, 'p' },       { "in-flight", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
 	};
 	bool have_current = false;
 	int c;
 
-	*a = (struct explain_args){ .current = -1, .ready = -1 };
+	*a = (struct explain_args){ .current = -1, .ready = -1, .in_flight = DIR_NONE };
 	optind = 0; /* GNU getopt: start over, even if a caller parsed before */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+c:h", longopts, NULL)) != -1) {
@@ -90,6 +104,25 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 			break;
 		case 't':
 			a->at = optarg;
+			break;
+		case 's':
+			a->state = optarg;
+			break;
+		case 'S':
+			a->save_state = optarg;
+			break;
+		case 'p':
+			a->partial = true;
+			break;
+		case 'i':
+			if (strcmp(optarg, "out") == 0) {
+				a->in_flight = DIR_OUT;
+			} else if (strcmp(optarg, "in") == 0) {
+				a->in_flight = DIR_IN;
+			} else {
+				fprintf(stderr, "explain: --in-flight '%s' is not out or in\n", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -154,6 +187,79 @@ static int fill_windows(const struct explain_args *a, const struct group_conf *g
 	return 0;
 }
 
+/* An action in flight in the state file, as the daemon settles it against
+ * the observation (group_reconcile_in_flight): with --in-flight the
+ * driver is still at it (the daemon's busy input); otherwise it is over and
+ * counted for rate limits and cooldowns as far as --current shows it. */
+static void settle_in_flight(const struct explain_args *a, struct group_state *st, struct observation *obs,
+			     struct clock_now now)
+{
+	struct state_action act = st->in_flight;
+
+	if (a->in_flight != DIR_NONE) {
+		obs->in_flight = a->in_flight;
+		obs->busy = true;
+		return;
+	}
+	switch (state_reconcile(st, obs->current, true, now.mono_ms)) {
+	case RECONCILE_DONE:
+		engine_record_action(&st->engine, act.started_ms, act.from, act.to);
+		break;
+	case RECONCILE_STOPPED:
+		if (obs->current != act.from)
+			engine_record_action(&st->engine, act.started_ms, act.from, obs->current);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Writes the state after the evaluation to `path` (the daemon's format). */
+static int save_state(const char *path, const struct group_conf *g, const struct group_state *st,
+		      struct clock_now now)
+{
+	cJSON *j = state_to_json(st, g->name, now);
+	char *text = j ? cJSON_Print(j) : NULL;
+	FILE *f;
+	int r = 0;
+
+	cJSON_Delete(j);
+	if (!text) {
+		fprintf(stderr, "explain: out of memory\n");
+		return -ENOMEM;
+	}
+	f = fopen(path, "we");
+	if (!f || fprintf(f, "%s\n", text) < 0 || fflush(f) != 0) {
+		r = -errno;
+		fprintf(stderr, "explain: cannot write '%s': %s\n", path, strerror(errno));
+	}
+	if (f && fclose(f) != 0 && r == 0) {
+		r = -errno;
+		fprintf(stderr, "explain: cannot write '%s': %s\n", path, strerror(errno));
+	}
+	free(text);
+	return r;
+}
+
+/* Says in the record where the evaluation started: from a clean state the
+ * stabilization windows, rate limits and cooldowns have no history, so a
+ * scale-in the running daemon would hold for its window shows as done. */
+static bool annotate_start(cJSON *json, const struct explain_args *a)
+{
+	const char *sentence = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(json, "explanation"));
+	char buf[1200];
+
+	if (!cJSON_AddStringToObject(json, "start", a->state ? "state_file" : "empty_state"))
+		return false;
+	if (a->state || !sentence)
+		return true;
+	snprintf(buf, sizeof(buf),
+		 "starting from an empty state (no stabilization history, rate-limit events or cooldowns; "
+		 "see --state): %s",
+		 sentence);
+	return cJSON_ReplaceItemInObjectCaseSensitive(json, "explanation", cJSON_CreateString(buf));
+}
+
 /* Evaluates and prints. The first `ready` instances are running and past
  * their initialization; the others are still provisioning. */
 static int explain_group(const struct explain_args *a, const struct group_conf *g, int64_t now_ms)
@@ -161,9 +267,11 @@ static int explain_group(const struct explain_args *a, const struct group_conf *
 	struct window w[CONFIG_MAX_SIGNALS];
 	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
 	struct observation obs = { .current = a->current, .stable = true };
+	struct clock_now now = clock_virtual(now_ms); /* one instant: both clocks read the same */
 	struct instance_obs *inst = NULL;
-	struct engine_state st;
+	struct group_state st;
 	struct decision d;
+	char why[256];
 	cJSON *json = NULL;
 	char *text = NULL;
 	size_t i;
@@ -195,13 +303,40 @@ static int explain_group(const struct explain_args *a, const struct group_conf *
 		obs.instances = inst;
 		obs.n_instances = (size_t)a->current;
 	}
-	engine_state_init(&st);
-	/* One evaluation at one instant: both clocks read the same. */
-	if (engine_evaluate(g, clock_virtual(now_ms), &obs, in, &st, &st, &d) < 0) {
+	state_init(&st);
+	if (a->state && state_read_file(a->state, g, now, &st, why, sizeof(why)) < 0) {
+		fprintf(stderr, "explain: cannot use '%s' as the state of group '%s': %s\n", a->state, g->name, why);
+		r = 2;
+		goto out;
+	}
+	state_expire(&st, now_ms);
+	settle_in_flight(a, &st, &obs, now);
+	obs.partial = a->partial;
+	obs.paused = st.pause.active;
+	obs.pinned = st.pin.active;
+	obs.pin_count = st.pin.count;
+	obs.pin_forced = st.pin.forced;
+	if (engine_evaluate(g, now, &obs, in, &st.engine, &st.engine, &d) < 0) {
 		fprintf(stderr, "explain: group '%s' cannot be evaluated\n", g->name);
 		goto out;
 	}
+	/* The daemon writes the action it starts into its state before the
+	 * driver call, and the next evaluation settles it against what is
+	 * observed (settle_in_flight): a replay of a sequence, one explain
+	 * after the other, sees it the same way. */
+	if (d.action != DIR_NONE)
+		st.in_flight = (struct state_action){ .direction = d.action,
+						      .from = d.current,
+						      .to = d.desired,
+						      .started_ms = now.mono_ms,
+						      .deadline_ms = now.mono_ms + STATE_IN_FLIGHT_DEADLINE_MS };
+	if (a->save_state && save_state(a->save_state, g, &st, now) < 0)
+		goto out;
 	json = decision_to_json(&d, g);
+	if (json && !annotate_start(json, a)) {
+		cJSON_Delete(json);
+		json = NULL;
+	}
 	text = json ? cJSON_Print(json) : NULL;
 	if (!text) {
 		fprintf(stderr, "explain: out of memory\n");
@@ -219,6 +354,34 @@ out:
 	return r;
 }
 
+/* --at: an ISO 8601 date and time, with the fraction of a second the
+ * decision records carry (2026-11-28T10:00:00.250Z), so that a record's own
+ * time can be replayed to the millisecond. */
+static int parse_at(const char *s, int64_t *ret_ms)
+{
+	const char *dot = strchr(s, '.');
+	char buf[64];
+	size_t n, digits;
+	int64_t frac = 0, scale = 1000;
+
+	if (!dot)
+		return schedule_parse_datetime(s, NULL, ret_ms);
+	n = (size_t)(dot - s);
+	digits = strspn(dot + 1, "0123456789");
+	if (digits == 0 || digits > 3 || n + strlen(dot + 1 + digits) >= sizeof(buf))
+		return -EINVAL;
+	for (size_t i = 0; i < digits; i++) {
+		scale /= 10;
+		frac += (dot[1 + i] - '0') * scale;
+	}
+	memcpy(buf, s, n);
+	strcpy(buf + n, dot + 1 + digits);
+	if (schedule_parse_datetime(buf, NULL, ret_ms) < 0)
+		return -EINVAL;
+	*ret_ms += frac;
+	return 0;
+}
+
 int explain_main(int argc, char **argv)
 {
 	struct explain_args a;
@@ -233,7 +396,7 @@ int explain_main(int argc, char **argv)
 	if (r != 0)
 		return r > 0 ? 0 : 2;
 	if (a.at) {
-		if (schedule_parse_datetime(a.at, NULL, &now_ms) < 0) {
+		if (parse_at(a.at, &now_ms) < 0) {
 			fprintf(stderr, "explain: --at '%s' is not an ISO 8601 date and time\n", a.at);
 			return 2;
 		}

@@ -107,21 +107,10 @@ static void on_drained(void *userdata, const char *const *ids, size_t n)
 	group_start_scale_job(g, JOB_SCALE_IN, (int)n, g->st.in_flight.from, copy, n);
 }
 
-static int victim_order(const void *a, const void *b)
-{
-	const struct instance_obs *x = a, *y = b;
-
-	/* Instances not yet serving go first, then the newest. */
-	if ((x->state == INSTANCE_RUNNING) != (y->state == INSTANCE_RUNNING))
-		return x->state == INSTANCE_RUNNING ? 1 : -1;
-	if (x->created_ms != y->created_ms)
-		return x->created_ms < y->created_ms ? 1 : -1;
-	/* The same order on every try, whatever qsort does with ties. */
-	return strcmp(y->id, x->id);
-}
-
 /* Scale-in with a pre-scale-in hook: drain victims first (notify.h), then
- * remove exactly those. Returns false when no drain is needed. */
+ * remove exactly those. The victims are taken in the engine's order (the
+ * decision record says so: VICTIMS_DRAIN), since the hook must run on them
+ * before the driver removes them. Returns false when no drain is needed. */
 bool group_start_drain(struct group_rt *g, int count, const char *record)
 {
 	struct instance_obs *v;
@@ -137,7 +126,7 @@ bool group_start_drain(struct group_rt *g, int count, const char *record)
 		if (g->instances[i].state != INSTANCE_STOPPING)
 			v[n++] = g->instances[i];
 	if (v && ids) {
-		qsort(v, n, sizeof(*v), victim_order);
+		engine_order_victims(v, n);
 		for (size_t i = 0; i < n; i++)
 			ids[i] = v[i].id;
 		r = drain_start(g->ctx->notifier, &g->gc->notify, g->gc->name, ids, n, (size_t)count, record, on_drained,

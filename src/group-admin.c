@@ -245,3 +245,77 @@ int group_admin_dry_run(struct group_rt *g, bool enabled, char *err, size_t len)
 	log_group(LOG_NOTICE, group_rt_name(g), NULL, NULL, "dry run %s by the admin API", enabled ? "on" : "off");
 	return 0;
 }
+
+int group_admin_what_if(struct group_rt *g, const struct admin_what_if *w, cJSON **ret, char *err, size_t len)
+{
+	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
+	struct window win[CONFIG_MAX_SIGNALS];
+	bool given[CONFIG_MAX_SIGNALS] = {false};
+	struct engine_state prior = g->st.engine, next;
+	struct clock_now now = clock_now();
+	struct observation obs;
+	struct decision d;
+	const char *sentence;
+	char buf[1280];
+	cJSON *o = NULL;
+	int r = 0;
+
+	if (!g->observed && w->current < 0) {
+		snprintf(err, len, "group '%s' has not been observed yet: give the current count", g->gc->name);
+		return -EINVAL;
+	}
+	/* The action pending in the state is taken as still in flight: a
+	 * what-if does not settle it (the next evaluation does). */
+	group_engine_inputs(g, g->st.in_flight.direction, &obs, in);
+	for (size_t i = 0; i < w->n_values; i++) {
+		int s = group_find_signal(g->gc, w->signal[i]);
+
+		if (s < 0) {
+			snprintf(err, len, "group '%s' has no signal '%s'", g->gc->name, w->signal[i]);
+			r = -EINVAL;
+			goto out;
+		}
+		if (given[s]) {
+			snprintf(err, len, "signal '%s' is given twice", w->signal[i]);
+			r = -EINVAL;
+			goto out;
+		}
+		/* As explain does: the value is the one sample of the window. */
+		r = window_init(&win[s], 8);
+		if (r < 0)
+			goto out;
+		given[s] = true;
+		window_push(&win[s], now.mono_ms, w->value[i]);
+		in[s] = (struct engine_signal_input){.window = &win[s], .n_sampled = -1};
+	}
+	if (w->current >= 0 && w->current != obs.current) {
+		/* The instances observed are of another count: all ready. */
+		obs.current = w->current;
+		obs.instances = NULL;
+		obs.n_instances = 0;
+	}
+	obs.partial = obs.partial || w->partial;
+	r = engine_evaluate(g->gc, now, &obs, in, &prior, &next, &d);
+	if (r < 0) {
+		snprintf(err, len, "group '%s' cannot be evaluated", g->gc->name);
+		goto out;
+	}
+	o = decision_to_json(&d, g->gc);
+	sentence = o ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "explanation")) : NULL;
+	snprintf(buf, sizeof(buf), "what-if on the daemon's state: %s", sentence ? sentence : "");
+	if (!o || !sentence || !cJSON_AddStringToObject(o, "start", "daemon_state") ||
+	    !cJSON_AddBoolToObject(o, "what_if", true) ||
+	    !cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(buf))) {
+		cJSON_Delete(o);
+		o = NULL;
+		r = -ENOMEM;
+		snprintf(err, len, "out of memory");
+		goto out;
+	}
+	*ret = o;
+out:
+	for (size_t i = 0; i < g->n_signals; i++)
+		if (given[i])
+			window_destroy(&win[i]);
+	return r;
+}

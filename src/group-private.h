@@ -177,6 +177,11 @@ void group_save(struct group_rt *g);
 /* group-action.c, all on the loop's thread. T is monotonic time
  * (clock.h) but in group_note_result, where it is shown. */
 enum scale_direction group_reconcile_in_flight(struct group_rt *g, int64_t t);
+
+/* Fills the engine's inputs from the runtime (see group.c); `in` has room
+ * for CONFIG_MAX_SIGNALS. */
+void group_engine_inputs(const struct group_rt *g, enum scale_direction in_flight, struct observation *obs,
+			 struct engine_signal_input *in);
 /* Takes `ids` (malloc'ed, may be NULL); the in-flight action is dropped
  * when the job cannot start. */
 void group_start_scale_job(struct group_rt *g, enum job_kind kind, int count, int from, char **ids, size_t n_ids);

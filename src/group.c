@@ -288,6 +288,13 @@ void group_save(struct group_rt *g)
 	g->saved = g->st;
 }
 
+/* Which way the signals, rules and smoothing steps push the count (steps 1
+ * to 8), before step 9 holds it: -1, 0 or 1. */
+static int signals_push(const struct decision *d)
+{
+	return (d->flap_guarded > d->current) - (d->flap_guarded < d->current);
+}
+
 /* Logs the decision and returns its record as JSON text (malloc'ed, or
  * NULL on ENOMEM). */
 static char *log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
@@ -302,17 +309,6 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	int prio;
 
 	decision_sentence(d, g->gc, sentence, sizeof(sentence));
-	/* The engine's sentence says what the signals ask; an operator's
-	 * override says what is done instead. */
-	if (g->override) {
-		size_t n = strlen(sentence);
-
-		if (g->st.pause.active)
-			snprintf(sentence + n, sizeof(sentence) - n, "; paused by an operator: not acting");
-		else
-			snprintf(sentence + n, sizeof(sentence) - n, "; pinned at %d by an operator%s", g->st.pin.count,
-				 g->st.pin.forced ? " (forced)" : "");
-	}
 	/* A failed cloud operation stays in every record until the operation
 	 * succeeds again, so that whoever reads one record learns why the
 	 * count did not move. */
@@ -325,23 +321,21 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	}
 	/* The journal gets INFO when what is done changes (an action, or
 	 * another hold reason: the engine's, an operator's pause or pin, a
-	 * failed operation), not each time a value moves: a steady group
+	 * failed operation), or the way the signals push (a paused group
+	 * whose load now asks for more holds for the same reason, and the
+	 * operator must see it), not each time a value moves: a steady group
 	 * would otherwise write one INFO line per interval. The others go at
 	 * DEBUG with their full record. */
 	changed = !g->have_last || d->action != g->last.action || d->hold != g->last.hold ||
 		  g->override != g->last_override /* one of two constants */ ||
-		  (g->last_error.time_ms != 0) != g->last_had_error;
+		  signals_push(d) != signals_push(&g->last) || (g->last_error.time_ms != 0) != g->last_had_error;
 	prio = d->action != DIR_NONE || changed ? LOG_INFO : LOG_DEBUG;
 	g->last_override = g->override;
 	g->last_had_error = g->last_error.time_ms != 0;
 	o = decision_to_json(d, g->gc);
 	if (o) {
 		cJSON_AddBoolToObject(o, "dry_run", dry_run);
-		if (g->override)
-			cJSON_AddStringToObject(o, "override", g->override);
-		else
-			cJSON_AddNullToObject(o, "override");
-		if (g->override || g->last_error.time_ms)
+		if (g->last_error.time_ms)
 			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
 		cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
 		json = cJSON_PrintUnformatted(o);
@@ -355,16 +349,45 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 }
 
 
-static void group_evaluate(struct group_rt *g)
+/* What the runtime knows, as the engine's inputs: the observation, the
+ * signals' windows, and what the agent knows about itself, each with its own
+ * hold reason: one operation at a time per group (an action pending from
+ * before a restart counts), members a partial observation could not see,
+ * an operator's pause or pin. `in_flight` is the action the actuator has
+ * pending. The daemon's evaluation and a what-if both start here. */
+void group_engine_inputs(const struct group_rt *g, enum scale_direction in_flight, struct observation *obs,
+			 struct engine_signal_input *in)
 {
-	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
-	struct observation obs = {
+	if (g->job && g->job->kind == JOB_SCALE_OUT)
+		in_flight = DIR_OUT;
+	else if ((g->job && g->job->kind == JOB_SCALE_IN) || g->drain)
+		in_flight = DIR_IN;
+	*obs = (struct observation){
 		.current = g->current,
 		.instances = g->instances,
 		.n_instances = g->n_instances,
 		.stable = g->stable,
-		.in_flight = DIR_NONE,
+		.in_flight = in_flight,
+		.busy = in_flight != DIR_NONE || g->job || g->drain,
+		.partial = g->partial,
+		.paused = g->st.pause.active,
+		.pinned = g->st.pin.active,
+		.pin_count = g->st.pin.count,
+		.pin_forced = g->st.pin.forced,
 	};
+	for (size_t i = 0; i < g->n_signals; i++) {
+		in[i] = (struct engine_signal_input){
+			.window = &g->signals[i].win,
+			.error = g->signals[i].error[0] ? g->signals[i].error : NULL,
+			.n_sampled = g->signals[i].n_sampled,
+		};
+	}
+}
+
+static void group_evaluate(struct group_rt *g)
+{
+	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
+	struct observation obs;
 	struct decision d;
 	int64_t m0, m1;
 	struct clock_now t = clock_now();
@@ -377,41 +400,14 @@ static void group_evaluate(struct group_rt *g)
 	if (state_expire(&g->st, t.wall_ms))
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired", !g->st.pin.active && g->saved.pin.active
 											 ? "the pin" : "the pause");
-	obs.in_flight = group_reconcile_in_flight(g, t.mono_ms);
-	if (g->job && g->job->kind == JOB_SCALE_OUT)
-		obs.in_flight = DIR_OUT;
-	else if ((g->job && g->job->kind == JOB_SCALE_IN) || g->drain)
-		obs.in_flight = DIR_IN;
-	for (size_t i = 0; i < g->n_signals; i++) {
-		in[i] = (struct engine_signal_input){
-			.window = &g->signals[i].win,
-			.error = g->signals[i].error[0] ? g->signals[i].error : NULL,
-			.n_sampled = g->signals[i].n_sampled,
-		};
-	}
+	group_engine_inputs(g, group_reconcile_in_flight(g, t.mono_ms), &obs, in);
 	r = engine_evaluate(g->gc, t, &obs, in, &g->st.engine, &g->st.engine, &d);
 	if (r < 0) {
 		log_group_errno(LOG_ERR, g->gc->name, r, "evaluation failed");
 		metrics_record_error(g->ctx->metrics, g->gc->name, "evaluation");
 		return;
 	}
-	/* A partial observation (a host down) hides members: never remove
-	 * instances on it. */
-	if (d.action == DIR_IN && g->partial) {
-		d.action = DIR_NONE;
-		d.desired = d.current;
-		d.hold = HOLD_IN_FLIGHT;
-		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
-			  "scale-in held: some hosts of the pool could not be observed");
-	}
-	/* The engine's result is logged as it is; a pause or a pin decides
-	 * the final count. Nothing is started while an action is in flight. */
-	g->override = state_apply_overrides(&g->st, &d);
-	if (obs.in_flight != DIR_NONE && d.action != DIR_NONE) {
-		d.action = DIR_NONE;
-		d.desired = d.current;
-		d.hold = HOLD_IN_FLIGHT;
-	}
+	g->override = d.override;
 	json = log_decision(g, &d, dry);
 	g->last = d;
 	g->have_last = true;

@@ -98,5 +98,14 @@ int group_admin_resume(struct group_rt *g, char *err, size_t len);
 int group_admin_pin(struct group_rt *g, int count, int64_t until_ms, bool force, char *err, size_t len);
 int group_admin_unpin(struct group_rt *g, char *err, size_t len);
 int group_admin_dry_run(struct group_rt *g, bool enabled, char *err, size_t len);
+/* The decision the group's next evaluation would make on its current
+ * runtime state (windows, engine history, pause, pin, action in flight)
+ * with the inputs of `w` changed, as a record in *ret. Nothing acts, and
+ * neither the state nor the windows change. Returns 0, or -EINVAL (a
+ * signal the group does not have; no count observed and none given) with
+ * a message in err. */
+struct admin_what_if;
+int group_admin_what_if(struct group_rt *g, const struct admin_what_if *w, struct cJSON **ret, char *err,
+			size_t len);
 
 #endif

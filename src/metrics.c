@@ -27,9 +27,9 @@ static const double eval_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 static const double driver_buckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
 #define N_EVAL_BUCKETS (sizeof(eval_buckets) / sizeof(eval_buckets[0]))
 #define N_DRIVER_BUCKETS (sizeof(driver_buckets) / sizeof(driver_buckets[0]))
-/* Hold reasons are counted by their enum value; HOLD_SAFE_START is the
- * last one (the unit test checks that the one after it has no name). */
-#define N_HOLDS (HOLD_SAFE_START + 1)
+/* Hold reasons are counted by their enum value (the unit test checks that
+ * the one after the last has no name). */
+#define N_HOLDS HOLD_REASON_COUNT
 
 struct histogram {
 	unsigned long long buckets[16]; /* cumulative counts are computed when written */

@@ -150,6 +150,36 @@ static void score_step(struct scoring *sc, const struct sim_step *st, double cap
 	sc->have_prev = true;
 }
 
+/* The agent's inputs in force after `ev`, kept in an observation's fields. */
+static void apply_agent_event(struct observation *agent, const struct sim_agent_event *ev)
+{
+	switch (ev->kind) {
+	case SIM_PAUSE:
+		agent->paused = true;
+		break;
+	case SIM_RESUME:
+		agent->paused = false;
+		break;
+	case SIM_PIN:
+		agent->pinned = true;
+		agent->pin_count = ev->count;
+		agent->pin_forced = ev->forced;
+		break;
+	case SIM_UNPIN:
+		agent->pinned = false;
+		break;
+	case SIM_PARTIAL:
+		agent->partial = true;
+		break;
+	case SIM_FULL:
+		agent->partial = false;
+		break;
+	case SIM_IN_FLIGHT:
+		agent->in_flight = ev->dir;
+		break;
+	}
+}
+
 static int check_params(const struct group_conf *g, const struct trace *t, const struct sim_params *p)
 {
 	if (!g || !t || !p || t->n == 0 || p->step_ms <= 0 || p->boot_ms < 0 || !(p->capacity > 0) ||
@@ -174,7 +204,8 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 	int *need = NULL;
 	int64_t t0, end, last_action_ms = 0;
 	enum scale_direction last_dir = DIR_NONE;
-	size_t n;
+	struct observation agent = {.in_flight = DIR_NONE};
+	size_t n, next_event = 0;
 	int r, prev_ready = 0, ready_now;
 
 	r = check_params(g, t, p);
@@ -254,8 +285,18 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 			inputs[s].n_sampled = k > 0 && ready_now > prev_ready ? prev_ready : -1;
 		}
 
-		/* 2 and 3. The driver's observation, then the engine. */
+		/* 2 and 3. The driver's observation and the agent's inputs, then
+		 * the engine. */
 		pool_observe(&pool, now, t0, &obs);
+		while (next_event < p->n_events && p->events[next_event].at_ms <= now - t0)
+			apply_agent_event(&agent, &p->events[next_event++]);
+		obs.paused = agent.paused;
+		obs.pinned = agent.pinned;
+		obs.pin_count = agent.pin_count;
+		obs.pin_forced = agent.pin_forced;
+		obs.partial = agent.partial;
+		obs.in_flight = agent.in_flight;
+		obs.busy = agent.in_flight != DIR_NONE;
 		r = engine_evaluate(g, clock_virtual(now), &obs, inputs, &state, &state, dec);
 		if (r < 0) {
 			log_warn_errno(r, "simulate: engine failed at step %zu", k);
@@ -263,6 +304,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 		}
 		st->t_ms = now;
 		st->desired = dec->desired;
+		st->hold = dec->hold;
 
 		/* 4. Act. */
 		if (dec->action != DIR_NONE && dec->desired != obs.current) {

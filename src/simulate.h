@@ -7,7 +7,9 @@
  *      the step that just ended: utilization signals demand / (ready x
  *      capacity) x 100, average signals the demand itself (a group total);
  *   2. instances whose boot delay has passed become ready;
- *   3. engine_evaluate() runs exactly as in the daemon;
+ *   3. engine_evaluate() runs exactly as in the daemon, with the agent's
+ *      inputs (a pause, a pin, a partial observation, a busy driver) the
+ *      run is given (sim_params.events);
  *   4. an action launches instances (ready one boot delay later) or removes
  *      the newest ones (provisioning ones first), and is recorded with
  *      engine_record_action();
@@ -20,7 +22,42 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "engine.h"
 #include "trace.h"
+
+/* What the agent knows about itself, from a given time on (an offset from
+ * the trace's start): the engine inputs of DESIGN.md section 2 that the
+ * daemon gets from an operator and its driver, so that a run can replay
+ * the daemon's pauses, pins, partial observations and busy driver. */
+enum sim_agent_kind {
+	SIM_PAUSE,
+	SIM_RESUME,
+	SIM_PIN,       /* count, forced */
+	SIM_UNPIN,
+	SIM_PARTIAL,
+	SIM_FULL,
+	SIM_IN_FLIGHT, /* dir; DIR_NONE: the driver is idle again */
+};
+
+/* Bounds what an agent-inputs file makes simulate allocate. */
+#define SIM_MAX_AGENT_EVENTS (1024 * 1024)
+/* A pin beyond this is no count (the engine's own limit on counts is higher). */
+#define SIM_MAX_PIN 1000000
+
+struct sim_agent_event {
+	int64_t at_ms;
+	enum sim_agent_kind kind;
+	int count;
+	bool forced;
+	enum scale_direction dir;
+};
+
+/* Reads agent inputs from `path`: one "SECONDS WORD [ARGS]" per line, the
+ * seconds counted from the trace's start and not decreasing; WORD is pause,
+ * resume, pin N [forced], unpin, partial, full or in-flight out|in|none.
+ * '#' starts a comment. Returns 0 with a malloc'd array, or a negative
+ * errno after logging the file and line. */
+int sim_agent_events_load(const char *path, struct sim_agent_event **ret, size_t *n);
 
 struct sim_params {
 	int64_t boot_ms;                /* launch to ready; default 60 s */
@@ -28,6 +65,8 @@ struct sim_params {
 	int64_t step_ms;                /* evaluation step; <= 0: the group's interval */
 	int64_t billing_granularity_ms; /* default 1 s (per-second billing) */
 	int64_t billing_minimum_ms;     /* default 60 s */
+	const struct sim_agent_event *events; /* agent inputs, in time order; may be NULL */
+	size_t n_events;
 };
 
 /* One evaluation step, for --csv and --svg. */
@@ -39,6 +78,7 @@ struct sim_step {
 	int billed;      /* alive (provisioning or ready) during the step */
 	int desired;     /* the engine's final count */
 	int action;      /* +1 scaled out, -1 scaled in, 0 held */
+	enum hold_reason hold; /* the engine's reason, as in the decision record */
 };
 
 struct sim_metrics {

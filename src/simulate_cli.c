@@ -19,13 +19,15 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: autoscaled simulate -c FILE --group NAME --trace FILE --format FORMAT\n"
 		   "                          [--boot-delay S] [--capacity-per-instance X] [--step S]\n"
 		   "                          [--billing-granularity S] [--billing-minimum S]\n"
-		   "                          [--json] [--csv OUT] [--svg OUT]\n"
+		   "                          [--json] [--csv OUT] [--svg OUT] [--agent-inputs FILE]\n"
 		   "\n"
 		   "Replays a load trace through the group's policy on a virtual clock and\n"
 		   "reports cost and service against the perfect-foresight oracle.\n"
 		   "FORMAT is nasa, azure-llm, bitbrains or csv (time,value). Durations take\n"
 		   "the config's units (90, 90s, 5m, 1h). Defaults: boot delay 60s, capacity 1,\n"
-		   "step = the group's interval, billing granularity 1s, billing minimum 60s.\n");
+		   "step = the group's interval, billing granularity 1s, billing minimum 60s.\n"
+		   "--agent-inputs FILE: \"SECONDS pause|resume|pin N [forced]|unpin|partial|full|\n"
+		   "in-flight out|in|none\" lines, the daemon's own inputs from that time on.\n");
 }
 
 static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const char *trace_path,
@@ -89,16 +91,17 @@ static int write_csv(const char *path, const struct sim_step *steps, size_t n, i
 		log_warn("simulate: cannot write '%s'", path);
 		return r;
 	}
-	fprintf(f, "t_s,time_ms,demand,required,ready,billed,desired,action\n");
+	fprintf(f, "t_s,time_ms,demand,required,ready,billed,desired,action,hold\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_step *s = &steps[i];
 
 		if (isnan(s->demand))
-			fprintf(f, "%.3f,%lld,,%d,%d,%d,%d,%d\n", (double)(s->t_ms - t0) / 1000.0, (long long)s->t_ms,
-				s->required, s->ready, s->billed, s->desired, s->action);
+			fprintf(f, "%.3f,%lld,,%d,%d,%d,%d,%d,%s\n", (double)(s->t_ms - t0) / 1000.0, (long long)s->t_ms,
+				s->required, s->ready, s->billed, s->desired, s->action, decision_hold_name(s->hold));
 		else
-			fprintf(f, "%.3f,%lld,%.6g,%d,%d,%d,%d,%d\n", (double)(s->t_ms - t0) / 1000.0,
-				(long long)s->t_ms, s->demand, s->required, s->ready, s->billed, s->desired, s->action);
+			fprintf(f, "%.3f,%lld,%.6g,%d,%d,%d,%d,%d,%s\n", (double)(s->t_ms - t0) / 1000.0,
+				(long long)s->t_ms, s->demand, s->required, s->ready, s->billed, s->desired, s->action,
+				decision_hold_name(s->hold));
 	}
 	if (fclose(f) != 0) {
 		int r = -errno;
@@ -106,6 +109,125 @@ static int write_csv(const char *path, const struct sim_step *steps, size_t n, i
 		log_warn("simulate: cannot write '%s'", path);
 		return r;
 	}
+	return 0;
+}
+
+/* One line of an agent-inputs file, without its newline. */
+static int parse_agent_line(char *line, struct sim_agent_event *ev)
+{
+	char *save = NULL, *secs = strtok_r(line, " \t", &save), *word = strtok_r(NULL, " \t", &save);
+	char *arg = strtok_r(NULL, " \t", &save), *arg2 = strtok_r(NULL, " \t", &save), *e;
+	double t;
+	long n;
+
+	if (!secs || !word)
+		return -EINVAL;
+	errno = 0;
+	t = strtod(secs, &e);
+	if (errno || e == secs || *e || !(t >= 0) || t > 1e12)
+		return -EINVAL;
+	*ev = (struct sim_agent_event){.at_ms = (int64_t)llround(t * 1000.0), .dir = DIR_NONE};
+	if (strcmp(word, "pin") == 0) {
+		if (!arg)
+			return -EINVAL;
+		errno = 0;
+		n = strtol(arg, &e, 10);
+		if (errno || e == arg || *e || n < 0 || n > SIM_MAX_PIN)
+			return -EINVAL;
+		if (arg2 && strcmp(arg2, "forced") != 0)
+			return -EINVAL;
+		ev->kind = SIM_PIN;
+		ev->count = (int)n;
+		ev->forced = arg2 != NULL;
+		return strtok_r(NULL, " \t", &save) ? -EINVAL : 0;
+	}
+	if (strcmp(word, "in-flight") == 0) {
+		if (!arg || arg2)
+			return -EINVAL;
+		ev->kind = SIM_IN_FLIGHT;
+		if (strcmp(arg, "out") == 0)
+			ev->dir = DIR_OUT;
+		else if (strcmp(arg, "in") == 0)
+			ev->dir = DIR_IN;
+		else if (strcmp(arg, "none") != 0)
+			return -EINVAL;
+		return 0;
+	}
+	if (arg)
+		return -EINVAL;
+	if (strcmp(word, "pause") == 0)
+		ev->kind = SIM_PAUSE;
+	else if (strcmp(word, "resume") == 0)
+		ev->kind = SIM_RESUME;
+	else if (strcmp(word, "unpin") == 0)
+		ev->kind = SIM_UNPIN;
+	else if (strcmp(word, "partial") == 0)
+		ev->kind = SIM_PARTIAL;
+	else if (strcmp(word, "full") == 0)
+		ev->kind = SIM_FULL;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int sim_agent_events_load(const char *path, struct sim_agent_event **ret, size_t *n)
+{
+	struct sim_agent_event *v = NULL, *grown;
+	size_t len = 0, cap = 0, lineno = 0;
+	char line[256];
+	FILE *f = fopen(path, "re");
+	int r = 0;
+
+	if (!f) {
+		r = -errno;
+		log_warn("simulate: cannot read '%s'", path);
+		return r;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *hash = strchr(line, '#');
+
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			log_warnx("simulate: '%s': line %zu is too long", path, lineno);
+			r = -EINVAL;
+			break;
+		}
+		if (hash)
+			*hash = '\0';
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[strspn(line, " \t")] == '\0')
+			continue;
+		if (len == cap) {
+			cap = cap ? cap * 2 : 16;
+			grown = cap <= SIM_MAX_AGENT_EVENTS ? realloc(v, cap * sizeof(*v)) : NULL;
+			if (!grown) {
+				log_warnx("simulate: '%s': too many lines (at most %d)", path, SIM_MAX_AGENT_EVENTS);
+				r = -ENOMEM;
+				break;
+			}
+			v = grown;
+		}
+		if (parse_agent_line(line, &v[len]) < 0) {
+			log_warnx("simulate: '%s': line %zu is not \"SECONDS pause|resume|pin N [forced]|unpin|partial|full|"
+				  "in-flight out|in|none\"",
+				  path, lineno);
+			r = -EINVAL;
+			break;
+		}
+		if (len > 0 && v[len].at_ms < v[len - 1].at_ms) {
+			log_warnx("simulate: '%s': line %zu goes back in time", path, lineno);
+			r = -EINVAL;
+			break;
+		}
+		len++;
+	}
+	fclose(f);
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	*ret = v;
+	*n = len;
 	return 0;
 }
 
@@ -121,7 +243,7 @@ static int parse_seconds_opt(const char *opt, const char *s, int64_t *ret)
 int simulate_main(int argc, char **argv)
 {
 	enum { OPT_GROUP = 256, OPT_TRACE, OPT_FORMAT, OPT_BOOT, OPT_CAP, OPT_STEP, OPT_GRAN, OPT_MIN, OPT_JSON,
-	       OPT_CSV, OPT_SVG };
+	       OPT_CSV, OPT_SVG, OPT_AGENT };
 	static const struct option long_opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"group", required_argument, NULL, OPT_GROUP},
@@ -135,6 +257,7 @@ int simulate_main(int argc, char **argv)
 		{"json", no_argument, NULL, OPT_JSON},
 		{"csv", required_argument, NULL, OPT_CSV},
 		{"svg", required_argument, NULL, OPT_SVG},
+		{"agent-inputs", required_argument, NULL, OPT_AGENT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -146,6 +269,8 @@ int simulate_main(int argc, char **argv)
 		.billing_minimum_ms = 60 * MS_PER_SEC,
 	};
 	const char *cfg_path = NULL, *group = NULL, *trace_path = NULL, *format = NULL, *csv = NULL, *svg = NULL;
+	const char *agent_path = NULL;
+	struct sim_agent_event *events = NULL;
 	struct config *cfg = NULL;
 	struct config_errors errs = {0};
 	struct trace tr = {0};
@@ -211,6 +336,9 @@ int simulate_main(int argc, char **argv)
 		case OPT_SVG:
 			svg = optarg;
 			break;
+		case OPT_AGENT:
+			agent_path = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -247,6 +375,9 @@ int simulate_main(int argc, char **argv)
 		p.step_ms = 15 * MS_PER_SEC;
 	if (trace_load(trace_path, fmt, &tr) < 0)
 		goto out;
+	if (agent_path && sim_agent_events_load(agent_path, &events, &p.n_events) < 0)
+		goto out;
+	p.events = events;
 	r = simulate_run(g, &tr, &p, &m, (csv || svg) ? &steps : NULL, &n_steps);
 	if (r < 0) {
 		log_warn_errno(r, "simulate: replay of '%s' failed", trace_path);
@@ -284,6 +415,7 @@ int simulate_main(int argc, char **argv)
 	status = 0;
 out:
 	free(steps);
+	free(events);
 	trace_free(&tr);
 	config_free(cfg);
 	return status;

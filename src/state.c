@@ -492,6 +492,31 @@ int state_save(const char *dir, const char *group, const struct group_state *s, 
 	return r;
 }
 
+int state_read_file(const char *path, const struct group_conf *gc, struct clock_now now, struct group_state *ret,
+		    char *why, size_t why_len)
+{
+	char *text = NULL;
+	cJSON *j;
+	int r;
+
+	state_init(ret);
+	/* A FIFO in the state directory must not block the daemon. */
+	r = file_read_all(path, 0, STATE_MAX_FILE_SIZE, &text, NULL, NULL);
+	if (r < 0) {
+		snprintf(why, why_len, "%s", r == -EFBIG ? "larger than any state file" : file_strerror(r));
+		return r;
+	}
+	j = cJSON_Parse(text);
+	free(text);
+	if (!j) {
+		snprintf(why, why_len, "not valid JSON (truncated?)");
+		return -EINVAL;
+	}
+	r = state_from_json(j, gc, now, ret, why, why_len);
+	cJSON_Delete(j);
+	return r;
+}
+
 enum state_origin state_load(const char *dir, const struct group_conf *gc, struct clock_now now,
 			     struct group_state *ret)
 {
@@ -571,25 +596,6 @@ enum state_reconcile state_reconcile(struct group_state *s, int current, bool st
 		return RECONCILE_EXPIRED;
 	}
 	return RECONCILE_PENDING;
-}
-
-const char *state_apply_overrides(const struct group_state *s, struct decision *d)
-{
-	if (s->pause.active) {
-		d->desired = d->current;
-		d->action = DIR_NONE;
-		return "paused";
-	}
-	if (s->pin.active) {
-		int n = s->pin.count;
-
-		if (!s->pin.forced)
-			n = n < d->min ? d->min : n > d->max ? d->max : n;
-		d->desired = n;
-		d->action = n > d->current ? DIR_OUT : n < d->current ? DIR_IN : DIR_NONE;
-		return "pinned";
-	}
-	return NULL;
 }
 
 bool state_dry_run(const struct group_state *s, bool configured)

@@ -51,7 +51,7 @@ struct state_action {
 };
 
 /* A count held by an operator: the engine still evaluates and logs, the pin
- * decides the final count. */
+ * decides the final count (an engine input, struct observation). */
 struct state_pin {
 	bool active;
 	int count;
@@ -59,7 +59,7 @@ struct state_pin {
 	bool forced;       /* allowed outside the profile's [min, max] */
 };
 
-/* A pause: evaluate and log, never act. */
+/* A pause: evaluate and log, never act (an engine input too). */
 struct state_pause {
 	bool active;
 	int64_t until_ms;  /* wall clock; 0: until resumed */
@@ -109,6 +109,13 @@ int state_save(const char *dir, const char *group, const struct group_state *s, 
 enum state_origin state_load(const char *dir, const struct group_conf *gc, struct clock_now now,
 			     struct group_state *ret);
 
+/* Reads the state file at `path` for `gc` strictly, for `autoscaled
+ * explain --state`: unlike state_load() a file that cannot be trusted is an
+ * error (a reason in why), not a safe start. Returns 0 or a negative errno
+ * (-EINVAL for a file that is not a state of `gc`). Does not log. */
+int state_read_file(const char *path, const struct group_conf *gc, struct clock_now now, struct group_state *ret,
+		    char *why, size_t why_len);
+
 /* The JSON form (owned by the caller; NULL on ENOMEM) and its parser, for
  * the group `gc`; both map times at `now` (see above). The parser returns 0
  * or -EINVAL and writes a reason to why. */
@@ -138,12 +145,6 @@ enum state_reconcile {
  * step on DONE, the part observed on STOPPED) with engine_record_action so
  * that rate limits and cooldowns count it, and saves. */
 enum state_reconcile state_reconcile(struct group_state *s, int current, bool stable, int64_t mono_ms);
-
-/* Applies a pause or a pin to a decision the engine made. A pin sets the
- * final count (within the decision's [min, max] unless forced); a pause
- * turns any action into a hold. Returns a static word for the decision
- * record ("paused", "pinned") or NULL when neither applies. */
-const char *state_apply_overrides(const struct group_state *s, struct decision *d);
 
 /* Whether actions are dry runs for this group: the override if set, else
  * `configured`. */

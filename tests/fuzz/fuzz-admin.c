@@ -131,6 +131,14 @@ static int op_reload(void *u, char *err, size_t len)
 	return 0;
 }
 
+static int op_what_if(void *u, const char *g, const struct admin_what_if *w, cJSON **ret, char *err, size_t len)
+{
+	if (!known(g))
+		return -ENOENT;
+	*ret = cJSON_CreateObject();
+	return *ret ? 0 : -ENOMEM;
+}
+
 static int64_t op_now(void *u)
 {
 	return NOW_MS;
@@ -147,6 +155,7 @@ static const struct admin_ops ops = {
 	.unpin = op_unpin,
 	.dry_run = op_dry_run,
 	.reload = op_reload,
+	.what_if = op_what_if,
 	.now_ms = op_now,
 };
 

@@ -15,6 +15,8 @@
  *   load    = path of a file of members' values (optional): lines "ID VALUE",
  *             which observe() reports as the source filepool_load when a
  *             signal reads it; a member without a line has no value
+ *   partial = path of a file (optional): while it exists, observe reports a
+ *             partial observation, as libvirt does with a host down
  *
  * set_capacity only grows the pool, as the ABI has it: a smaller count is
  * logged ("set_capacity FROM TO") and refused with ERANGE.
@@ -41,6 +43,7 @@ struct autoscaled_driver_instance {
 	long step_ms;
 	char fail[512];
 	char load[512];
+	char partial[512];
 };
 
 struct pool {
@@ -159,6 +162,8 @@ static int fp_open(const struct autoscaled_host *host, const struct autoscaled_o
 			snprintf(h->fail, sizeof(h->fail), "%s", v);
 		else if (strcmp(options[i].key, "load") == 0)
 			snprintf(h->load, sizeof(h->load), "%s", v);
+		else if (strcmp(options[i].key, "partial") == 0)
+			snprintf(h->partial, sizeof(h->partial), "%s", v);
 		else {
 			host->log(host, AUTOSCALED_LOG_ERROR, "filepool: unknown option '%s'", options[i].key);
 			free(h);
@@ -233,7 +238,8 @@ static int fp_observe(struct autoscaled_driver_instance *h, autoscaled_instance_
 		if (sample && h->load[0] && load_value(h, p.id[i], &v) == 1 && (r = sample(ctx, "filepool_load", p.id[i], v)))
 			return r;
 	}
-	*ret = (struct autoscaled_observation){.target_size = p.n, .stable = true};
+	*ret = (struct autoscaled_observation){.target_size = p.n, .stable = true,
+					       .partial = h->partial[0] && access(h->partial, F_OK) == 0};
 	return 0;
 }
 
@@ -324,7 +330,8 @@ static const struct autoscaled_driver filepool = {
 	.name = "filepool",
 	.description = "test driver: a pool kept in a text file",
 	.config_help = "pool = string  the pool file\ncalls = string  the call log\nstep_ms = int  time per instance (0)\n"
-		       "fail = string  a fault file\nload = string  members' values for filepool_load",
+		       "fail = string  a fault file\nload = string  members' values for filepool_load\n"
+		       "partial = string  a file that makes observations partial",
 	.sources = sources,
 	.n_sources = 1,
 	.open = fp_open,

@@ -57,6 +57,16 @@ check "the refused victim is kept, the drained one removed" \
 	test -n "$(grep '^vm-4 ' "$T/pool")" -a -z "$(grep '^vm-3 ' "$T/pool")"
 check "the driver was asked to remove exactly the drained instance" grep -q ' remove 1 vm-3$' "$T/calls"
 check "the webhook received the scale-in" wait_for 10 grep -q 'scale_in' "$T/requests"
+# With a drain hook the agent picks the victims, not the driver's
+# victim_policy: the record says so.
+check "the scale-in's record says who picked the victims" \
+	python3 -c '
+import json,sys
+recs=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ins=[r for r in recs if r["action"]=="scale_in"]
+assert ins and all(r["victims"]=="drain_order" for r in ins), ins
+assert all("the driver'"'"'s victim_policy does not apply" in r["explanation"] for r in ins), ins
+assert all(r["victims"] is None for r in recs if r["action"]!="scale_in"), recs' "$T/records"
 
 # When no victim can be drained the group holds.
 sed -i 's/\[ "\$1" != vm-4 \]/exit 1/' "$T/drain"

@@ -34,6 +34,8 @@ struct model {
 	int dry;
 	int reloads;
 	bool reload_fails;
+	struct admin_what_if what_if; /* the last one asked (its names copied) */
+	char what_if_names[ADMIN_WHAT_IF_MAX_VALUES][32];
 };
 
 static struct model M;
@@ -146,6 +148,25 @@ static int op_reload(void *u, char *err, size_t len)
 	return 0;
 }
 
+static int op_what_if(void *u, const char *g, const struct admin_what_if *w, cJSON **ret, char *err, size_t len)
+{
+	if (!known(g))
+		return -ENOENT;
+	for (size_t i = 0; i < w->n_values; i++)
+		if (strcmp(w->signal[i], "queue") != 0) {
+			snprintf(err, len, "group 'web' has no signal '%s'", w->signal[i]);
+			return -EINVAL;
+		}
+	M.what_if = *w;
+	for (size_t i = 0; i < w->n_values; i++) {
+		snprintf(M.what_if_names[i], sizeof(M.what_if_names[i]), "%s", w->signal[i]);
+		M.what_if.signal[i] = M.what_if_names[i];
+	}
+	*ret = cJSON_CreateObject();
+	cJSON_AddStringToObject(*ret, "hold", "none");
+	return 0;
+}
+
 static int64_t op_now(void *u)
 {
 	return NOW;
@@ -162,6 +183,7 @@ static const struct admin_ops ops = {
 	.unpin = op_unpin,
 	.dry_run = op_dry_run,
 	.reload = op_reload,
+	.what_if = op_what_if,
 	.now_ms = op_now,
 };
 
@@ -317,6 +339,32 @@ static void test_dry_run_and_reload(void **st)
 	assert_int_equal(M.reloads, 2);
 }
 
+/* A what-if: its inputs reach the group as given, bad ones are refused
+ * before, and it answers with the record. */
+static void test_what_if(void **st)
+{
+	(void)st;
+	assert_int_equal(req("POST", "/v1/groups/web/what-if",
+			     "{\"values\":{\"queue\":60},\"current\":3,\"partial\":true}", NULL), 200);
+	assert_int_equal(M.what_if.n_values, 1);
+	assert_string_equal(M.what_if.signal[0], "queue");
+	assert_true(M.what_if.value[0] == 60);
+	assert_int_equal(M.what_if.current, 3);
+	assert_true(M.what_if.partial);
+	assert_int_equal(req("POST", "/v1/groups/web/what-if", NULL, NULL), 200);
+	assert_int_equal(M.what_if.n_values, 0);
+	assert_int_equal(M.what_if.current, -1);
+	assert_false(M.what_if.partial);
+	expect_error("POST", "/v1/groups/web/what-if", "{\"values\":{\"mem\":1}}", 400, "no signal 'mem'");
+	expect_error("POST", "/v1/groups/web/what-if", "{\"values\":{\"queue\":\"x\"}}", 400, "must be a number");
+	expect_error("POST", "/v1/groups/web/what-if", "{\"values\":[1]}", 400, "'values'");
+	expect_error("POST", "/v1/groups/web/what-if", "{\"current\":-2}", 400, "'current'");
+	expect_error("POST", "/v1/groups/web/what-if", "{\"partial\":1}", 400, "'partial'");
+	expect_error("POST", "/v1/groups/web/what-if", "{\"curent\":2}", 400, "unknown key 'curent'");
+	expect_error("GET", "/v1/groups/web/what-if", NULL, 405, NULL);
+	expect_error("POST", "/v1/groups/api/what-if", "{}", 404, NULL);
+}
+
 static void test_body_limit(void **st)
 {
 	char *big = malloc(ADMIN_MAX_BODY + 100);
@@ -441,6 +489,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pause_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pin, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dry_run_and_reload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_what_if, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_body_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_socket_refusals, setup, teardown),

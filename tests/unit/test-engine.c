@@ -714,6 +714,214 @@ static void test_safe_start(void **state)
 	assert_int_equal(fx_eval(4), 6);
 }
 
+/* Renders the decision's sentence for the assertions below. */
+static const char *fx_sentence(void)
+{
+	static char buf[1024];
+
+	decision_sentence(&F.d, &F.g, buf, sizeof(buf));
+	return buf;
+}
+
+/* A partial observation (a host that could not be listed) hides members:
+ * no scale-in on it, with its own reason; a scale-out goes on. */
+static void test_partial_observation(void **state)
+{
+	struct observation obs = { .current = 4, .stable = true, .partial = true };
+	int cpu;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+	F.g.behavior.scale_in.stabilization_ms = 0;
+	fx_push(cpu, 30);
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.action, DIR_NONE);
+	assert_int_equal(F.d.hold, HOLD_PARTIAL);
+	assert_int_equal(F.d.flap_guarded, 2); /* evaluation went on */
+	assert_non_null(strstr(fx_sentence(), "no scale-in on a partial observation: hold 4; no change from 4"));
+	assert_string_equal(decision_hold_name(F.d.hold), "partial_observation");
+	/* Not even the profile's bounds remove members then. */
+	F.prof[0].max = 3;
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.hold, HOLD_PARTIAL);
+	F.prof[0].max = 20;
+	F.now += S(61);
+	fx_push(cpu, 90);
+	assert_int_equal(fx_eval_obs(&obs), 6);
+	assert_int_equal(F.d.action, DIR_OUT);
+	assert_int_equal(F.d.hold, HOLD_NONE);
+	/* A full observation scales in. */
+	obs.partial = false;
+	F.now += S(61);
+	fx_push(cpu, 30);
+	assert_int_equal(fx_eval_obs(&obs), 2);
+	assert_int_equal(F.d.action, DIR_IN);
+}
+
+/* While the actuator has an operation going (a driver call, a drain, an
+ * action restored after a restart), no action in either direction: the
+ * other direction holds as driver_busy, the same one as in_flight. */
+static void test_driver_busy(void **state)
+{
+	struct observation obs = { .current = 4, .stable = true, .in_flight = DIR_OUT, .busy = true };
+	int cpu;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+	F.g.behavior.scale_in.stabilization_ms = 0;
+	fx_push(cpu, 30);
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.hold, HOLD_DRIVER_BUSY);
+	assert_int_equal(F.d.action, DIR_NONE);
+	assert_string_equal(decision_hold_name(F.d.hold), "driver_busy");
+	assert_non_null(strstr(fx_sentence(), "no scale-in until it ends: hold 4"));
+	F.now += S(61);
+	fx_push(cpu, 90);
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.hold, HOLD_IN_FLIGHT);
+	/* An observation or an open running holds too; nothing to do is no
+	 * hold of this kind. */
+	obs = (struct observation){ .current = 4, .stable = true, .busy = true };
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.hold, HOLD_DRIVER_BUSY);
+	assert_non_null(strstr(fx_sentence(), "no scale-out until it ends"));
+	F.now += S(61);
+	fx_push(cpu, 60);
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_not_equal(F.d.hold, HOLD_DRIVER_BUSY);
+	/* A bounds change does not start a second operation either. */
+	F.prof[0].max = 3;
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.hold, HOLD_DRIVER_BUSY);
+}
+
+/* A pause: the engine evaluates (the windows go on filling) and holds. */
+static void test_paused(void **state)
+{
+	struct observation obs = { .current = 4, .stable = true, .paused = true };
+	cJSON *j;
+	int q;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	q = fx_signal("queue", SIGNAL_AVERAGE, 10);
+	fx_push(q, 60);
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.action, DIR_NONE);
+	assert_int_equal(F.d.hold, HOLD_PAUSED);
+	assert_int_equal(F.d.flap_guarded, 6);
+	assert_string_equal(F.d.override, "paused");
+	assert_string_equal(fx_sentence(),
+			    "queue 60 vs 10/instance -> 6; max of signals; paused by an operator: not acting; no change from 4");
+	j = decision_to_json(&F.d, &F.g);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "hold")->valuestring, "paused");
+	assert_string_equal(cJSON_GetObjectItem(j, "override")->valuestring, "paused");
+	cJSON_Delete(j);
+	/* Out of the profile's bounds it still does not act. */
+	F.prof[0].min = 5;
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.action, DIR_NONE);
+	/* The scale-out stabilization history went on while paused. */
+	obs.paused = false;
+	F.prof[0].min = 1;
+	assert_int_equal(fx_eval_obs(&obs), 6);
+}
+
+/* A pin sets the count, within [min, max] unless forced; the holds that keep
+ * a second action from starting still apply, the safe start does not. */
+static void test_pinned(void **state)
+{
+	struct observation obs = { .current = 4, .stable = true, .pinned = true, .pin_count = 12 };
+	int cpu;
+
+	(void)state;
+	fx_init(2, 8, 2);
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+	fx_push(cpu, 60);
+	assert_int_equal(fx_eval_obs(&obs), 8);
+	assert_int_equal(F.d.action, DIR_OUT);
+	assert_int_equal(F.d.hold, HOLD_PINNED);
+	assert_string_equal(F.d.override, "pinned");
+	assert_string_equal(decision_hold_name(F.d.hold), "pinned");
+	assert_non_null(strstr(fx_sentence(), "pinned at 12 by an operator, within [2, 8]: 8; scale out 4 -> 8"));
+	obs.pin_forced = true;
+	assert_int_equal(fx_eval_obs(&obs), 12);
+	assert_non_null(strstr(fx_sentence(), "pinned at 12 by an operator (forced); scale out 4 -> 12"));
+	/* A forced pin beyond max is kept, not clamped back. */
+	obs.current = 12;
+	assert_int_equal(fx_eval_obs(&obs), 12);
+	assert_int_equal(F.d.action, DIR_NONE);
+	assert_int_equal(F.d.hold, HOLD_PINNED);
+	/* A pin below the count scales in, even in a safe start... */
+	obs = (struct observation){ .current = 4, .stable = true, .pinned = true, .pin_count = 3 };
+	F.st.no_scale_in_before_ms = F.now + S(300);
+	assert_int_equal(fx_eval_obs(&obs), 3);
+	assert_int_equal(F.d.action, DIR_IN);
+	/* ... but not on a partial observation, nor during an action. */
+	obs.partial = true;
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.hold, HOLD_PARTIAL);
+	obs.partial = false;
+	obs.busy = true;
+	obs.in_flight = DIR_IN;
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.hold, HOLD_IN_FLIGHT);
+	assert_string_equal(F.d.override, "pinned");
+	/* A pause wins over a pin. */
+	obs = (struct observation){ .current = 4, .stable = true, .pinned = true, .pin_count = 3, .paused = true };
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.hold, HOLD_PAUSED);
+}
+
+/* Who removes whom on a scale-in is in the record: the driver by its
+ * victim_policy, or with a pre-scale-in hook the agent, in the engine's
+ * order (not yet serving first, then the newest). */
+static void test_victims(void **state)
+{
+	char *hook[] = { "/bin/true", NULL };
+	struct instance_obs v[] = {
+		{ .id = "a", .state = INSTANCE_RUNNING, .created_ms = 100 },
+		{ .id = "b", .state = INSTANCE_STOPPING, .created_ms = 500 },
+		{ .id = "c", .state = INSTANCE_RUNNING, .created_ms = 300 },
+		{ .id = "d", .state = INSTANCE_PROVISIONING, .created_ms = 200 },
+		{ .id = "e", .state = INSTANCE_RUNNING, .created_ms = 300 },
+	};
+	cJSON *j;
+	int cpu;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+	F.g.behavior.scale_in.stabilization_ms = 0;
+	fx_push(cpu, 30);
+	assert_int_equal(fx_eval(4), 2);
+	assert_int_equal(F.d.victims, VICTIMS_DRIVER);
+	assert_null(strstr(fx_sentence(), "victims"));
+	F.g.notify.pre_scale_in = hook;
+	F.g.notify.n_pre_scale_in = 1;
+	assert_int_equal(fx_eval(4), 2);
+	assert_int_equal(F.d.victims, VICTIMS_DRAIN);
+	assert_non_null(strstr(fx_sentence(), "scale in 4 -> 2 (victims: not yet serving first, then the newest"));
+	j = decision_to_json(&F.d, &F.g);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "victims")->valuestring, "drain_order");
+	cJSON_Delete(j);
+	F.now += S(61);
+	fx_push(cpu, 90);
+	assert_int_equal(fx_eval(4), 6);
+	assert_int_equal(F.d.victims, VICTIMS_NONE);
+
+	engine_order_victims(v, 5);
+	assert_string_equal(v[0].id, "d");
+	assert_string_equal(v[1].id, "e");
+	assert_string_equal(v[2].id, "c");
+	assert_string_equal(v[3].id, "a");
+	assert_string_equal(v[4].id, "b");
+}
+
 /* However long the history, the state stays bounded and never lets a
  * scale-in happen before the largest recommendation left its window. */
 static void test_history_is_bounded_and_conservative(void **state)
@@ -936,6 +1144,11 @@ int main(void)
 		cmocka_unit_test(test_scale_out_stabilization),
 		cmocka_unit_test(test_in_flight),
 		cmocka_unit_test(test_safe_start),
+		cmocka_unit_test(test_partial_observation),
+		cmocka_unit_test(test_driver_busy),
+		cmocka_unit_test(test_paused),
+		cmocka_unit_test(test_pinned),
+		cmocka_unit_test(test_victims),
 		cmocka_unit_test(test_history_is_bounded_and_conservative),
 		cmocka_unit_test(test_clock_steps),
 		cmocka_unit_test(test_contract),

@@ -271,6 +271,7 @@ static void test_errors(void **state)
 	const char *no_current[] = { "--group", "web", NULL };
 	const char *bad_at[] = { "--group", "web", "--current", "4", "--at", "yesterday", NULL };
 	const char *ready_above[] = { "--group", "web", "--current", "4", "--ready", "5", NULL };
+	const char *bad_fraction[] = { "--group", "web", "--current", "4", "--at", "2026-11-28T12:00:00.Z", NULL };
 
 	(void)state;
 	expect_failure(unknown_group, "no group 'api'");
@@ -280,6 +281,111 @@ static void test_errors(void **state)
 	expect_failure(no_current, "--current");
 	expect_failure(bad_at, "'yesterday'");
 	expect_failure(ready_above, "--ready");
+	expect_failure(bad_fraction, "'2026-11-28T12:00:00.Z'");
+}
+
+/* A path next to the configuration, for state files. */
+static void state_path_of(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s.%s.state", config_path, name);
+}
+
+/* Writes a state file as the daemon does, with `extra` members (a pause,
+ * a pin) after a clean engine state. */
+static void write_state(const char *path, const char *group, const char *extra)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fprintf(f,
+		"{\"format\": 1, \"group\": \"%s\", \"saved_ms\": 1796119200000, \"engine\": {\"version\": 1,"
+		" \"up_recs\": [], \"down_recs\": [], \"events\": [], \"last_action_ms\": 0,"
+		" \"last_action_dir\": \"none\", \"no_scale_in_before_ms\": 0}, \"in_flight\": null%s}\n",
+		group, extra);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* From a clean state the record says so; from a state file the history
+ * counts: a scale-out 2 -> 6 started at T and settled at T + 5 s leaves the
+ * default rate limit (4 instances or 100 % per 15 s) room for 6 at most,
+ * where a clean state goes to 8. */
+static void test_state_file(void **state)
+{
+	char s1[300], s2[300];
+	const char *first[] = { "--group", "web", "--current", "2", "--value", "cpu=180", "--value", "queue=0",
+				"--at", "2026-11-28T12:00:00Z", "--save-state", s1, NULL };
+	const char *second[] = { "--group", "web", "--current", "6", "--value", "cpu=180", "--value", "queue=0",
+				 "--at", "2026-11-28T12:00:05.250Z", "--state", s1, "--save-state", s2, NULL };
+	const char *clean[] = { "--group", "web", "--current", "6", "--value", "cpu=180", "--value", "queue=0",
+				"--at", "2026-11-28T12:00:05Z", NULL };
+	cJSON *j;
+
+	(void)state;
+	state_path_of(s1, sizeof(s1), "1");
+	state_path_of(s2, sizeof(s2), "2");
+	j = explain_json(first);
+	assert_int_equal(json_int(j, "desired"), 6); /* the rate limit: 2 + 4 */
+	assert_string_equal(json_str(j, "start"), "empty_state");
+	assert_non_null(strstr(json_str(j, "explanation"), "starting from an empty state"));
+	cJSON_Delete(j);
+	j = explain_json(second);
+	assert_string_equal(json_str(j, "start"), "state_file");
+	/* A record's own time replays to the millisecond. */
+	assert_string_equal(json_str(j, "time"), "2026-11-28T12:00:05.250Z");
+	assert_null(strstr(json_str(j, "explanation"), "empty state"));
+	assert_int_equal(json_int(j, "desired"), 6);
+	assert_string_equal(json_str(j, "hold"), "rate_limit");
+	cJSON_Delete(j);
+	j = explain_json(clean);
+	assert_int_equal(json_int(j, "desired"), 8);
+	cJSON_Delete(j);
+	unlink(s1);
+	unlink(s2);
+}
+
+/* A pause and a pin come from the state file, --partial and --in-flight
+ * from the command line: each holds with its own reason, as in the daemon. */
+static void test_agent_inputs(void **state)
+{
+	char path[300];
+	const char *down[] = { "--group", "web", "--current", "6", "--value", "cpu=30", "--value", "queue=0",
+			       "--at", "2026-11-28T12:00:00Z", "--state", path, NULL };
+	const char *partial[] = { "--group", "web", "--current", "6", "--value", "cpu=30", "--value", "queue=0",
+				  "--at", "2026-11-28T12:00:00Z", "--partial", NULL };
+	const char *busy[] = { "--group", "web", "--current", "6", "--value", "cpu=30", "--value", "queue=0",
+			       "--at", "2026-11-28T12:00:00Z", "--in-flight", "out", NULL };
+	const char *sideways[] = { "--group", "web", "--current", "6", "--in-flight", "sideways", NULL };
+	const char *missing[] = { "--group", "web", "--current", "6", "--state", "/nonexistent/web.state", NULL };
+	const char *foreign[] = { "--group", "web", "--current", "6", "--state", path, NULL };
+	cJSON *j;
+
+	(void)state;
+	state_path_of(path, sizeof(path), "agent");
+	write_state(path, "web", ", \"pause\": {\"until_ms\": 0}, \"pin\": null");
+	j = explain_json(down);
+	assert_string_equal(json_str(j, "hold"), "paused");
+	assert_string_equal(json_str(j, "override"), "paused");
+	assert_int_equal(json_int(j, "desired"), 6);
+	cJSON_Delete(j);
+	write_state(path, "web", ", \"pause\": null, \"pin\": {\"count\": 7, \"until_ms\": 0, \"forced\": false}");
+	j = explain_json(down);
+	assert_string_equal(json_str(j, "hold"), "pinned");
+	assert_string_equal(json_str(j, "action"), "scale_out");
+	assert_int_equal(json_int(j, "desired"), 7);
+	cJSON_Delete(j);
+	j = explain_json(partial);
+	assert_string_equal(json_str(j, "hold"), "partial_observation");
+	assert_int_equal(json_int(j, "desired"), 6);
+	cJSON_Delete(j);
+	j = explain_json(busy);
+	assert_string_equal(json_str(j, "hold"), "driver_busy");
+	assert_int_equal(json_int(j, "desired"), 6);
+	cJSON_Delete(j);
+	expect_failure(sideways, "--in-flight 'sideways'");
+	expect_failure(missing, "cannot use '/nonexistent/web.state' as the state of group 'web'");
+	write_state(path, "api", "");
+	expect_failure(foreign, "as the state of group 'web'");
+	unlink(path);
 }
 
 int main(void)
@@ -291,6 +397,8 @@ int main(void)
 		cmocka_unit_test(test_ready),
 		cmocka_unit_test(test_profile_on_dst_day),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_state_file),
+		cmocka_unit_test(test_agent_inputs),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

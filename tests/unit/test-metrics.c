@@ -278,11 +278,15 @@ static void test_alerting_series(void **st)
 	 * increment. */
 	assert_true(sample(t, "autoscaled_holds_total{group=\"web\",reason=\"stabilization\"}") == 0);
 	assert_true(sample(t, "autoscaled_holds_total{group=\"web\",reason=\"safe_start\"}") == 0);
+	assert_true(sample(t, "autoscaled_holds_total{group=\"web\",reason=\"partial_observation\"}") == 0);
+	assert_true(sample(t, "autoscaled_holds_total{group=\"web\",reason=\"driver_busy\"}") == 0);
+	assert_true(sample(t, "autoscaled_holds_total{group=\"web\",reason=\"paused\"}") == 0);
+	assert_true(sample(t, "autoscaled_holds_total{group=\"web\",reason=\"pinned\"}") == 0);
 	assert_null(strstr(t, "reason=\"none\""));
 	assert_null(strstr(t, "reason=\"unknown\""));
 	free(t);
 	/* The counter has a slot for every reason the engine names. */
-	assert_string_equal(decision_hold_name((enum hold_reason)(HOLD_SAFE_START + 1)), "unknown");
+	assert_string_equal(decision_hold_name((enum hold_reason)HOLD_REASON_COUNT), "unknown");
 
 	d.signals[0] = (struct signal_decision){.valid = true, .value = 50, .recommendation = 6};
 	d.signals[1] = (struct signal_decision){.valid = true, .value = 10, .recommendation = 1};

@@ -251,6 +251,75 @@ static void test_bad_params(void **state)
 	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, NULL, NULL), -EINVAL);
 }
 
+/* Writes `text` to a temporary file; its path in buf. */
+static void temp_file(char *buf, size_t len, const char *text)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd;
+
+	snprintf(buf, len, "%s/test-simulate-XXXXXX", dir && *dir ? dir : "/tmp");
+	fd = mkstemp(buf);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* The agent's inputs hold the steps the daemon would hold, each for its
+ * own reason: a pause at 30 s (every step it lasts says so) holds the
+ * scale-out of 45 s until the resume
+ * at 60 s; a partial observation from 90 s holds the scale-in of 105 s
+ * until the full one at 120 s. */
+static void test_agent_events(void **state)
+{
+	static const int action[] = {0, 0, 0, 0, 1, 0, 0, 0, -1, 0};
+	static const enum hold_reason hold[] = {
+		HOLD_ON_MISSING,       HOLD_SIGNALS_SAY_HOLD, HOLD_PAUSED,  HOLD_PAUSED, HOLD_NONE,
+		HOLD_SIGNALS_SAY_HOLD, HOLD_SIGNALS_SAY_HOLD, HOLD_PARTIAL, HOLD_NONE,   HOLD_SIGNALS_SAY_HOLD,
+	};
+	struct fixture *f = *state;
+	struct sim_agent_event *ev;
+	struct sim_metrics m;
+	struct sim_step *st;
+	char path[256];
+	size_t n, n_ev;
+
+	temp_file(path, sizeof(path), "# the operator\n30 pause\n60 resume\n\n90 partial  # a host down\n120 full\n");
+	assert_int_equal(sim_agent_events_load(path, &ev, &n_ev), 0);
+	unlink(path);
+	assert_int_equal(n_ev, 4);
+	assert_int_equal(ev[0].at_ms, 30 * S);
+	assert_int_equal(ev[0].kind, SIM_PAUSE);
+	assert_int_equal(ev[3].kind, SIM_FULL);
+	f->p.events = ev;
+	f->p.n_events = n_ev;
+	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	assert_int_equal(n, 10);
+	for (size_t k = 0; k < n; k++) {
+		assert_int_equal(st[k].action, action[k]);
+		assert_int_equal(st[k].hold, hold[k]);
+	}
+	free(st);
+	free(ev);
+
+	temp_file(path, sizeof(path), "0 pin 3 forced\n5 in-flight out\n");
+	assert_int_equal(sim_agent_events_load(path, &ev, &n_ev), 0);
+	unlink(path);
+	assert_int_equal(ev[0].kind, SIM_PIN);
+	assert_int_equal(ev[0].count, 3);
+	assert_true(ev[0].forced);
+	assert_int_equal(ev[1].kind, SIM_IN_FLIGHT);
+	assert_int_equal(ev[1].dir, DIR_OUT);
+	free(ev);
+	/* A bad line is refused with its number, never guessed. */
+	static const char *const bad[] = {"10 stop\n", "10 pin\n", "10 pin 3 hard\n", "x pause\n",
+					  "10 pause\n5 resume\n", "10 in-flight up\n", "10 pause now\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		temp_file(path, sizeof(path), bad[i]);
+		assert_int_equal(sim_agent_events_load(path, &ev, &n_ev), -EINVAL);
+		unlink(path);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -260,6 +329,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gap_in_trace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_last_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_params, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_events, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

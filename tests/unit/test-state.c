@@ -516,37 +516,14 @@ static void test_reconcile(void **st)
 	assert_int_equal(state_reconcile(&s, 3, true, NOW + 1), RECONCILE_DONE);
 }
 
-static void test_overrides(void **st)
+/* A pause and a pin are engine inputs now (test-engine); what stays here is
+ * the dry-run override. */
+static void test_dry_run(void **st)
 {
 	struct group_state s;
-	struct decision d = {.current = 4, .min = 2, .max = 8, .desired = 6, .action = DIR_OUT};
 
 	(void)st;
 	state_init(&s);
-	assert_null(state_apply_overrides(&s, &d));
-	assert_int_equal(d.desired, 6);
-
-	s.pause.active = true;
-	assert_string_equal(state_apply_overrides(&s, &d), "paused");
-	assert_int_equal(d.desired, 4);
-	assert_int_equal(d.action, DIR_NONE);
-
-	/* A pin overrides the engine, within the profile's bounds... */
-	s.pause.active = false;
-	s.pin = (struct state_pin){.active = true, .count = 12};
-	d.desired = 6;
-	assert_string_equal(state_apply_overrides(&s, &d), "pinned");
-	assert_int_equal(d.desired, 8);
-	assert_int_equal(d.action, DIR_OUT);
-	/* ... or beyond them when forced. */
-	s.pin.forced = true;
-	assert_string_equal(state_apply_overrides(&s, &d), "pinned");
-	assert_int_equal(d.desired, 12);
-	s.pin = (struct state_pin){.active = true, .count = 3};
-	assert_string_equal(state_apply_overrides(&s, &d), "pinned");
-	assert_int_equal(d.desired, 3);
-	assert_int_equal(d.action, DIR_IN);
-
 	assert_true(state_dry_run(&s, true));
 	assert_false(state_dry_run(&s, false));
 	s.dry_run = STATE_DRY_RUN_OFF;
@@ -570,7 +547,7 @@ int main(void)
 		cmocka_unit_test(test_restart_maps_times),
 		cmocka_unit_test(test_expire),
 		cmocka_unit_test(test_reconcile),
-		cmocka_unit_test(test_overrides),
+		cmocka_unit_test(test_dry_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
