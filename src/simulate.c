@@ -174,21 +174,6 @@ static int check_params(const struct group_conf *g, const struct trace_reader *t
 	return 0;
 }
 
-static int need_push(int **need, size_t *n, size_t *cap, int v)
-{
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 4096;
-		int *nv = realloc(*need, c * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		*need = nv;
-		*cap = c;
-	}
-	(*need)[(*n)++] = v;
-	return 0;
-}
-
 /* The pool the trace starts with, already warm: sized for the demand
  * until an instance launched at the start could be ready (at least one
  * step), within the active profile's bounds. A trace that starts mid-load
@@ -232,9 +217,9 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 	struct sim_metrics res = {0};
 	struct oracle_params op;
 	struct oracle_result orc;
+	struct oracle *orcl = NULL;
 	struct decision *dec = NULL;
-	int *need = NULL;
-	size_t n_need = 0, need_cap = 0, k;
+	size_t n_scored = 0, k;
 	int64_t t0, scored_from, end = 0, last_action_ms = 0;
 	enum scale_direction last_dir = DIR_NONE;
 	double prev_demand = NAN;
@@ -254,6 +239,16 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		goto out;
 	scored_from = t0 + (p->warmup_ms + p->step_ms - 1) / p->step_ms * p->step_ms;
 	pool.bill_from_ms = scored_from;
+	op = (struct oracle_params){
+		.start_ms = scored_from,
+		.step_ms = p->step_ms,
+		.boot_ms = p->boot_ms,
+		.billing_granularity_ms = p->billing_granularity_ms,
+		.billing_minimum_ms = p->billing_minimum_ms,
+	};
+	r = oracle_new(&op, &orcl);
+	if (r < 0)
+		goto out;
 	for (size_t s = 0; s < g->n_signals; s++) {
 		r = window_init(&windows[s], window_capacity_for(longest_window(g, s), p->step_ms));
 		if (r < 0)
@@ -364,9 +359,10 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 				res.peak_ready = st.ready;
 			score_step(&sc, &st, p->capacity, (double)(step_end - now));
 			pr = &g->profiles[schedule_active_profile(g, now)];
-			r = need_push(&need, &n_need, &need_cap, st.required > pr->min ? st.required : pr->min);
+			r = oracle_push(orcl, st.required > pr->min ? st.required : pr->min);
 			if (r < 0)
 				goto out;
+			n_scored++;
 		} else {
 			res.warmup_steps++;
 		}
@@ -376,7 +372,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 				goto out;
 		}
 	}
-	if (n_need == 0) {
+	if (n_scored == 0) {
 		log_warnx("simulate: the warm-up covers the whole trace: no step is left to score");
 		r = -ENODATA;
 		goto out;
@@ -384,19 +380,11 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 	while (pool.n > 0)
 		pool_remove_newest(&pool, end);
 
-	op = (struct oracle_params){
-		.start_ms = scored_from,
-		.step_ms = p->step_ms,
-		.boot_ms = p->boot_ms,
-		.billing_granularity_ms = p->billing_granularity_ms,
-		.billing_minimum_ms = p->billing_minimum_ms,
-		.end_ms = end,
-	};
-	r = oracle_plan(need, n_need, &op, &orc);
+	r = oracle_finish(orcl, end, &orc);
 	if (r < 0)
 		goto out;
 
-	res.steps = n_need;
+	res.steps = n_scored;
 	res.initial = n0;
 	res.start_ms = t0;
 	res.scored_from_ms = scored_from;
@@ -420,7 +408,7 @@ out:
 	trace_cursor_destroy(&cur);
 	free(pool.v);
 	free(pool.obs);
-	free(need);
+	oracle_free(orcl);
 	free(dec);
 	return r;
 }

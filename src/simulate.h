@@ -77,8 +77,8 @@ typedef int (*sim_step_fn)(void *userdata, const struct sim_step *st);
 /* Runs the group over the trace, which it reads as far as the end of the
  * step being scored and no further (the initial pool aside, see
  * sim_params.initial): a decision never depends on later demand. Memory is
- * that of the windows and the pool, plus one int a scored step for the
- * oracle's plan; the trace is never held. Returns
+ * that of the windows, the pool and the oracle's layers, none of which
+ * grows with the trace's length. Returns
  * 0 and fills *m, -EINVAL for bad parameters, -ENODATA when no step is
  * left to score, -E2BIG beyond SIM_MAX_STEPS, the reader's or the
  * engine's error, or on_step's. */
