@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "oracle.h"
 
@@ -47,7 +48,10 @@ struct candidate {
 };
 
 struct layer {
-	struct candidate *ring; /* the last ORACLE_LOOKBACK, oldest at ring_head */
+	/* The segment's candidates; only the last ORACLE_LOOKBACK count. The
+	 * buffer holds up to twice that, so the scan is over one run of
+	 * memory and the move back to the front happens once in a while. */
+	struct candidate *ring;
 	size_t ring_head, ring_n, ring_cap;
 	int64_t busy_since; /* start of the open interval */
 	int64_t last_end;   /* end of the last closed one */
@@ -105,27 +109,25 @@ static int layer_open(struct oracle *o, struct layer *l, int64_t t)
 
 	if (l->any && t - l->last_end >= o->never_bridge)
 		commit_segment(o, l);
-	if (l->ring_n == l->ring_cap && l->ring_cap < ORACLE_LOOKBACK) {
-		size_t cap = l->ring_cap ? 2 * l->ring_cap : 4;
-		struct candidate *v;
+	if (l->ring_head + l->ring_n == l->ring_cap) {
+		if (l->ring_cap >= 2 * ORACLE_LOOKBACK) {
+			/* Only the last ORACLE_LOOKBACK - 1 stay candidates. */
+			size_t keep = ORACLE_LOOKBACK - 1;
 
-		if (cap > ORACLE_LOOKBACK)
-			cap = ORACLE_LOOKBACK;
-		v = malloc(cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		for (size_t i = 0; i < l->ring_n; i++)
-			v[i] = l->ring[(l->ring_head + i) % l->ring_cap];
-		free(l->ring);
-		l->ring = v;
-		l->ring_cap = cap;
-		l->ring_head = 0;
+			memmove(l->ring, l->ring + l->ring_head + l->ring_n - keep, keep * sizeof(*l->ring));
+			l->ring_head = 0;
+			l->ring_n = keep;
+		} else {
+			size_t cap = l->ring_cap ? 2 * l->ring_cap : 4;
+			struct candidate *v = realloc(l->ring, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			l->ring = v;
+			l->ring_cap = cap;
+		}
 	}
-	if (l->ring_n == l->ring_cap) { /* full at ORACLE_LOOKBACK: drop the oldest */
-		l->ring_head = (l->ring_head + 1) % l->ring_cap;
-		l->ring_n--;
-	}
-	c = &l->ring[(l->ring_head + l->ring_n++) % l->ring_cap];
+	c = &l->ring[l->ring_head + l->ring_n++];
 	/* Instances busy at the first step are running when the series starts. */
 	c->at_start = t == o->p.start_ms;
 	c->launch_ms = c->at_start ? t : t - o->p.boot_ms;
@@ -136,21 +138,30 @@ static int layer_open(struct oracle *o, struct layer *l, int64_t t)
 	return 0;
 }
 
+static int64_t bill(const struct oracle *o, int64_t lifetime_ms)
+{
+	int64_t b = lifetime_ms < 0 ? 0 : lifetime_ms, g = o->p.billing_granularity_ms;
+
+	if (g > 1)
+		b = (b + g - 1) / g * g;
+	return b < o->p.billing_minimum_ms ? o->p.billing_minimum_ms : b;
+}
+
 /* Layer L goes idle at T: the cheapest grouping of the segment up to here
- * ends a lifetime at T, started at one of the candidates (the latest of
- * the cheapest ones). */
+ * ends a lifetime at T, started at one of the last ORACLE_LOOKBACK
+ * candidates (the latest of the cheapest ones). */
 static void layer_close(struct oracle *o, struct layer *l, int64_t t)
 {
+	const struct candidate *v = l->ring + l->ring_head;
+	size_t n = l->ring_n, lo = n > ORACLE_LOOKBACK ? n - ORACLE_LOOKBACK : 0;
 	int64_t best = INT64_MAX, launches = 0;
 
-	for (size_t k = l->ring_n; k-- > 0;) {
-		const struct candidate *c = &l->ring[(l->ring_head + k) % l->ring_cap];
-		int64_t cost = c->best_before + oracle_bill_ms(t - c->launch_ms, o->p.billing_granularity_ms,
-							       o->p.billing_minimum_ms);
+	for (size_t k = n; k-- > lo;) {
+		int64_t cost = v[k].best_before + bill(o, t - v[k].launch_ms);
 
 		if (cost < best) {
 			best = cost;
-			launches = c->launches_before + !c->at_start;
+			launches = v[k].launches_before + !v[k].at_start;
 		}
 	}
 	l->seg_best = best;
