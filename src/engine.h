@@ -167,7 +167,7 @@ void engine_state_init(struct engine_state *s);
 /* Whether a running, ready instance is past the group's initialization
  * period at MONO_MS: counted from its creation (as Kubernetes counts
  * --horizontal-pod-autoscaler-cpu-initialization-period from the pod's
- * start and GCE from the VM's), else from its readiness; an instance with
+ * start), else from its readiness; an instance with
  * neither time is past it. */
 bool engine_instance_initialized(const struct instance_obs *o, int64_t mono_ms, int64_t init_ms);
 
