@@ -86,7 +86,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		 sim_step_fn on_step, void *userdata);
 
 /* Bounds the steps of one run (a trace's span controls it). */
-#define SIM_MAX_STEPS (256u * 1024 * 1024)
+#define SIM_MAX_STEPS (64u * 1024 * 1024)
 
 /* `autoscaled simulate ...`: argv[0] is "simulate". Returns the exit status. */
 int simulate_main(int argc, char **argv);
