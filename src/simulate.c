@@ -412,3 +412,37 @@ out:
 	free(dec);
 	return r;
 }
+
+int simulate_peak_demand(struct trace_reader *t, int64_t step_ms, double *ret)
+{
+	struct trace_cursor cur;
+	double peak = NAN;
+	int64_t t0;
+	int r;
+
+	if (!t || step_ms <= 0 || !ret)
+		return -EINVAL;
+	trace_cursor_init(&cur, t);
+	r = trace_cursor_start(&cur, &t0);
+	for (uint64_t k = 0; r >= 0; k++) {
+		int64_t now = t0 + (int64_t)k * step_ms;
+		double d;
+
+		if (k >= SIM_MAX_STEPS) {
+			r = -E2BIG;
+			break;
+		}
+		r = trace_cursor_more(&cur, now);
+		if (r <= 0)
+			break;
+		trace_cursor_drop(&cur, now);
+		r = trace_cursor_mean(&cur, now, now + step_ms, &d);
+		if (r == 0 && !isnan(d) && !(d <= peak))
+			peak = d;
+	}
+	trace_cursor_destroy(&cur);
+	if (r < 0)
+		return r;
+	*ret = peak;
+	return 0;
+}

@@ -85,6 +85,13 @@ typedef int (*sim_step_fn)(void *userdata, const struct sim_step *st);
 int simulate_run(const struct group_conf *g, struct trace_reader *t, const struct sim_params *p, struct sim_metrics *m,
 		 sim_step_fn on_step, void *userdata);
 
+/* The largest mean demand of one step over the whole trace, on the grid
+ * simulate_run() uses (steps of STEP_MS from the trace's start), NaN when
+ * the trace has no data: setup that reads the whole trace, for sizing the
+ * capacity per instance from the peak (--peak-instances). 0 or the
+ * reader's error. */
+int simulate_peak_demand(struct trace_reader *t, int64_t step_ms, double *ret);
+
 /* Bounds the steps of one run (a trace's span controls it). */
 #define SIM_MAX_STEPS (64u * 1024 * 1024)
 

@@ -19,7 +19,7 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: autoscaled simulate -c FILE --group NAME --trace FILE --format FORMAT\n"
 		   "                          [--boot-delay S] [--capacity-per-instance X] [--step S]\n"
 		   "                          [--billing-granularity S] [--billing-minimum S]\n"
-		   "                          [--warmup S] [--initial-instances N]\n"
+		   "                          [--warmup S] [--initial-instances N] [--peak-instances N]\n"
 		   "                          [--json] [--csv OUT] [--svg OUT]\n"
 		   "\n"
 		   "Replays a load trace through the group's policy on a virtual clock and\n"
@@ -28,13 +28,21 @@ static void usage(FILE *f)
 		   "Workload Format) or requests (time,duration); the file may be gzip, bzip2\n"
 		   "or xz compressed. Durations take the config's units (90, 90s, 5m, 1h, 7d).\n"
 		   "--warmup feeds the trace's first S to the policy without scoring it.\n"
+		   "--peak-instances N sets the capacity per instance so that the trace's\n"
+		   "busiest step needs N instances (a first pass over the whole trace).\n"
 		   "Defaults: boot delay 60s, capacity 1, step = the group's interval, billing\n"
 		   "granularity 1s, billing minimum 60s, no warm-up, initial instances sized\n"
 		   "from the first boot delay of demand.\n");
 }
 
+/* How the capacity per instance was set: given, or from the peak. */
+struct capacity_setup {
+	int peak_instances; /* 0: given */
+	double peak_demand;
+};
+
 static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const char *trace_path,
-			   const struct sim_params *p)
+			   const struct sim_params *p, const struct capacity_setup *cs)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -44,6 +52,10 @@ static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const
 	cJSON_AddStringToObject(o, "trace", trace_path);
 	cJSON_AddNumberToObject(o, "boot_delay_s", (double)p->boot_ms / 1000.0);
 	cJSON_AddNumberToObject(o, "capacity_per_instance", p->capacity);
+	if (cs->peak_instances > 0) {
+		cJSON_AddNumberToObject(o, "peak_instances", cs->peak_instances);
+		cJSON_AddNumberToObject(o, "peak_demand", cs->peak_demand);
+	}
 	cJSON_AddNumberToObject(o, "step_s", (double)p->step_ms / 1000.0);
 	cJSON_AddNumberToObject(o, "billing_granularity_s", (double)p->billing_granularity_ms / 1000.0);
 	cJSON_AddNumberToObject(o, "billing_minimum_s", (double)p->billing_minimum_ms / 1000.0);
@@ -71,9 +83,13 @@ static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const
 	return o;
 }
 
-static void print_table(FILE *f, const struct sim_metrics *m, const char *group, const struct sim_params *p)
+static void print_table(FILE *f, const struct sim_metrics *m, const char *group, const struct sim_params *p,
+			const struct capacity_setup *cs)
 {
 	fprintf(f, "group              %s\n", group);
+	if (cs->peak_instances > 0)
+		fprintf(f, "capacity           %.6g per instance (peak step %.6g / %d instances)\n", p->capacity,
+			cs->peak_demand, cs->peak_instances);
 	fprintf(f, "initial_instances  %d (%s)\n", m->initial,
 		p->initial >= 0 ? "given" : "sized from the first boot delay of demand");
 	if (m->warmup_steps > 0)
@@ -99,7 +115,6 @@ static void print_table(FILE *f, const struct sim_metrics *m, const char *group,
  * kept for the plot when one is asked for. */
 struct step_sink {
 	FILE *csv;
-	const char *csv_path;
 	int64_t t0;
 	bool keep;
 	struct sim_step *v;
@@ -148,7 +163,7 @@ static int parse_seconds_opt(const char *opt, const char *s, int64_t *ret)
 int simulate_main(int argc, char **argv)
 {
 	enum { OPT_GROUP = 256, OPT_TRACE, OPT_FORMAT, OPT_BOOT, OPT_CAP, OPT_STEP, OPT_GRAN, OPT_MIN, OPT_JSON,
-	       OPT_CSV, OPT_SVG, OPT_WARMUP, OPT_INITIAL };
+	       OPT_CSV, OPT_SVG, OPT_WARMUP, OPT_INITIAL, OPT_PEAK };
 	static const struct option long_opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"group", required_argument, NULL, OPT_GROUP},
@@ -161,6 +176,7 @@ int simulate_main(int argc, char **argv)
 		{"billing-minimum", required_argument, NULL, OPT_MIN},
 		{"warmup", required_argument, NULL, OPT_WARMUP},
 		{"initial-instances", required_argument, NULL, OPT_INITIAL},
+		{"peak-instances", required_argument, NULL, OPT_PEAK},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"csv", required_argument, NULL, OPT_CSV},
 		{"svg", required_argument, NULL, OPT_SVG},
@@ -181,6 +197,8 @@ int simulate_main(int argc, char **argv)
 	struct config_errors errs = {0};
 	struct trace_reader *tr = NULL;
 	struct step_sink sink = {.t0 = INT64_MIN};
+	struct capacity_setup cs = {0};
+	bool capacity_given = false;
 	struct sim_metrics m;
 	const struct group_conf *g;
 	enum trace_format fmt;
@@ -215,6 +233,7 @@ int simulate_main(int argc, char **argv)
 				log_warnx("simulate: --capacity-per-instance '%s' is not a positive number", optarg);
 				return 2;
 			}
+			capacity_given = true;
 			break;
 		case OPT_STEP:
 			if (parse_seconds_opt("--step", optarg, &p.step_ms) < 0)
@@ -248,6 +267,18 @@ int simulate_main(int argc, char **argv)
 			p.initial = (int)v;
 			break;
 		}
+		case OPT_PEAK: {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &e, 10);
+			if (errno || e == optarg || *e || v < 1 || v > 100000) {
+				log_warnx("simulate: --peak-instances '%s' is not a count from 1 to 100000", optarg);
+				return 2;
+			}
+			cs.peak_instances = (int)v;
+			break;
+		}
 		case OPT_JSON:
 			json = true;
 			break;
@@ -267,6 +298,10 @@ int simulate_main(int argc, char **argv)
 	}
 	if (optind < argc || !cfg_path || !group || !trace_path || !format) {
 		usage(stderr);
+		return 2;
+	}
+	if (capacity_given && cs.peak_instances > 0) {
+		log_warnx("simulate: give --capacity-per-instance or --peak-instances, not both");
 		return 2;
 	}
 	if (trace_format_parse(format, &fmt) < 0) {
@@ -291,11 +326,28 @@ int simulate_main(int argc, char **argv)
 		p.step_ms = g->interval_ms > 0 ? g->interval_ms : cfg->agent.interval_ms;
 	if (p.step_ms <= 0)
 		p.step_ms = 15 * MS_PER_SEC;
+	if (cs.peak_instances > 0) {
+		/* Setup that reads the whole trace: a pass of its own, shown in
+		 * the output, before the replay reads it again from the start. */
+		if (trace_open(trace_path, fmt, &tr) < 0)
+			goto out;
+		r = simulate_peak_demand(tr, p.step_ms, &cs.peak_demand);
+		trace_close(tr);
+		tr = NULL;
+		if (r < 0) {
+			log_warnx("simulate: cannot find the peak of '%s': %s", trace_path, strerror(-r));
+			goto out;
+		}
+		if (!(cs.peak_demand > 0)) {
+			log_warnx("simulate: '%s' has no demand above 0 to size instances from", trace_path);
+			goto out;
+		}
+		p.capacity = cs.peak_demand / cs.peak_instances;
+	}
 	if (trace_open(trace_path, fmt, &tr) < 0)
 		goto out;
 	if (csv) {
 		sink.csv = fopen(csv, "we");
-		sink.csv_path = csv;
 		if (!sink.csv) {
 			log_warn("simulate: cannot write '%s'", csv);
 			goto out;
@@ -318,7 +370,7 @@ int simulate_main(int argc, char **argv)
 		}
 	}
 	if (json) {
-		cJSON *o = metrics_json(&m, group, trace_path, &p);
+		cJSON *o = metrics_json(&m, group, trace_path, &p, &cs);
 		char *s = o ? cJSON_Print(o) : NULL;
 
 		cJSON_Delete(o);
@@ -329,7 +381,7 @@ int simulate_main(int argc, char **argv)
 		printf("%s\n", s);
 		cJSON_free(s);
 	} else {
-		print_table(stdout, &m, group, &p);
+		print_table(stdout, &m, group, &p, &cs);
 	}
 	if (svg) {
 		char title[256];

@@ -7,7 +7,7 @@
 #   - the same trace gzip, bzip2 and xz compressed, under names that say
 #     nothing, gives the same results as the plain file;
 #   - SWF job logs and time,duration request logs replay;
-#   - --warmup and --initial-instances are reported;
+#   - --warmup, --initial-instances and --peak-instances are reported;
 #   - memory stays flat as the trace grows: a 1-day and a 20-day gzip trace
 #     at 1 s steps replay in the same peak RSS.
 set -u
@@ -29,7 +29,7 @@ top = os.environ["top_srcdir"]
 tmp = os.environ["tmp"]
 n = 0
 fails = 0
-print("1..11", flush=True)
+print("1..12", flush=True)
 
 
 def ok(cond, what):
@@ -153,6 +153,16 @@ ok(m.get("warmup_steps") == 240 and m.get("initial_instances") == 3 and m.get("i
    "--warmup 1h scores the rest; the initial pool is shown")
 r = run(["-c", conf, "--trace", full, "--warmup", "7d"] + common, check=False)
 ok(r.returncode != 0 and "warm-up covers the whole trace" in r.stderr, "a warm-up longer than the trace is refused")
+
+# Capacity sized from the peak: a setup pass over the whole trace, shown.
+pk = os.path.join(tmp, "peak.steps")
+r = run(["-c", conf, "--group", "pool", "--format", "csv", "--trace", full, "--boot-delay", "120s", "--step", "15s",
+         "--peak-instances", "20", "--json", "--csv", pk])
+m = json.loads(r.stdout) if r.returncode == 0 else {}
+peak = max(float(s["demand"]) for s in steps(pk) if s["demand"]) if r.returncode == 0 else -1
+ok(m.get("peak_instances") == 20 and abs(m.get("peak_demand", 0) - peak) < 1e-3 * peak
+   and abs(m.get("capacity_per_instance", 0) * 20 - m.get("peak_demand", 0)) < 1e-9 * peak,
+   "--peak-instances 20 sizes the capacity from the busiest step and shows it")
 
 # Bounded memory: peak RSS of 1 day and of 20 days at 1 s steps, nasa format
 # (one line of per-second counts), gzip compressed.
