@@ -12,11 +12,12 @@
  * cuts each layer into independent segments.
  *
  * The plan is built as the needs arrive, one step at a time: each layer
- * keeps its open interval and the last ORACLE_LOOKBACK lifetimes' starts
- * of its current segment, so memory grows with the peak need, not with the
- * length of the series. */
+ * keeps its open interval and, of the last ORACLE_LOOKBACK lifetime starts
+ * of its current segment, those that can still be the cheapest, so memory
+ * grows with the peak need, not with the length of the series. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,17 +43,19 @@ int64_t oracle_bill_ms(int64_t lifetime_ms, int64_t granularity_ms, int64_t mini
  * cost (and its launches) of the segment's intervals before it. */
 struct candidate {
 	int64_t launch_ms;
-	bool at_start; /* busy at the first step: no launch */
 	int64_t best_before;
 	int64_t launches_before;
+	uint64_t seq;  /* its place in the segment: the look-back counts these */
+	bool at_start; /* busy at the first step: no launch */
 };
 
 struct layer {
-	/* The segment's candidates; only the last ORACLE_LOOKBACK count. The
-	 * buffer holds up to twice that, so the scan is over one run of
-	 * memory and the move back to the front happens once in a while. */
+	/* The segment's candidates still worth a look, oldest first: only
+	 * the last ORACLE_LOOKBACK of the segment count, and one that can no
+	 * longer be the cheapest (see layer_close) is dropped. */
 	struct candidate *ring;
-	size_t ring_head, ring_n, ring_cap;
+	size_t ring_n, ring_cap;
+	uint64_t next_seq;
 	int64_t busy_since; /* start of the open interval */
 	int64_t last_end;   /* end of the last closed one */
 	bool busy, any;
@@ -99,7 +102,8 @@ static void commit_segment(struct oracle *o, struct layer *l)
 	o->billed_ms += l->seg_best;
 	o->launches += l->seg_launches;
 	l->seg_best = l->seg_launches = 0;
-	l->ring_head = l->ring_n = 0;
+	l->ring_n = 0;
+	l->next_seq = 0;
 }
 
 /* Layer L becomes busy at T. */
@@ -109,25 +113,20 @@ static int layer_open(struct oracle *o, struct layer *l, int64_t t)
 
 	if (l->any && t - l->last_end >= o->never_bridge)
 		commit_segment(o, l);
-	if (l->ring_head + l->ring_n == l->ring_cap) {
-		if (l->ring_cap >= 2 * ORACLE_LOOKBACK) {
-			/* Only the last ORACLE_LOOKBACK - 1 stay candidates. */
-			size_t keep = ORACLE_LOOKBACK - 1;
+	if (l->ring_n == l->ring_cap) {
+		size_t cap = l->ring_cap ? 2 * l->ring_cap : 4;
+		struct candidate *v;
 
-			memmove(l->ring, l->ring + l->ring_head + l->ring_n - keep, keep * sizeof(*l->ring));
-			l->ring_head = 0;
-			l->ring_n = keep;
-		} else {
-			size_t cap = l->ring_cap ? 2 * l->ring_cap : 4;
-			struct candidate *v = realloc(l->ring, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			l->ring = v;
-			l->ring_cap = cap;
-		}
+		/* At most ORACLE_LOOKBACK are kept (layer_close drops older
+		 * ones), so the buffer stops growing there. */
+		v = realloc(l->ring, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->ring = v;
+		l->ring_cap = cap;
 	}
-	c = &l->ring[l->ring_head + l->ring_n++];
+	c = &l->ring[l->ring_n++];
+	c->seq = l->next_seq++;
 	/* Instances busy at the first step are running when the series starts. */
 	c->at_start = t == o->p.start_ms;
 	c->launch_ms = c->at_start ? t : t - o->p.boot_ms;
@@ -149,21 +148,43 @@ static int64_t bill(const struct oracle *o, int64_t lifetime_ms)
 
 /* Layer L goes idle at T: the cheapest grouping of the segment up to here
  * ends a lifetime at T, started at one of the last ORACLE_LOOKBACK
- * candidates (the latest of the cheapest ones). */
+ * candidates (the latest of the cheapest ones).
+ *
+ * Candidates that can never be the cheapest again are dropped, which keeps
+ * the scan short. With K = best_before - launch_ms, an older candidate i
+ * costs B_i + bill(T - L_i) against a newer j's B_j + bill(T - L_j). Once
+ * j's lifetime has reached the billing minimum, bill(x) lies in
+ * [x, x + g - 1] for both (g the granularity, at least 1 ms), so i costs
+ * at least K_i - K_j - g + 1 more than j, now and at every later T: when
+ * K_i >= K_j + g, i is never the cheapest again. Candidates that left the
+ * look-back are dropped too. */
 static void layer_close(struct oracle *o, struct layer *l, int64_t t)
 {
-	const struct candidate *v = l->ring + l->ring_head;
-	size_t n = l->ring_n, lo = n > ORACLE_LOOKBACK ? n - ORACLE_LOOKBACK : 0;
-	int64_t best = INT64_MAX, launches = 0;
+	struct candidate *v = l->ring;
+	size_t n = l->ring_n, w;
+	uint64_t lo = l->next_seq > ORACLE_LOOKBACK ? l->next_seq - ORACLE_LOOKBACK : 0;
+	int64_t best = INT64_MAX, launches = 0, min_k = INT64_MAX;
+	int64_t g = o->p.billing_granularity_ms > 1 ? o->p.billing_granularity_ms : 1;
 
-	for (size_t k = n; k-- > lo;) {
-		int64_t cost = v[k].best_before + bill(o, t - v[k].launch_ms);
+	for (size_t k = n; k-- > 0;) {
+		int64_t key = v[k].best_before - v[k].launch_ms, cost;
 
+		if (v[k].seq < lo || (min_k != INT64_MAX && key - g >= min_k)) {
+			v[k].seq = UINT64_MAX; /* dropped below */
+			continue;
+		}
+		cost = v[k].best_before + bill(o, t - v[k].launch_ms);
 		if (cost < best) {
 			best = cost;
 			launches = v[k].launches_before + !v[k].at_start;
 		}
+		if (t - v[k].launch_ms >= o->p.billing_minimum_ms && key < min_k)
+			min_k = key;
 	}
+	for (size_t k = w = 0; k < n; k++)
+		if (v[k].seq != UINT64_MAX)
+			v[w++] = v[k];
+	l->ring_n = w;
 	l->seg_best = best;
 	l->seg_launches = launches;
 	l->busy = false;
