@@ -113,6 +113,16 @@ static enum scale_direction direction_of(int from, int to)
 	return to > from ? DIR_OUT : to < from ? DIR_IN : DIR_NONE;
 }
 
+/* Counting from readiness would add the boot time to the period: a VM that
+ * takes two minutes to boot would be left out of the mean for seven minutes
+ * of a five-minute period. */
+bool engine_instance_initialized(const struct instance_obs *o, int64_t mono_ms, int64_t init_ms)
+{
+	if (o->created_ms > 0 && o->created_mono_ms != 0)
+		return mono_ms - o->created_mono_ms >= init_ms;
+	return o->running_since_ms == 0 || mono_ms - o->running_since_mono_ms >= init_ms;
+}
+
 /* Instances that count as ready for utilization: running, ready by the
  * driver's check and past the initialization period. An unknown start time
  * counts as past it. Instances the target size has but the driver does not
@@ -134,8 +144,7 @@ static void count_instances(struct eval *e)
 
 		if (o->state == INSTANCE_STOPPING)
 			continue;
-		if (o->state == INSTANCE_RUNNING && o->ready &&
-		    (o->running_since_ms == 0 || e->mono - o->running_since_mono_ms >= init_ms))
+		if (o->state == INSTANCE_RUNNING && o->ready && engine_instance_initialized(o, e->mono, init_ms))
 			ready++;
 		else
 			unready++;

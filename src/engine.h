@@ -37,6 +37,9 @@ struct instance_obs {
 	 * period is measured on; the caller maps it (group.c keeps each
 	 * instance's mapping from when it was first seen running). */
 	int64_t running_since_mono_ms;
+	/* created_ms on the monotonic clock, mapped the same way; 0 if not
+	 * mapped. The initialization period runs from it when it is known. */
+	int64_t created_mono_ms;
 	bool ready;               /* the driver's own readiness (e.g. a port check) */
 	/* Where it lives, as the driver says (libvirt: its host's URI; the
 	 * clouds: the zone), or NULL; shown to operators, never decided on. */
@@ -197,6 +200,13 @@ const char *decision_victims_name(enum victim_choice v);
 
 /* Initialises a clean state (no history). */
 void engine_state_init(struct engine_state *s);
+
+/* Whether a running, ready instance is past the group's initialization
+ * period at MONO_MS: counted from its creation (as Kubernetes counts
+ * --horizontal-pod-autoscaler-cpu-initialization-period from the pod's
+ * start), else from its readiness; an instance with
+ * neither time is past it. */
+bool engine_instance_initialized(const struct instance_obs *o, int64_t mono_ms, int64_t init_ms);
 
 /* Evaluates one group at `now`: its wall-clock time picks the profile and
  * ages the instances, its monotonic time is what the windows, the state's

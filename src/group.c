@@ -138,7 +138,7 @@ static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)
 static bool member_counts(const struct group_rt *g, const struct instance_obs *in, struct clock_now t)
 {
 	return in->state == INSTANCE_RUNNING && in->ready && in->running_since_ms &&
-	       t.mono_ms - in->running_since_mono_ms >= g->gc->behavior.initialization_ms;
+	       engine_instance_initialized(in, t.mono_ms, g->gc->behavior.initialization_ms);
 }
 
 /* Feeds each signal that reads one of the driver's sources with the mean
@@ -214,12 +214,12 @@ static const struct instance_obs *previous_instance(const struct group_rt *g, co
 	return hit ? *hit : NULL;
 }
 
-/* Drivers report when an instance started running as a wall-clock time;
- * the initialization period is a length of time, measured on the monotonic
- * clock. Each start is mapped once, when the instance is first seen
- * running, and the mapping is kept while the driver reports the same start:
- * a later wall-clock step then changes no instance's age. A start the wall
- * clock puts in the future counts as now. */
+/* Drivers report when an instance was created and when it started running
+ * as wall-clock times; the initialization period is a length of time,
+ * measured on the monotonic clock. Each time is mapped once, when the
+ * instance is first seen with it, and the mapping is kept while the driver
+ * reports the same time: a later wall-clock step then changes no instance's
+ * age. A time the wall clock puts in the future counts as now. */
 static void map_start_times(const struct group_rt *g, struct instance_obs *v, size_t n, struct clock_now now)
 {
 	const struct instance_obs **sorted = NULL;
@@ -233,9 +233,19 @@ static void map_start_times(const struct group_rt *g, struct instance_obs *v, si
 		const struct instance_obs *old;
 		int64_t m;
 
-		if (!v[i].running_since_ms)
+		if (!v[i].running_since_ms && !v[i].created_ms)
 			continue;
 		old = previous_instance(g, sorted, i, &v[i]);
+		if (v[i].created_ms) {
+			if (old && old->created_ms == v[i].created_ms && old->created_mono_ms) {
+				v[i].created_mono_ms = old->created_mono_ms;
+			} else {
+				m = clock_wall_to_mono(now, v[i].created_ms);
+				v[i].created_mono_ms = m < now.mono_ms ? m : now.mono_ms;
+			}
+		}
+		if (!v[i].running_since_ms)
+			continue;
 		if (old && old->running_since_ms == v[i].running_since_ms) {
 			v[i].running_since_mono_ms = old->running_since_mono_ms;
 			continue;

@@ -49,4 +49,15 @@ int64_t oracle_bill_ms(int64_t lifetime_ms, int64_t granularity_ms, int64_t mini
  * or a negative need, or -ENOMEM. */
 int oracle_plan(const int *need, size_t n, const struct oracle_params *p, struct oracle_result *ret);
 
+/* The same, one step at a time, in memory that grows with the peak need
+ * and not with the number of steps: oracle_new() (p->end_ms is not used),
+ * oracle_push() for each step's need in order, then oracle_finish() with
+ * the series' end as oracle_params.end_ms describes it. Each returns 0 or
+ * a negative errno as oracle_plan() does. */
+struct oracle;
+int oracle_new(const struct oracle_params *p, struct oracle **ret);
+int oracle_push(struct oracle *o, int need);
+int oracle_finish(struct oracle *o, int64_t end_ms, struct oracle_result *ret);
+void oracle_free(struct oracle *o);
+
 #endif

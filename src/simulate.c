@@ -31,6 +31,7 @@ struct pool {
 	struct instance_obs *obs;
 	size_t n, cap;
 	int64_t billed_ms;
+	int64_t bill_from_ms; /* the first scored step: nothing is billed before it */
 	unsigned next_id;
 	const struct sim_params *p;
 };
@@ -67,9 +68,13 @@ static int pool_launch(struct pool *pool, int64_t now_ms, int64_t ready_ms)
 static void pool_remove_newest(struct pool *pool, int64_t now_ms)
 {
 	struct instance *in = &pool->v[--pool->n];
+	int64_t from = in->launch_ms > pool->bill_from_ms ? in->launch_ms : pool->bill_from_ms;
 
-	pool->billed_ms +=
-		oracle_bill_ms(now_ms - in->launch_ms, pool->p->billing_granularity_ms, pool->p->billing_minimum_ms);
+	/* An instance that lives into the scored time is billed from its
+	 * start, like the pool the trace starts with. */
+	if (now_ms > pool->bill_from_ms)
+		pool->billed_ms +=
+			oracle_bill_ms(now_ms - from, pool->p->billing_granularity_ms, pool->p->billing_minimum_ms);
 }
 
 static int pool_ready(const struct pool *pool, int64_t now_ms)
@@ -96,6 +101,7 @@ static void pool_observe(struct pool *pool, int64_t now_ms, int64_t warm_ms, str
 		o->created_ms = in->launch_ms == warm_ms ? warm_ms - 3600 * MS_PER_SEC : in->launch_ms;
 		o->running_since_ms = ready ? (in->launch_ms == warm_ms ? o->created_ms : in->ready_ms) : 0;
 		o->running_since_mono_ms = o->running_since_ms; /* one virtual clock */
+		o->created_mono_ms = o->created_ms;
 		o->ready = ready;
 		o->location = NULL;
 	}
@@ -180,100 +186,134 @@ static void apply_agent_event(struct observation *agent, const struct sim_agent_
 	}
 }
 
-static int check_params(const struct group_conf *g, const struct trace *t, const struct sim_params *p)
+static int check_params(const struct group_conf *g, const struct trace_reader *t, const struct sim_params *p)
 {
-	if (!g || !t || !p || t->n == 0 || p->step_ms <= 0 || p->boot_ms < 0 || !(p->capacity > 0) ||
+	if (!g || !t || !p || p->step_ms <= 0 || p->boot_ms < 0 || !(p->capacity > 0) || p->warmup_ms < 0 ||
 	    g->n_signals > CONFIG_MAX_SIGNALS)
 		return -EINVAL;
 	return 0;
 }
 
-int simulate_run(const struct group_conf *g, const struct trace *t, const struct sim_params *p, struct sim_metrics *m,
-		 struct sim_step **steps_out, size_t *n_steps)
+/* The pool the trace starts with, already warm: sized for the demand
+ * until an instance launched at the start could be ready (at least one
+ * step), within the active profile's bounds. A trace that starts mid-load
+ * (the Azure one starts at its first logged request) would otherwise
+ * charge every policy for a ramp that no policy sees. This reads the
+ * first boot delay of the trace before the first decision: it is setup,
+ * not policy, and --initial-instances replaces it. */
+static int initial_pool(const struct group_conf *g, struct trace_cursor *c, int64_t t0, const struct sim_params *p,
+			int *ret)
+{
+	const struct profile_conf *pr = &g->profiles[schedule_active_profile(g, t0)];
+	int64_t until = t0 + (p->boot_ms > p->step_ms ? p->boot_ms : p->step_ms);
+	int n0 = p->initial;
+
+	if (n0 < 0) {
+		for (int64_t a = t0; a < until; a += p->step_ms) {
+			double d;
+			int r = trace_cursor_mean(c, a, a + p->step_ms, &d);
+
+			if (r < 0)
+				return r;
+			if (!isnan(d) && required_for(d, p->capacity) > n0)
+				n0 = required_for(d, p->capacity);
+		}
+	}
+	if (n0 < 0) /* no data in the first boot delay */
+		n0 = pr->def;
+	*ret = n0 < pr->min ? pr->min : n0 > pr->max ? pr->max : n0;
+	return 0;
+}
+
+int simulate_run(const struct group_conf *g, struct trace_reader *t, const struct sim_params *p, struct sim_metrics *m,
+		 sim_step_fn on_step, void *userdata)
 {
 	struct window windows[CONFIG_MAX_SIGNALS] = {{0}};
 	struct engine_signal_input inputs[CONFIG_MAX_SIGNALS];
 	struct pool pool = {.p = p};
+	struct trace_cursor cur;
 	struct engine_state state;
 	struct scoring sc = {0};
 	struct sim_metrics res = {0};
-	struct sim_step *steps = NULL;
 	struct oracle_params op;
 	struct oracle_result orc;
+	struct oracle *orcl = NULL;
 	struct decision *dec = NULL;
-	int *need = NULL;
-	int64_t t0, end, last_action_ms = 0;
+	size_t n_scored = 0, k;
+	int64_t t0, scored_from, end = 0, last_action_ms = 0;
 	enum scale_direction last_dir = DIR_NONE;
 	struct observation agent = {.in_flight = DIR_NONE};
-	size_t n, next_event = 0;
-	int r, prev_ready = 0, ready_now;
+	size_t next_event = 0;
+	double prev_demand = NAN;
+	int r, prev_ready = 0, ready_now, n0;
 
 	r = check_params(g, t, p);
 	if (r < 0)
 		return r;
-	t0 = t->start_ms;
-	n = (size_t)((trace_end_ms(t) - t0 + p->step_ms - 1) / p->step_ms);
-	/* The last step may be cut short by the trace's end: both the pool and
-	 * the oracle are billed up to the end, not to a whole step past it. */
-	end = trace_end_ms(t);
-	steps = calloc(n, sizeof(*steps));
-	need = calloc(n, sizeof(*need));
+	trace_cursor_init(&cur, t);
 	dec = calloc(1, sizeof(*dec));
-	if (!steps || !need || !dec) {
+	if (!dec) {
 		r = -ENOMEM;
 		goto out;
 	}
+	r = trace_cursor_start(&cur, &t0);
+	if (r < 0)
+		goto out;
+	scored_from = t0 + (p->warmup_ms + p->step_ms - 1) / p->step_ms * p->step_ms;
+	pool.bill_from_ms = scored_from;
+	op = (struct oracle_params){
+		.start_ms = scored_from,
+		.step_ms = p->step_ms,
+		.boot_ms = p->boot_ms,
+		.billing_granularity_ms = p->billing_granularity_ms,
+		.billing_minimum_ms = p->billing_minimum_ms,
+	};
+	r = oracle_new(&op, &orcl);
+	if (r < 0)
+		goto out;
 	for (size_t s = 0; s < g->n_signals; s++) {
 		r = window_init(&windows[s], window_capacity_for(group_longest_window(g, s), p->step_ms));
 		if (r < 0)
 			goto out;
 	}
 	engine_state_init(&state);
-
-	/* The pool the trace starts with, already warm: sized for the demand
-	 * until an instance launched at the start could be ready (at least
-	 * one step), within the active profile's bounds. A trace that starts
-	 * mid-load (the Azure one starts at its first logged request) would
-	 * otherwise charge every policy for a ramp that no policy sees. */
-	{
-		const struct profile_conf *pr = &g->profiles[schedule_active_profile(g, t0)];
-		int64_t until = t0 + (p->boot_ms > p->step_ms ? p->boot_ms : p->step_ms);
-		int n0 = -1;
-
-		for (int64_t a = t0; a < until; a += p->step_ms) {
-			double d = trace_mean(t, a, a + p->step_ms);
-
-			if (!isnan(d) && required_for(d, p->capacity) > n0)
-				n0 = required_for(d, p->capacity);
-		}
-		if (n0 < 0)
-			n0 = pr->def;
-
-		n0 = n0 < pr->min ? pr->min : n0 > pr->max ? pr->max : n0;
-		for (int i = 0; i < n0; i++) {
-			r = pool_launch(&pool, t0, t0);
-			if (r < 0)
-				goto out;
-		}
+	r = initial_pool(g, &cur, t0, p, &n0);
+	if (r < 0)
+		goto out;
+	for (int i = 0; i < n0; i++) {
+		r = pool_launch(&pool, t0, t0);
+		if (r < 0)
+			goto out;
 	}
 
-	for (size_t k = 0; k < n; k++) {
-		int64_t now = t0 + (int64_t)k * p->step_ms;
+	for (k = 0;; k++) {
+		int64_t now = t0 + (int64_t)k * p->step_ms, step_end;
 		struct observation obs;
-		struct sim_step *st = &steps[k];
+		struct sim_step st = {.t_ms = now, .scored = now >= scored_from};
 		const struct profile_conf *pr;
 
-		/* 1. Samples measured over the step that just ended. */
-		if (k > 0) {
-			double d = steps[k - 1].demand;
+		/* Stop where the data stops. Asking whether any is left reads
+		 * the trace up to the step about to be scored, which no
+		 * decision of this step sees. */
+		r = trace_cursor_more(&cur, now);
+		if (r < 0)
+			goto out;
+		if (r == 0)
+			break;
+		if (k >= SIM_MAX_STEPS) {
+			log_warnx("simulate: the trace spans more than %u steps", SIM_MAX_STEPS);
+			r = -E2BIG;
+			goto out;
+		}
+		trace_cursor_drop(&cur, now);
 
-			for (size_t s = 0; s < g->n_signals && !isnan(d); s++) {
-				if (g->signals[s].type == SIGNAL_UTILIZATION) {
-					if (prev_ready > 0)
-						window_push(&windows[s], now, d / (prev_ready * p->capacity) * 100.0);
-				} else {
-					window_push(&windows[s], now, d);
-				}
+		/* 1. Samples measured over the step that just ended. */
+		for (size_t s = 0; k > 0 && s < g->n_signals && !isnan(prev_demand); s++) {
+			if (g->signals[s].type == SIGNAL_UTILIZATION) {
+				if (prev_ready > 0)
+					window_push(&windows[s], now, prev_demand / (prev_ready * p->capacity) * 100.0);
+			} else {
+				window_push(&windows[s], now, prev_demand);
 			}
 		}
 		/* Instances that became ready just now served nothing in the
@@ -302,9 +342,8 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 			log_warn_errno(r, "simulate: engine failed at step %zu", k);
 			goto out;
 		}
-		st->t_ms = now;
-		st->desired = dec->desired;
-		st->hold = dec->hold;
+		st.desired = dec->desired;
+		st.hold = dec->hold;
 
 		/* 4. Act. */
 		if (dec->action != DIR_NONE && dec->desired != obs.current) {
@@ -321,46 +360,67 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 			while ((int)pool.n > to && pool.n > 0)
 				pool_remove_newest(&pool, now);
 			engine_record_action(&state, now, from, to);
-			if (dir == DIR_OUT)
-				res.actions_out++;
-			else
-				res.actions_in++;
-			if (last_dir != DIR_NONE && dir != last_dir && now - last_action_ms < REVERSAL_MS)
-				res.reversals++;
+			if (st.scored) {
+				if (dir == DIR_OUT)
+					res.actions_out++;
+				else
+					res.actions_in++;
+				if (last_dir != DIR_NONE && dir != last_dir && now - last_action_ms < REVERSAL_MS)
+					res.reversals++;
+			}
 			last_dir = dir;
 			last_action_ms = now;
-			st->action = dir;
+			st.action = dir;
 		}
 
-		/* 5. Score the coming step. */
-		st->demand = trace_mean(t, now, now + p->step_ms);
-		st->required = required_for(st->demand, p->capacity);
-		st->ready = pool_ready(&pool, now);
-		st->billed = (int)pool.n;
-		prev_ready = st->ready;
-		if (st->ready > res.peak_ready)
-			res.peak_ready = st->ready;
-		score_step(&sc, st, p->capacity,
-			   (double)((now + p->step_ms > trace_end_ms(t) ? trace_end_ms(t) : now + p->step_ms) - now));
-		pr = &g->profiles[schedule_active_profile(g, now)];
-		need[k] = st->required > pr->min ? st->required : pr->min;
+		/* 5. Score the coming step: the trace is read up to its end
+		 * only now, after the decision. The last step may be cut short
+		 * by the trace's end: both the pool and the oracle are billed up
+		 * to the end, not to a whole step past it. */
+		r = trace_cursor_mean(&cur, now, now + p->step_ms, &st.demand);
+		if (r < 0)
+			goto out;
+		step_end = cur.eof && cur.end_ms < now + p->step_ms ? cur.end_ms : now + p->step_ms;
+		end = step_end;
+		st.required = required_for(st.demand, p->capacity);
+		st.ready = pool_ready(&pool, now);
+		st.billed = (int)pool.n;
+		prev_ready = st.ready;
+		prev_demand = st.demand;
+		if (st.scored) {
+			if (st.ready > res.peak_ready)
+				res.peak_ready = st.ready;
+			score_step(&sc, &st, p->capacity, (double)(step_end - now));
+			pr = &g->profiles[schedule_active_profile(g, now)];
+			r = oracle_push(orcl, st.required > pr->min ? st.required : pr->min);
+			if (r < 0)
+				goto out;
+			n_scored++;
+		} else {
+			res.warmup_steps++;
+		}
+		if (on_step) {
+			r = on_step(userdata, &st);
+			if (r < 0)
+				goto out;
+		}
+	}
+	if (n_scored == 0) {
+		log_warnx("simulate: the warm-up covers the whole trace: no step is left to score");
+		r = -ENODATA;
+		goto out;
 	}
 	while (pool.n > 0)
 		pool_remove_newest(&pool, end);
 
-	op = (struct oracle_params){
-		.start_ms = t0,
-		.step_ms = p->step_ms,
-		.boot_ms = p->boot_ms,
-		.billing_granularity_ms = p->billing_granularity_ms,
-		.billing_minimum_ms = p->billing_minimum_ms,
-		.end_ms = end,
-	};
-	r = oracle_plan(need, n, &op, &orc);
+	r = oracle_finish(orcl, end, &orc);
 	if (r < 0)
 		goto out;
 
-	res.steps = n;
+	res.steps = n_scored;
+	res.initial = n0;
+	res.start_ms = t0;
+	res.scored_from_ms = scored_from;
 	res.hours = sc.t_known_ms / 3.6e6;
 	res.vm_hours = (double)pool.billed_ms / 3.6e6;
 	res.oracle_vm_hours = orc.vm_hours;
@@ -374,19 +434,48 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 	}
 	res.unserved_fraction = sc.demand > 0 ? sc.unserved / sc.demand : 0;
 	*m = res;
-	if (steps_out) {
-		*steps_out = steps;
-		*n_steps = n;
-		steps = NULL;
-	}
 	r = 0;
 out:
 	for (size_t s = 0; s < g->n_signals; s++)
 		window_destroy(&windows[s]);
+	trace_cursor_destroy(&cur);
 	free(pool.v);
 	free(pool.obs);
-	free(steps);
-	free(need);
+	oracle_free(orcl);
 	free(dec);
 	return r;
+}
+
+int simulate_peak_demand(struct trace_reader *t, int64_t step_ms, double *ret)
+{
+	struct trace_cursor cur;
+	double peak = NAN;
+	int64_t t0;
+	int r;
+
+	if (!t || step_ms <= 0 || !ret)
+		return -EINVAL;
+	trace_cursor_init(&cur, t);
+	r = trace_cursor_start(&cur, &t0);
+	for (uint64_t k = 0; r >= 0; k++) {
+		int64_t now = t0 + (int64_t)k * step_ms;
+		double d;
+
+		if (k >= SIM_MAX_STEPS) {
+			r = -E2BIG;
+			break;
+		}
+		r = trace_cursor_more(&cur, now);
+		if (r <= 0)
+			break;
+		trace_cursor_drop(&cur, now);
+		r = trace_cursor_mean(&cur, now, now + step_ms, &d);
+		if (r == 0 && !isnan(d) && !(d <= peak))
+			peak = d;
+	}
+	trace_cursor_destroy(&cur);
+	if (r < 0)
+		return r;
+	*ret = peak;
+	return 0;
 }

@@ -18,6 +18,7 @@
 #ifndef AUTOSCALED_SIMULATE_H
 #define AUTOSCALED_SIMULATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,6 +68,14 @@ struct sim_params {
 	int64_t billing_minimum_ms;     /* default 60 s */
 	const struct sim_agent_event *events; /* agent inputs, in time order; may be NULL */
 	size_t n_events;
+	/* The trace's first warmup_ms only feed the policy (samples, windows,
+	 * state, actions); scoring, billing and the oracle start at the first
+	 * step at or after it. 0: everything is scored. */
+	int64_t warmup_ms;
+	/* Instances running when the trace starts; < 0: sized from the demand
+	 * of the trace's first boot delay (at least one step), the one look
+	 * ahead simulate takes, and reported as sim_metrics.initial. */
+	int initial;
 };
 
 /* One evaluation step, for --csv and --svg. */
@@ -79,6 +88,7 @@ struct sim_step {
 	int desired;     /* the engine's final count */
 	int action;      /* +1 scaled out, -1 scaled in, 0 held */
 	enum hold_reason hold; /* the engine's reason, as in the decision record */
+	bool scored;     /* false during the warm-up */
 };
 
 struct sim_metrics {
@@ -93,15 +103,37 @@ struct sim_metrics {
 	int actions_out, actions_in;
 	int reversals;            /* direction changes within 10 minutes */
 	int peak_ready;
-	size_t steps;
+	size_t steps;             /* scored steps */
+	int initial;              /* instances at the trace's start */
+	int64_t start_ms;         /* the trace's start */
+	int64_t scored_from_ms;   /* the first scored step */
+	size_t warmup_steps;
 };
 
-/* Runs the group over the trace. On success returns 0, fills *m and, when
- * steps is not NULL, stores a malloc'd array of *n_steps records in *steps
- * (the caller frees it). Returns -EINVAL for bad parameters, -ENOMEM, or
- * an engine error. */
-int simulate_run(const struct group_conf *g, const struct trace *t, const struct sim_params *p, struct sim_metrics *m,
-		 struct sim_step **steps, size_t *n_steps);
+/* Called with each step once it is scored (or, in the warm-up, run);
+ * a negative return stops the run with that error. */
+typedef int (*sim_step_fn)(void *userdata, const struct sim_step *st);
+
+/* Runs the group over the trace, which it reads as far as the end of the
+ * step being scored and no further (the initial pool aside, see
+ * sim_params.initial): a decision never depends on later demand. Memory is
+ * that of the windows, the pool and the oracle's layers, none of which
+ * grows with the trace's length. Returns
+ * 0 and fills *m, -EINVAL for bad parameters, -ENODATA when no step is
+ * left to score, -E2BIG beyond SIM_MAX_STEPS, the reader's or the
+ * engine's error, or on_step's. */
+int simulate_run(const struct group_conf *g, struct trace_reader *t, const struct sim_params *p, struct sim_metrics *m,
+		 sim_step_fn on_step, void *userdata);
+
+/* The largest mean demand of one step over the whole trace, on the grid
+ * simulate_run() uses (steps of STEP_MS from the trace's start), NaN when
+ * the trace has no data: setup that reads the whole trace, for sizing the
+ * capacity per instance from the peak (--peak-instances). 0 or the
+ * reader's error. */
+int simulate_peak_demand(struct trace_reader *t, int64_t step_ms, double *ret);
+
+/* Bounds the steps of one run (a trace's span controls it). */
+#define SIM_MAX_STEPS (64u * 1024 * 1024)
 
 /* `autoscaled simulate ...`: argv[0] is "simulate". Returns the exit status. */
 int simulate_main(int argc, char **argv);

@@ -19,19 +19,32 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: autoscaled simulate -c FILE --group NAME --trace FILE --format FORMAT\n"
 		   "                          [--boot-delay S] [--capacity-per-instance X] [--step S]\n"
 		   "                          [--billing-granularity S] [--billing-minimum S]\n"
+		   "                          [--warmup S] [--initial-instances N] [--peak-instances N]\n"
 		   "                          [--json] [--csv OUT] [--svg OUT] [--agent-inputs FILE]\n"
 		   "\n"
 		   "Replays a load trace through the group's policy on a virtual clock and\n"
 		   "reports cost and service against the perfect-foresight oracle.\n"
-		   "FORMAT is nasa, azure-llm, bitbrains or csv (time,value). Durations take\n"
-		   "the config's units (90, 90s, 5m, 1h). Defaults: boot delay 60s, capacity 1,\n"
-		   "step = the group's interval, billing granularity 1s, billing minimum 60s.\n"
+		   "FORMAT is nasa, azure-llm, bitbrains, csv (time,value), swf (Standard\n"
+		   "Workload Format) or requests (time,duration); the file may be gzip, bzip2\n"
+		   "or xz compressed. Durations take the config's units (90, 90s, 5m, 1h, 7d).\n"
+		   "--warmup feeds the trace's first S to the policy without scoring it.\n"
+		   "--peak-instances N sets the capacity per instance so that the trace's\n"
+		   "busiest step needs N instances (a first pass over the whole trace).\n"
+		   "Defaults: boot delay 60s, capacity 1, step = the group's interval, billing\n"
+		   "granularity 1s, billing minimum 60s, no warm-up, initial instances sized\n"
+		   "from the first boot delay of demand.\n"
 		   "--agent-inputs FILE: \"SECONDS pause|resume|pin N [forced]|unpin|partial|full|\n"
 		   "in-flight out|in|none\" lines, the daemon's own inputs from that time on.\n");
 }
 
+/* How the capacity per instance was set: given, or from the peak. */
+struct capacity_setup {
+	int peak_instances; /* 0: given */
+	double peak_demand;
+};
+
 static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const char *trace_path,
-			   const struct sim_params *p)
+			   const struct sim_params *p, const struct capacity_setup *cs)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -41,9 +54,19 @@ static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const
 	cJSON_AddStringToObject(o, "trace", trace_path);
 	cJSON_AddNumberToObject(o, "boot_delay_s", (double)p->boot_ms / 1000.0);
 	cJSON_AddNumberToObject(o, "capacity_per_instance", p->capacity);
+	if (cs->peak_instances > 0) {
+		cJSON_AddNumberToObject(o, "peak_instances", cs->peak_instances);
+		cJSON_AddNumberToObject(o, "peak_demand", cs->peak_demand);
+	}
 	cJSON_AddNumberToObject(o, "step_s", (double)p->step_ms / 1000.0);
 	cJSON_AddNumberToObject(o, "billing_granularity_s", (double)p->billing_granularity_ms / 1000.0);
 	cJSON_AddNumberToObject(o, "billing_minimum_s", (double)p->billing_minimum_ms / 1000.0);
+	cJSON_AddNumberToObject(o, "warmup_s", (double)p->warmup_ms / 1000.0);
+	cJSON_AddNumberToObject(o, "warmup_steps", (double)m->warmup_steps);
+	cJSON_AddNumberToObject(o, "initial_instances", m->initial);
+	cJSON_AddBoolToObject(o, "initial_instances_given", p->initial >= 0);
+	cJSON_AddNumberToObject(o, "start_ms", (double)m->start_ms);
+	cJSON_AddNumberToObject(o, "scored_from_ms", (double)m->scored_from_ms);
 	cJSON_AddNumberToObject(o, "hours", m->hours);
 	cJSON_AddNumberToObject(o, "steps", (double)m->steps);
 	cJSON_AddNumberToObject(o, "vm_hours", m->vm_hours);
@@ -62,9 +85,18 @@ static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const
 	return o;
 }
 
-static void print_table(FILE *f, const struct sim_metrics *m, const char *group)
+static void print_table(FILE *f, const struct sim_metrics *m, const char *group, const struct sim_params *p,
+			const struct capacity_setup *cs)
 {
 	fprintf(f, "group              %s\n", group);
+	if (cs->peak_instances > 0)
+		fprintf(f, "capacity           %.6g per instance (peak step %.6g / %d instances)\n", p->capacity,
+			cs->peak_demand, cs->peak_instances);
+	fprintf(f, "initial_instances  %d (%s)\n", m->initial,
+		p->initial >= 0 ? "given" : "sized from the first boot delay of demand");
+	if (m->warmup_steps > 0)
+		fprintf(f, "warm-up            %zu steps (%.1f h), not scored\n", m->warmup_steps,
+			(double)(m->scored_from_ms - m->start_ms) / 3.6e6);
 	fprintf(f, "simulated          %.1f h in %zu steps\n", m->hours, m->steps);
 	fprintf(f, "vm_hours           %.2f\n", m->vm_hours);
 	fprintf(f, "oracle_vm_hours    %.2f\n", m->oracle_vm_hours);
@@ -81,33 +113,42 @@ static void print_table(FILE *f, const struct sim_metrics *m, const char *group)
 	fprintf(f, "peak_ready         %d\n", m->peak_ready);
 }
 
-static int write_csv(const char *path, const struct sim_step *steps, size_t n, int64_t t0)
+/* Per-step output: the CSV rows as the run produces them, and the steps
+ * kept for the plot when one is asked for. */
+struct step_sink {
+	FILE *csv;
+	int64_t t0;
+	bool keep;
+	struct sim_step *v;
+	size_t n, cap;
+};
+
+static int sink_step(void *userdata, const struct sim_step *s)
 {
-	FILE *f = fopen(path, "we");
+	struct step_sink *k = userdata;
 
-	if (!f) {
-		int r = -errno;
-
-		log_warn("simulate: cannot write '%s'", path);
-		return r;
+	if (k->csv) {
+		if (k->t0 == INT64_MIN)
+			k->t0 = s->t_ms;
+		fprintf(k->csv, "%.3f,%lld,", (double)(s->t_ms - k->t0) / 1000.0, (long long)s->t_ms);
+		if (!isnan(s->demand))
+			fprintf(k->csv, "%.6g", s->demand);
+		fprintf(k->csv, ",%d,%d,%d,%d,%d,%s,%d\n", s->required, s->ready, s->billed, s->desired, s->action,
+			decision_hold_name(s->hold), s->scored);
+		if (ferror(k->csv))
+			return -EIO;
 	}
-	fprintf(f, "t_s,time_ms,demand,required,ready,billed,desired,action,hold\n");
-	for (size_t i = 0; i < n; i++) {
-		const struct sim_step *s = &steps[i];
+	if (k->keep) {
+		if (k->n == k->cap) {
+			size_t cap = k->cap ? k->cap * 2 : 4096;
+			struct sim_step *v = realloc(k->v, cap * sizeof(*v));
 
-		if (isnan(s->demand))
-			fprintf(f, "%.3f,%lld,,%d,%d,%d,%d,%d,%s\n", (double)(s->t_ms - t0) / 1000.0, (long long)s->t_ms,
-				s->required, s->ready, s->billed, s->desired, s->action, decision_hold_name(s->hold));
-		else
-			fprintf(f, "%.3f,%lld,%.6g,%d,%d,%d,%d,%d,%s\n", (double)(s->t_ms - t0) / 1000.0,
-				(long long)s->t_ms, s->demand, s->required, s->ready, s->billed, s->desired, s->action,
-				decision_hold_name(s->hold));
-	}
-	if (fclose(f) != 0) {
-		int r = -errno;
-
-		log_warn("simulate: cannot write '%s'", path);
-		return r;
+			if (!v)
+				return -ENOMEM;
+			k->v = v;
+			k->cap = cap;
+		}
+		k->v[k->n++] = *s;
 	}
 	return 0;
 }
@@ -243,7 +284,7 @@ static int parse_seconds_opt(const char *opt, const char *s, int64_t *ret)
 int simulate_main(int argc, char **argv)
 {
 	enum { OPT_GROUP = 256, OPT_TRACE, OPT_FORMAT, OPT_BOOT, OPT_CAP, OPT_STEP, OPT_GRAN, OPT_MIN, OPT_JSON,
-	       OPT_CSV, OPT_SVG, OPT_AGENT };
+	       OPT_CSV, OPT_SVG, OPT_AGENT, OPT_WARMUP, OPT_INITIAL, OPT_PEAK };
 	static const struct option long_opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"group", required_argument, NULL, OPT_GROUP},
@@ -254,6 +295,9 @@ int simulate_main(int argc, char **argv)
 		{"step", required_argument, NULL, OPT_STEP},
 		{"billing-granularity", required_argument, NULL, OPT_GRAN},
 		{"billing-minimum", required_argument, NULL, OPT_MIN},
+		{"warmup", required_argument, NULL, OPT_WARMUP},
+		{"initial-instances", required_argument, NULL, OPT_INITIAL},
+		{"peak-instances", required_argument, NULL, OPT_PEAK},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"csv", required_argument, NULL, OPT_CSV},
 		{"svg", required_argument, NULL, OPT_SVG},
@@ -267,16 +311,19 @@ int simulate_main(int argc, char **argv)
 		.step_ms = 0,
 		.billing_granularity_ms = 1 * MS_PER_SEC,
 		.billing_minimum_ms = 60 * MS_PER_SEC,
+		.warmup_ms = 0,
+		.initial = -1,
 	};
 	const char *cfg_path = NULL, *group = NULL, *trace_path = NULL, *format = NULL, *csv = NULL, *svg = NULL;
 	const char *agent_path = NULL;
 	struct sim_agent_event *events = NULL;
 	struct config *cfg = NULL;
 	struct config_errors errs = {0};
-	struct trace tr = {0};
+	struct trace_reader *tr = NULL;
+	struct step_sink sink = {.t0 = INT64_MIN};
+	struct capacity_setup cs = {0};
+	bool capacity_given = false;
 	struct sim_metrics m;
-	struct sim_step *steps = NULL;
-	size_t n_steps = 0;
 	const struct group_conf *g;
 	enum trace_format fmt;
 	bool json = false;
@@ -310,6 +357,7 @@ int simulate_main(int argc, char **argv)
 				log_warnx("simulate: --capacity-per-instance '%s' is not a positive number", optarg);
 				return 2;
 			}
+			capacity_given = true;
 			break;
 		case OPT_STEP:
 			if (parse_seconds_opt("--step", optarg, &p.step_ms) < 0)
@@ -327,6 +375,34 @@ int simulate_main(int argc, char **argv)
 			if (parse_seconds_opt("--billing-minimum", optarg, &p.billing_minimum_ms) < 0)
 				return 2;
 			break;
+		case OPT_WARMUP:
+			if (parse_seconds_opt("--warmup", optarg, &p.warmup_ms) < 0)
+				return 2;
+			break;
+		case OPT_INITIAL: {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &e, 10);
+			if (errno || e == optarg || *e || v < 0 || v > 100000) {
+				log_warnx("simulate: --initial-instances '%s' is not a count from 0 to 100000", optarg);
+				return 2;
+			}
+			p.initial = (int)v;
+			break;
+		}
+		case OPT_PEAK: {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &e, 10);
+			if (errno || e == optarg || *e || v < 1 || v > 100000) {
+				log_warnx("simulate: --peak-instances '%s' is not a count from 1 to 100000", optarg);
+				return 2;
+			}
+			cs.peak_instances = (int)v;
+			break;
+		}
 		case OPT_JSON:
 			json = true;
 			break;
@@ -351,8 +427,12 @@ int simulate_main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (capacity_given && cs.peak_instances > 0) {
+		log_warnx("simulate: give --capacity-per-instance or --peak-instances, not both");
+		return 2;
+	}
 	if (trace_format_parse(format, &fmt) < 0) {
-		log_warnx("simulate: unknown trace format '%s' (nasa, azure-llm, bitbrains, csv)", format);
+		log_warnx("simulate: unknown trace format '%s' (nasa, azure-llm, bitbrains, csv, swf, requests)", format);
 		return 2;
 	}
 	r = config_load(cfg_path, &cfg, &errs);
@@ -373,18 +453,54 @@ int simulate_main(int argc, char **argv)
 		p.step_ms = g->interval_ms > 0 ? g->interval_ms : cfg->agent.interval_ms;
 	if (p.step_ms <= 0)
 		p.step_ms = 15 * MS_PER_SEC;
-	if (trace_load(trace_path, fmt, &tr) < 0)
+	if (cs.peak_instances > 0) {
+		/* Setup that reads the whole trace: a pass of its own, shown in
+		 * the output, before the replay reads it again from the start. */
+		if (trace_open(trace_path, fmt, &tr) < 0)
+			goto out;
+		r = simulate_peak_demand(tr, p.step_ms, &cs.peak_demand);
+		trace_close(tr);
+		tr = NULL;
+		if (r < 0) {
+			log_warnx("simulate: cannot find the peak of '%s': %s", trace_path, strerror(-r));
+			goto out;
+		}
+		if (!(cs.peak_demand > 0)) {
+			log_warnx("simulate: '%s' has no demand above 0 to size instances from", trace_path);
+			goto out;
+		}
+		p.capacity = cs.peak_demand / cs.peak_instances;
+	}
+	if (trace_open(trace_path, fmt, &tr) < 0)
 		goto out;
 	if (agent_path && sim_agent_events_load(agent_path, &events, &p.n_events) < 0)
 		goto out;
 	p.events = events;
-	r = simulate_run(g, &tr, &p, &m, (csv || svg) ? &steps : NULL, &n_steps);
+	if (csv) {
+		sink.csv = fopen(csv, "we");
+		if (!sink.csv) {
+			log_warn("simulate: cannot write '%s'", csv);
+			goto out;
+		}
+		fprintf(sink.csv, "t_s,time_ms,demand,required,ready,billed,desired,action,hold,scored\n");
+	}
+	sink.keep = svg != NULL;
+	r = simulate_run(g, tr, &p, &m, (csv || svg) ? sink_step : NULL, &sink);
 	if (r < 0) {
 		log_warn_errno(r, "simulate: replay of '%s' failed", trace_path);
 		goto out;
 	}
+	if (sink.csv) {
+		FILE *f = sink.csv;
+
+		sink.csv = NULL;
+		if (fclose(f) != 0) {
+			log_warn("simulate: cannot write '%s'", csv);
+			goto out;
+		}
+	}
 	if (json) {
-		cJSON *o = metrics_json(&m, group, trace_path, &p);
+		cJSON *o = metrics_json(&m, group, trace_path, &p, &cs);
 		char *s = o ? cJSON_Print(o) : NULL;
 
 		cJSON_Delete(o);
@@ -395,17 +511,15 @@ int simulate_main(int argc, char **argv)
 		printf("%s\n", s);
 		cJSON_free(s);
 	} else {
-		print_table(stdout, &m, group);
+		print_table(stdout, &m, group, &p, &cs);
 	}
-	if (csv && write_csv(csv, steps, n_steps, tr.start_ms) < 0)
-		goto out;
 	if (svg) {
 		char title[256];
 
 		const char *base = strrchr(trace_path, '/');
 
 		snprintf(title, sizeof(title), "%s on %s", group, base ? base + 1 : trace_path);
-		r = svg_write_plot(svg, title, steps, n_steps, p.capacity);
+		r = svg_write_plot(svg, title, sink.v, sink.n, p.capacity);
 		if (r < 0) {
 			errno = -r;
 			log_warn("simulate: cannot write '%s'", svg);
@@ -414,9 +528,11 @@ int simulate_main(int argc, char **argv)
 	}
 	status = 0;
 out:
-	free(steps);
 	free(events);
-	trace_free(&tr);
+	if (sink.csv)
+		fclose(sink.csv);
+	free(sink.v);
+	trace_close(tr);
 	config_free(cfg);
 	return status;
 }

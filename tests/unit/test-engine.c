@@ -370,6 +370,44 @@ static void test_hpa_initializing_instances(void **state)
 	assert_int_equal(F.d.ready, 4);
 }
 
+/* Kubernetes counts the CPU initialization period from the pod's start, not
+ * from its readiness: an instance launched 310 s ago that took 210 s to
+ * boot is past a 300 s period although it has been ready for only 100 s.
+ * One launched 200 s ago is not. Without a launch time the period runs
+ * from readiness. */
+static void test_initialization_counts_from_start(void **state)
+{
+	struct instance_obs inst[4];
+	struct observation obs = { .current = 4, .instances = inst, .n_instances = 4, .stable = true };
+	int cpu, i;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	F.g.behavior.initialization_ms = S(300);
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+	for (i = 0; i < 4; i++)
+		inst[i] = (struct instance_obs){ .id = "vm", .state = INSTANCE_RUNNING, .ready = true,
+						 .created_ms = F.now - S(310),
+						 .created_mono_ms = F.now - S(310),
+						 .running_since_ms = F.now - S(100),
+						 .running_since_mono_ms = F.now - S(100) };
+	/* All four count: ceil(4 x 120 / 60) = 8. */
+	fx_push(cpu, 120);
+	assert_int_equal(fx_eval_obs(&obs), 8);
+	assert_int_equal(F.d.ready, 4);
+	/* Two launched 200 s ago still initialize and count as 0: 2 x 120 /
+	 * (4 x 60) = 1, inside the tolerance: hold at 4. */
+	inst[2].created_ms = inst[3].created_ms = F.now - S(200);
+	inst[2].created_mono_ms = inst[3].created_mono_ms = F.now - S(200);
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.ready, 2);
+	/* No launch time: readiness 100 s ago is inside the period. */
+	inst[2].created_ms = inst[3].created_ms = 0;
+	inst[2].created_mono_ms = inst[3].created_mono_ms = 0;
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.ready, 2);
+}
+
 static void test_several_signals_take_max(void **state)
 {
 	int cpu, q;
@@ -1131,6 +1169,7 @@ int main(void)
 		cmocka_unit_test(test_tolerance_edges),
 		cmocka_unit_test(test_hpa_missing_samples),
 		cmocka_unit_test(test_hpa_initializing_instances),
+		cmocka_unit_test(test_initialization_counts_from_start),
 		cmocka_unit_test(test_several_signals_take_max),
 		cmocka_unit_test(test_invalid_signal_blocks_scale_in_only),
 		cmocka_unit_test(test_on_missing),

@@ -1,5 +1,7 @@
 /* simulate_run() on a tiny trace whose every step is worked out by hand, the
- * same group through a utilization signal, and the SVG plot it writes. */
+ * same group through a utilization signal, the SVG plot it writes, the
+ * warm-up and the initial pool, and that no decision depends on the part of
+ * the trace after it. */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -23,13 +25,67 @@
 /* Demand per 15 s: 1 1 4 4 4 4 1 1 1 1. */
 static const double demand[] = {1, 1, 4, 4, 4, 4, 1, 1, 1, 1};
 
+/* A regular series, replayed through trace_open_series(). */
+struct series {
+	int64_t start_ms, res_ms;
+	double *v;
+	size_t n;
+};
+
 struct fixture {
 	struct signal_conf sig;
 	struct profile_conf prof;
 	struct group_conf g;
-	struct trace t;
+	struct series t;
 	struct sim_params p;
 };
+
+struct collect {
+	struct sim_step *v;
+	size_t n, cap;
+};
+
+static int collect_step(void *userdata, const struct sim_step *st)
+{
+	struct collect *c = userdata;
+
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		struct sim_step *v = realloc(c->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = *st;
+	return 0;
+}
+
+/* Runs the fixture's group over SER; the steps go to *st (free them). */
+static int run_series(struct fixture *f, const struct series *ser, struct sim_metrics *m, struct sim_step **st,
+		      size_t *n)
+{
+	struct trace_reader *r;
+	struct collect c = {0};
+	int k;
+
+	assert_int_equal(trace_open_series(ser->start_ms, ser->res_ms, ser->v, ser->n, &r), 0);
+	k = simulate_run(&f->g, r, &f->p, m, st ? collect_step : NULL, &c);
+	trace_close(r);
+	if (st && k == 0) {
+		*st = c.v;
+		*n = c.n;
+	} else {
+		free(c.v);
+	}
+	return k;
+}
+
+static int run(struct fixture *f, struct sim_metrics *m, struct sim_step **st, size_t *n)
+{
+	return run_series(f, &f->t, m, st, n);
+}
 
 static int setup(void **state)
 {
@@ -73,13 +129,14 @@ static int setup(void **state)
 	};
 	f->g.behavior.initialization_ms = 0;
 	f->g.behavior.on_missing = ON_MISSING_HOLD;
-	f->t = (struct trace){.start_ms = 1700000000 * S, .res_ms = 15 * S, .v = (double *)demand, .n = 10};
+	f->t = (struct series){.start_ms = 1700000000 * S, .res_ms = 15 * S, .v = (double *)demand, .n = 10};
 	f->p = (struct sim_params){
 		.boot_ms = 30 * S,
 		.capacity = 1,
 		.step_ms = 15 * S,
 		.billing_granularity_ms = 1 * S,
 		.billing_minimum_ms = 0,
+		.initial = -1,
 	};
 	*state = f;
 	return 0;
@@ -98,7 +155,7 @@ static void test_hand_computed_run(void **state)
 	struct sim_step *st;
 	size_t n;
 
-	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	assert_int_equal(run(f, &m, &st, &n), 0);
 	assert_int_equal(n, 10);
 	/* The first sample (demand 4 over step 2) arrives at 45 s: out to 4,
 	 * ready at 75 s. Demand 1 over step 6 is seen at 105 s: in to 1. */
@@ -146,7 +203,7 @@ static void test_utilization_signal(void **state)
 	 * 100 % target asks for ceil(1 x 400 / 100) = 4, as the rate did. */
 	f->sig.type = SIGNAL_UTILIZATION;
 	f->sig.target = 100;
-	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	assert_int_equal(run(f, &m, &st, &n), 0);
 	assert_int_equal(st[3].action, 1);
 	assert_int_equal(st[3].desired, 4);
 	assert_int_equal(m.actions_out, 1);
@@ -163,7 +220,7 @@ static void test_svg_plot(void **state)
 	size_t n, len;
 	FILE *fp;
 
-	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	assert_int_equal(run(f, &m, &st, &n), 0);
 	/* In the test's working directory (the build tree), named by pid. */
 	snprintf(path, sizeof(path), "test-simulate-%ld.svg", (long)getpid());
 	assert_int_equal(svg_write_plot(path, "pool <test> & co", st, n, 1), 0);
@@ -200,7 +257,7 @@ static void test_gap_in_trace(void **state)
 	 * zero demand; the instances are still billed through it. */
 	f->t.v = gappy;
 	f->t.n = 8;
-	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	assert_int_equal(run(f, &m, &st, &n), 0);
 	assert_int_equal(n, 8);
 	assert_true(isnan(st[3].demand));
 	for (size_t k = 0; k < n; k++)
@@ -225,7 +282,7 @@ static void test_partial_last_step(void **state)
 
 	f->t.v = (double *)rise;
 	f->p.step_ms = 60 * S;
-	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	assert_int_equal(run(f, &m, &st, &n), 0);
 	assert_int_equal(n, 3);
 	/* The last step's demand is the mean of the 30 s it holds: 2. */
 	assert_true(fabs(st[2].demand - 2) < 1e-9);
@@ -239,16 +296,133 @@ static void test_partial_last_step(void **state)
 	free(st);
 }
 
+/* The warm-up feeds the policy and is not scored: the decisions are those
+ * of the run without it, the figures those of the steps after it. */
+static void test_warmup(void **state)
+{
+	struct fixture *f = *state;
+	struct sim_metrics m, m0;
+	struct sim_step *st, *st0;
+	size_t n, n0;
+
+	assert_int_equal(run(f, &m0, &st0, &n0), 0);
+	f->p.warmup_ms = 40 * S; /* scoring starts at the first step from 40 s: 45 s */
+	assert_int_equal(run(f, &m, &st, &n), 0);
+	assert_int_equal(n, n0);
+	for (size_t k = 0; k < n; k++) {
+		assert_int_equal(st[k].desired, st0[k].desired);
+		assert_int_equal(st[k].action, st0[k].action);
+		assert_int_equal(st[k].ready, st0[k].ready);
+		assert_int_equal(st[k].scored, k >= 3);
+	}
+	assert_int_equal(m.warmup_steps, 3);
+	assert_int_equal(m.steps, 7);
+	assert_int_equal(m.scored_from_ms - m.start_ms, 45 * S);
+	assert_true(fabs(m.hours * 3600 - 105) < 1e-6);
+	/* The scale-out at 45 s is the first scored step's; the four
+	 * instances are billed from 45 s: 4 x 60 s, then one for 45 s. */
+	assert_int_equal(m.actions_out, 1);
+	assert_true(fabs(m.vm_hours * 3600 - (4 * 60 + 45)) < 1e-6);
+	/* Short by 3 of 4 over two steps of seven. */
+	assert_true(fabs(m.tau_u - 200.0 / 7) < 1e-9);
+	free(st);
+	free(st0);
+	/* A warm-up over the whole trace leaves nothing to score. */
+	f->p.warmup_ms = 600 * S;
+	assert_int_equal(run(f, &m, NULL, NULL), -ENODATA);
+}
+
+/* The initial pool is a setup parameter: given, it is used as is. */
+static void test_initial_given(void **state)
+{
+	struct fixture *f = *state;
+	struct sim_metrics m;
+	struct sim_step *st;
+	size_t n;
+
+	assert_int_equal(run(f, &m, NULL, NULL), 0);
+	assert_int_equal(m.initial, 1);
+	f->p.initial = 3;
+	assert_int_equal(run(f, &m, &st, &n), 0);
+	assert_int_equal(m.initial, 3);
+	assert_int_equal(st[0].ready, 3);
+	free(st);
+}
+
+/* Honest evaluation: cut the trace anywhere (at a step boundary, inside a
+ * step, inside the signal's window) and every decision before the cut is
+ * the one the whole trace gets. Run with the initial pool given, so the
+ * setup is the same, and with it sized from the trace's first boot delay
+ * (setup that reads ahead, documented as such) for the cuts after it. */
+static void test_decisions_do_not_see_the_future(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 1440 };
+	static const size_t cuts[] = {2, 3, 31, 100, 301, 302, 700, 1000, 1439};
+	double *v = malloc(N * sizeof(*v));
+	struct series full = {.start_ms = 1700000000 * S, .res_ms = 5 * S, .v = v, .n = N};
+	struct sim_step *st_full, *st_cut;
+	size_t n_full, n_cut;
+	struct sim_metrics m;
+
+	assert_non_null(v);
+	/* Two days of a daily wave with bursts, at 5 s, squeezed into two
+	 * hours; a quiet stretch without data in the middle. */
+	for (size_t i = 0; i < N; i++)
+		v[i] = 6 + 5 * sin((double)i / 115.0) + ((i * 7919) % 97 < 9 ? 7 : 0);
+	for (size_t i = 800; i < 830; i++)
+		v[i] = NAN;
+	f->sig.type = SIGNAL_UTILIZATION;
+	f->sig.target = 70;
+	f->sig.window_ms = 60 * S;
+	f->sig.aggregation = AGG_AVG;
+	f->g.behavior.scale_in.stabilization_ms = 120 * S;
+	f->g.behavior.initialization_ms = 45 * S;
+	f->prof.max = 40;
+	for (int given = 0; given < 2; given++) {
+		f->p.initial = given ? 5 : -1;
+		assert_int_equal(run_series(f, &full, &m, &st_full, &n_full), 0);
+		assert_true(m.actions_out > 3 && m.actions_in > 3);
+		for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+			struct series part = full;
+			int64_t cut_ms = full.start_ms + (int64_t)cuts[c] * full.res_ms;
+
+			if (!given && cut_ms < full.start_ms + f->p.boot_ms)
+				continue;
+			part.n = cuts[c];
+			assert_int_equal(run_series(f, &part, &m, &st_cut, &n_cut), 0);
+			assert_true(n_cut <= n_full);
+			for (size_t k = 0; k < n_cut; k++) {
+				const struct sim_step *a = &st_full[k], *b = &st_cut[k];
+
+				if (a->t_ms != b->t_ms || a->desired != b->desired || a->action != b->action ||
+				    a->ready != b->ready || a->billed != b->billed)
+					fail_msg("cut at %zu: step %zu differs (desired %d/%d, action %d/%d)", cuts[c],
+						 k, a->desired, b->desired, a->action, b->action);
+				/* Scored demand matches wherever the step ends
+				 * before the cut. */
+				if (b->t_ms + f->p.step_ms <= cut_ms && a->required != b->required)
+					fail_msg("cut at %zu: step %zu demand differs", cuts[c], k);
+			}
+			/* Every step that starts before the cut was run. */
+			assert_int_equal(n_cut, (size_t)((cut_ms - full.start_ms + f->p.step_ms - 1) / f->p.step_ms));
+			free(st_cut);
+		}
+		free(st_full);
+	}
+	free(v);
+}
+
 static void test_bad_params(void **state)
 {
 	struct fixture *f = *state;
 	struct sim_metrics m;
 
 	f->p.capacity = 0;
-	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, NULL, NULL), -EINVAL);
+	assert_int_equal(run(f, &m, NULL, NULL), -EINVAL);
 	f->p.capacity = 1;
 	f->p.step_ms = 0;
-	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, NULL, NULL), -EINVAL);
+	assert_int_equal(run(f, &m, NULL, NULL), -EINVAL);
 }
 
 /* Writes `text` to a temporary file; its path in buf. */
@@ -292,7 +466,7 @@ static void test_agent_events(void **state)
 	assert_int_equal(ev[3].kind, SIM_FULL);
 	f->p.events = ev;
 	f->p.n_events = n_ev;
-	assert_int_equal(simulate_run(&f->g, &f->t, &f->p, &m, &st, &n), 0);
+	assert_int_equal(run(f, &m, &st, &n), 0);
 	assert_int_equal(n, 10);
 	for (size_t k = 0; k < n; k++) {
 		assert_int_equal(st[k].action, action[k]);
@@ -328,6 +502,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_svg_plot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gap_in_trace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_last_step, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warmup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_initial_given, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_decisions_do_not_see_the_future, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_params, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_events, setup, teardown),
 	};
