@@ -117,6 +117,12 @@ static void sentence_signals(struct sbuf *sb, const struct decision *d, const st
 		} else if (sd->tolerance_hold) {
 			sb_printf(sb, " (within tolerance)");
 		}
+		/* The forecast in both modes, so that an operator watching
+		 * observe mode reads what it would have done. */
+		if (sd->forecast)
+			sb_printf(sb, " (forecast %g -> %d%s)", sd->forecast_value, sd->forecast_recommendation,
+				  sc->forecast.mode == FORECAST_ON ? (sd->forecast_raised ? ", raised" : "")
+								   : ", observed only");
 	}
 }
 
@@ -241,6 +247,23 @@ static bool add_number_or_null(cJSON *o, const char *key, bool known, double v)
 	return known ? cJSON_AddNumberToObject(o, key, v) != NULL : cJSON_AddNullToObject(o, key) != NULL;
 }
 
+/* "forecast": null without a forecaster, else what it predicts one boot
+ * time ahead, the instances that needs, those it keeps for the lazy
+ * scale-in and whether it was acted on. */
+static bool add_forecast(cJSON *o, const struct signal_decision *sd, const struct signal_conf *sc)
+{
+	cJSON *f;
+
+	if (!sd->forecast)
+		return cJSON_AddNullToObject(o, "forecast") != NULL;
+	f = cJSON_AddObjectToObject(o, "forecast");
+	return f && cJSON_AddStringToObject(f, "mode", sc->forecast.mode == FORECAST_ON ? "on" : "observe") &&
+	       cJSON_AddNumberToObject(f, "value", sd->forecast_value) &&
+	       cJSON_AddNumberToObject(f, "recommendation", sd->forecast_recommendation) &&
+	       cJSON_AddNumberToObject(f, "keep", sd->keep_recommendation) &&
+	       cJSON_AddBoolToObject(f, "raised", sd->forecast_raised);
+}
+
 static bool add_signals(cJSON *root, const struct decision *d, const struct group_conf *g)
 {
 	cJSON *arr = cJSON_AddArrayToObject(root, "signals");
@@ -265,6 +288,8 @@ static bool add_signals(cJSON *root, const struct decision *d, const struct grou
 			return false;
 		if (sd->valid ? !cJSON_AddNullToObject(o, "reason")
 			      : !cJSON_AddStringToObject(o, "reason", sd->reason ? sd->reason : "no data"))
+			return false;
+		if (!add_forecast(o, sd, &g->signals[i]))
 			return false;
 	}
 	return true;
@@ -327,6 +352,9 @@ cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 		      : cJSON_AddNullToObject(root, "driver_signal")) ||
 	    !(d->driver_rule >= 0 ? cJSON_AddNumberToObject(root, "driver_rule", d->driver_rule)
 				  : cJSON_AddNullToObject(root, "driver_rule")) ||
+	    !cJSON_AddNumberToObject(root, "boot_time_s", (double)d->boot_ms / 1000.0) ||
+	    !(d->keep_ms > 0 ? cJSON_AddNumberToObject(root, "keep_s", (double)d->keep_ms / 1000.0)
+			     : cJSON_AddNullToObject(root, "keep_s")) ||
 	    !cJSON_AddStringToObject(root, "explanation", sentence)) {
 		cJSON_Delete(root);
 		return NULL;

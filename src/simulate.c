@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "forecast.h"
 #include "log.h"
 #include "oracle.h"
 #include "schedule.h"
@@ -172,6 +173,8 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 		 struct sim_step **steps_out, size_t *n_steps)
 {
 	struct window windows[CONFIG_MAX_SIGNALS] = {{0}};
+	struct forecast *fc = NULL;
+	struct forecast_boot boot = {0};
 	struct engine_signal_input inputs[CONFIG_MAX_SIGNALS];
 	struct pool pool = {.p = p};
 	struct engine_state state;
@@ -182,7 +185,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 	struct oracle_result orc;
 	struct decision *dec = NULL;
 	int *need = NULL;
-	int64_t t0, end, last_action_ms = 0;
+	int64_t t0, end, last_action_ms = 0, horizon;
 	enum scale_direction last_dir = DIR_NONE;
 	size_t n;
 	int r, prev_ready = 0, ready_now;
@@ -198,7 +201,8 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 	steps = calloc(n, sizeof(*steps));
 	need = calloc(n, sizeof(*need));
 	dec = calloc(1, sizeof(*dec));
-	if (!steps || !need || !dec) {
+	fc = calloc(g->n_signals ? g->n_signals : 1, sizeof(*fc));
+	if (!steps || !need || !dec || !fc) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -208,6 +212,10 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 			goto out;
 	}
 	engine_state_init(&state);
+	/* Forecast history starts empty: the run learns from what it has
+	 * seen, as the daemon would from its own samples. */
+	for (size_t s = 0; s < g->n_signals; s++)
+		forecast_init(&fc[s], g->signals[s].forecast.quantile);
 
 	/* The pool the trace starts with, already warm: sized for the demand
 	 * until an instance launched at the start could be ready (at least
@@ -243,6 +251,9 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 		const struct profile_conf *pr;
 
 		/* 1. Samples measured over the step that just ended. */
+		ready_now = pool_ready(&pool, now);
+		forecast_boot_observe(&boot, now, ready_now);
+		horizon = forecast_boot_horizon(&boot, g->behavior.boot_time_ms);
 		if (k > 0) {
 			double d = steps[k - 1].demand;
 
@@ -253,19 +264,32 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 				} else {
 					window_push(&windows[s], now, d);
 				}
+				/* The forecaster learns the group total: the sum of
+				 * the instances' utilizations, or the value. */
+				if (g->signals[s].forecast.mode != FORECAST_OFF)
+					forecast_update(&fc[s], now,
+							g->signals[s].type == SIGNAL_UTILIZATION ? d / p->capacity * 100.0
+												 : d,
+							horizon, engine_keep_ms(g, horizon));
 			}
 		}
 		/* Instances that became ready just now served nothing in the
 		 * step measured: they have no sample yet (HPA's rules apply). */
-		ready_now = pool_ready(&pool, now);
 		for (size_t s = 0; s < g->n_signals; s++) {
+			inputs[s] = (struct engine_signal_input){ 0 };
 			inputs[s].window = windows[s].n > 0 ? &windows[s] : NULL;
 			inputs[s].error = windows[s].n > 0 ? NULL : "no samples yet";
 			inputs[s].n_sampled = k > 0 && ready_now > prev_ready ? prev_ready : -1;
+			if (g->signals[s].forecast.mode != FORECAST_OFF)
+				inputs[s].forecast_valid =
+					forecast_for_engine(&fc[s], now, horizon, engine_keep_ms(g, horizon),
+							    &inputs[s].forecast_total,
+							    &inputs[s].forecast_keep_total) == 0;
 		}
 
 		/* 2 and 3. The driver's observation, then the engine. */
 		pool_observe(&pool, now, t0, &obs);
+		obs.boot_ms = horizon;
 		r = engine_evaluate(g, clock_virtual(now), &obs, inputs, &state, &state, dec);
 		if (r < 0) {
 			log_warnx("simulate: engine failed at step %zu: %s", k, strerror(-r));
@@ -289,6 +313,7 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 			while ((int)pool.n > to && pool.n > 0)
 				pool_remove_newest(&pool, now);
 			engine_record_action(&state, now, from, to);
+			forecast_boot_action(&boot, now, from, to);
 			if (dir == DIR_OUT)
 				res.actions_out++;
 			else
@@ -356,5 +381,6 @@ out:
 	free(steps);
 	free(need);
 	free(dec);
+	free(fc);
 	return r;
 }
