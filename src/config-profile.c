@@ -544,7 +544,7 @@ static void read_direction(struct config_ctx *x, const config_setting_t *s, cons
 		cfg_check_keys(x, m, scale_in_keys, N_ELEMS(scale_in_keys));
 		cfg_get_bool(x, m, "lazy", &b->lazy_scale_in);
 		cfg_get_duration(x, m, "billing_minimum", 0, 86400 * MS_PER_SEC, &b->billing_minimum_ms);
-		cfg_get_duration(x, m, "billing_granularity", 1, 86400 * MS_PER_SEC, &b->billing_granularity_ms);
+		cfg_get_duration(x, m, "billing_granularity", 1 * MS_PER_SEC, 86400 * MS_PER_SEC, &b->billing_granularity_ms);
 	} else {
 		cfg_check_keys(x, m, direction_keys, N_ELEMS(direction_keys));
 	}

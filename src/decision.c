@@ -250,14 +250,23 @@ static bool add_number_or_null(cJSON *o, const char *key, bool known, double v)
 /* "forecast": null without a forecaster, else what it predicts one boot
  * time ahead, the instances that needs, those it keeps for the lazy
  * scale-in and whether it was acted on. */
-static bool add_forecast(cJSON *o, const struct signal_decision *sd, const struct signal_conf *sc)
+static bool add_forecast(cJSON *o, const struct decision *d, const struct signal_decision *sd,
+			 const struct signal_conf *sc)
 {
 	cJSON *f;
 
 	if (!sd->forecast)
 		return cJSON_AddNullToObject(o, "forecast") != NULL;
 	f = cJSON_AddObjectToObject(o, "forecast");
+	/* "now" is the group total the forecast is compared with when its
+	 * time comes ("for_ms"): the mean times the ready instances for a
+	 * utilization, the value for an average. */
 	return f && cJSON_AddStringToObject(f, "mode", sc->forecast.mode == FORECAST_ON ? "on" : "observe") &&
+	       cJSON_AddNumberToObject(f, "made_ms", (double)d->time_ms) &&
+	       cJSON_AddNumberToObject(f, "for_ms", (double)(d->time_ms + d->boot_ms)) &&
+	       (sd->valid ? cJSON_AddNumberToObject(f, "now", sc->type == SIGNAL_UTILIZATION ? sd->value * d->ready
+											: sd->value)
+			  : cJSON_AddNullToObject(f, "now")) &&
 	       cJSON_AddNumberToObject(f, "value", sd->forecast_value) &&
 	       cJSON_AddNumberToObject(f, "recommendation", sd->forecast_recommendation) &&
 	       cJSON_AddNumberToObject(f, "keep", sd->keep_recommendation) &&
@@ -289,7 +298,7 @@ static bool add_signals(cJSON *root, const struct decision *d, const struct grou
 		if (sd->valid ? !cJSON_AddNullToObject(o, "reason")
 			      : !cJSON_AddStringToObject(o, "reason", sd->reason ? sd->reason : "no data"))
 			return false;
-		if (!add_forecast(o, sd, &g->signals[i]))
+		if (!add_forecast(o, d, sd, &g->signals[i]))
 			return false;
 	}
 	return true;
