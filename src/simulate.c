@@ -297,6 +297,10 @@ int simulate_run(const struct group_conf *g, const struct trace *t, const struct
 		}
 		st->t_ms = now;
 		st->desired = dec->desired;
+		st->forecast = -1;
+		for (size_t s = 0; s < dec->n_signals; s++)
+			if (dec->signals[s].forecast && dec->signals[s].forecast_recommendation > st->forecast)
+				st->forecast = dec->signals[s].forecast_recommendation;
 
 		/* 4. Act. */
 		if (dec->action != DIR_NONE && dec->desired != obs.current) {

@@ -39,6 +39,7 @@ struct sim_step {
 	int billed;      /* alive (provisioning or ready) during the step */
 	int desired;     /* the engine's final count */
 	int action;      /* +1 scaled out, -1 scaled in, 0 held */
+	int forecast;    /* instances the forecasts asked for (the most of any signal); -1: no forecast */
 };
 
 struct sim_metrics {

@@ -89,16 +89,21 @@ static int write_csv(const char *path, const struct sim_step *steps, size_t n, i
 		log_warn("simulate: cannot write '%s'", path);
 		return r;
 	}
-	fprintf(f, "t_s,time_ms,demand,required,ready,billed,desired,action\n");
+	/* forecast: empty for a configuration without one. */
+	fprintf(f, "t_s,time_ms,demand,required,ready,billed,desired,action,forecast\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_step *s = &steps[i];
 
+		char fc[16] = "";
+
+		if (s->forecast >= 0)
+			snprintf(fc, sizeof(fc), "%d", s->forecast);
 		if (isnan(s->demand))
-			fprintf(f, "%.3f,%lld,,%d,%d,%d,%d,%d\n", (double)(s->t_ms - t0) / 1000.0, (long long)s->t_ms,
-				s->required, s->ready, s->billed, s->desired, s->action);
+			fprintf(f, "%.3f,%lld,,%d,%d,%d,%d,%d,%s\n", (double)(s->t_ms - t0) / 1000.0, (long long)s->t_ms,
+				s->required, s->ready, s->billed, s->desired, s->action, fc);
 		else
-			fprintf(f, "%.3f,%lld,%.6g,%d,%d,%d,%d,%d\n", (double)(s->t_ms - t0) / 1000.0,
-				(long long)s->t_ms, s->demand, s->required, s->ready, s->billed, s->desired, s->action);
+			fprintf(f, "%.3f,%lld,%.6g,%d,%d,%d,%d,%d,%s\n", (double)(s->t_ms - t0) / 1000.0,
+				(long long)s->t_ms, s->demand, s->required, s->ready, s->billed, s->desired, s->action, fc);
 	}
 	if (fclose(f) != 0) {
 		int r = -errno;

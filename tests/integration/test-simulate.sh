@@ -48,7 +48,7 @@ then ok "metrics are present and plausible"; else notok "metrics are present and
 
 # One row per 15 s step of the 3 hours, plus the header.
 rows=$(wc -l <"$tmp/steps.csv")
-if [ "$rows" -eq 721 ] && head -1 "$tmp/steps.csv" | grep -q '^t_s,time_ms,demand,required,ready,billed,desired,action$'; then
+if [ "$rows" -eq 721 ] && head -1 "$tmp/steps.csv" | grep -q '^t_s,time_ms,demand,required,ready,billed,desired,action,forecast$'; then
 	ok "per-step CSV"
 else
 	notok "per-step CSV ($rows lines)"
