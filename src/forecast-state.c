@@ -160,6 +160,7 @@ int forecast_from_json(const cJSON *j, struct forecast *f, char *why, size_t why
 		r = bad(why, why_len, "a forecaster's state is inconsistent");
 		goto out;
 	}
+	forecast_refresh(n);
 	*f = *n;
 out:
 	free(n);

@@ -58,8 +58,10 @@ static size_t week_index(int64_t bucket)
 /* The profile value of one bucket, or false when no visit taught it. */
 static bool bucket_value(const struct forecast *f, int64_t bucket, double *v)
 {
-	const struct forecast_bucket *d = &f->day[day_index(bucket)];
-	const struct forecast_bucket *w = &f->week[week_index(bucket)];
+	/* A week is a whole number of days: one division finds both. */
+	size_t wi = week_index(bucket);
+	const struct forecast_bucket *d = &f->day[wi % FORECAST_DAY_BUCKETS];
+	const struct forecast_bucket *w = &f->week[wi];
 
 	if (w->visits >= 2)
 		*v = w->mean;
@@ -91,13 +93,28 @@ static bool season_at(const struct forecast *f, int64_t t_ms, double *v)
 	return true;
 }
 
-/* The profile's change from A_MS to B_MS; 0 where it does not know both. */
+/* The profile's change from A_MS to B_MS; 0 where it does not know both.
+ * The profile at the newest sample is kept (season_last), as nearly every
+ * forecast starts there. */
 static double season_delta(const struct forecast *f, int64_t a_ms, int64_t b_ms, bool *known)
 {
 	double sa, sb;
 
-	*known = season_at(f, a_ms, &sa) && season_at(f, b_ms, &sb);
+	if (a_ms == f->last_ms && f->n_samples > 0) {
+		*known = f->season_last_known;
+		sa = f->season_last;
+	} else {
+		*known = season_at(f, a_ms, &sa);
+	}
+	if (*known && b_ms == a_ms)
+		return 0.0;
+	*known = *known && season_at(f, b_ms, &sb);
 	return *known ? sb - sa : 0.0;
+}
+
+static void cache_season(struct forecast *f)
+{
+	f->season_last_known = season_at(f, f->last_ms, &f->season_last);
 }
 
 static double error_scale_at(const struct forecast *f, int64_t t_ms)
@@ -333,6 +350,7 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 		f->n_samples = 1;
 		f->horizon_ms = horizon_ms;
 		f->keep_ms = keep_ms;
+		cache_season(f);
 		add_pending(f, t_ms, horizon_ms, 0);
 		add_peak(f, t_ms, keep_ms, 0);
 		return 0;
@@ -349,8 +367,16 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 		tau_l = (double)dt;
 	if (tau_t < (double)dt)
 		tau_t = (double)dt;
-	al = 1.0 - exp(-(double)dt / tau_l);
-	bt = 1.0 - exp(-(double)dt / tau_t);
+	/* Samples usually come at one spacing: the weights are computed once
+	 * for it. */
+	if (dt != f->rate_dt_ms || horizon_ms != f->rate_horizon_ms) {
+		f->rate_dt_ms = dt;
+		f->rate_horizon_ms = horizon_ms;
+		f->rate_level = 1.0 - exp(-(double)dt / tau_l);
+		f->rate_trend = 1.0 - exp(-(double)dt / tau_t);
+	}
+	al = f->rate_level;
+	bt = f->rate_trend;
 	ds = season_delta(f, f->last_ms, t_ms, &known);
 	pred = f->level + f->trend * (double)dt + ds;
 	level = pred + al * (x - pred);
@@ -366,6 +392,7 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 	f->cur_n++;
 	f->last_ms = t_ms;
 	f->n_samples++;
+	cache_season(f);
 	if (horizon_ms != f->horizon_ms) {
 		/* Predictions for another horizon would score the wrong thing. */
 		f->n_pending = 0;
@@ -431,6 +458,13 @@ int forecast_for_engine(const struct forecast *f, int64_t t_ms, int64_t horizon_
 		return r;
 	*keep = v.upper;
 	return 0;
+}
+
+void forecast_refresh(struct forecast *f)
+{
+	f->rate_dt_ms = f->rate_horizon_ms = 0;
+	if (f->n_samples > 0)
+		cache_season(f);
 }
 
 static bool buckets_valid(const struct forecast_bucket *b, size_t n)

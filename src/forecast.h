@@ -82,6 +82,12 @@ struct forecast {
 	int64_t keep_ms;
 	struct forecast_pending_peak peaks[FORECAST_PENDING];
 	uint32_t n_peaks, peaks_head;
+	/* The profile at the newest sample, and whether it knows it. */
+	double season_last;
+	bool season_last_known;
+	/* The smoothing weights for the last sample spacing and horizon. */
+	int64_t rate_dt_ms, rate_horizon_ms;
+	double rate_level, rate_trend;
 };
 
 /* A forecast: point is the expected value at the target time, upper the
@@ -117,6 +123,10 @@ int forecast_predict_peak(const struct forecast *f, int64_t t_ms, int64_t span_m
  * KEEP_MS] in *KEEP. 0 or -ENODATA. */
 int forecast_for_engine(const struct forecast *f, int64_t t_ms, int64_t horizon_ms, int64_t keep_ms, double *ahead,
 			double *keep);
+
+/* Recomputes what the state derives from its profile and counters (after
+ * it was read back or changed from outside). */
+void forecast_refresh(struct forecast *f);
 
 /* Whether the state read back from a file is one this code can use (the
  * version, the counters within their arrays, the numbers finite). */
