@@ -117,6 +117,23 @@ static void cache_season(struct forecast *f)
 	f->season_last_known = season_at(f, f->last_ms, &f->season_last);
 }
 
+static double point_at(const struct forecast *f, int64_t target_ms, bool *seasonal);
+
+/* Fills the memo of point_at() for the newest sample plus HORIZON_MS; to
+ * be called whenever the level, the trend or the profile has changed. */
+static void cache_ahead(struct forecast *f, int64_t horizon_ms)
+{
+	bool seasonal;
+	double v;
+
+	f->ahead_valid = false;
+	v = point_at(f, f->last_ms + horizon_ms, &seasonal);
+	f->ahead_t_ms = f->last_ms + horizon_ms;
+	f->ahead_point = v;
+	f->ahead_seasonal = seasonal;
+	f->ahead_valid = true;
+}
+
 static double error_scale_at(const struct forecast *f, int64_t t_ms)
 {
 	double s = f->day[day_index(bucket_of(t_ms))].scale;
@@ -127,6 +144,13 @@ static double error_scale_at(const struct forecast *f, int64_t t_ms)
 static double point_at(const struct forecast *f, int64_t target_ms, bool *seasonal)
 {
 	double ahead = (double)(target_ms - f->last_ms);
+
+	/* One horizon ahead of the newest sample is where nearly every
+	 * forecast lands: it is computed once per sample (cache_ahead). */
+	if (f->ahead_valid && target_ms == f->ahead_t_ms) {
+		*seasonal = f->ahead_seasonal;
+		return f->ahead_point;
+	}
 
 	return f->level + f->trend * ahead + season_delta(f, f->last_ms, target_ms, seasonal);
 }
@@ -335,8 +359,8 @@ static void add_peak(struct forecast *f, int64_t t_ms, int64_t keep_ms, int64_t 
 int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_ms, int64_t keep_ms)
 {
 	int64_t dt, b;
-	double tau_l, tau_t, al, bt, pred, level, ds;
-	bool known;
+	double tau_l, tau_t, al, bt, pred, level, ds, s_t = 0;
+	bool known, closed;
 
 	if (!f || !isfinite(x) || horizon_ms < 0 || keep_ms < 0 || (f->n_samples > 0 && t_ms <= f->last_ms))
 		return -EINVAL;
@@ -351,6 +375,7 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 		f->horizon_ms = horizon_ms;
 		f->keep_ms = keep_ms;
 		cache_season(f);
+		cache_ahead(f, horizon_ms);
 		add_pending(f, t_ms, horizon_ms, 0);
 		add_peak(f, t_ms, keep_ms, 0);
 		return 0;
@@ -377,14 +402,18 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 	}
 	al = f->rate_level;
 	bt = f->rate_trend;
-	ds = season_delta(f, f->last_ms, t_ms, &known);
+	/* The profile at this sample, once: its change since the last one,
+	 * and the newest profile value unless a visit closes below. */
+	known = season_at(f, t_ms, &s_t);
+	ds = known && f->season_last_known ? s_t - f->season_last : 0.0;
 	pred = f->level + f->trend * (double)dt + ds;
 	level = pred + al * (x - pred);
 	f->trend += bt * ((level - f->level - ds) / (double)dt - f->trend);
 	f->level = level;
 
 	b = bucket_of(t_ms);
-	if (b != f->cur_bucket) {
+	closed = b != f->cur_bucket;
+	if (closed) {
 		close_visit(f);
 		f->cur_bucket = b;
 	}
@@ -392,7 +421,13 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 	f->cur_n++;
 	f->last_ms = t_ms;
 	f->n_samples++;
-	cache_season(f);
+	if (closed) {
+		cache_season(f);
+	} else {
+		f->season_last = s_t;
+		f->season_last_known = known;
+	}
+	cache_ahead(f, horizon_ms);
 	if (horizon_ms != f->horizon_ms) {
 		/* Predictions for another horizon would score the wrong thing. */
 		f->n_pending = 0;
@@ -463,8 +498,11 @@ int forecast_for_engine(const struct forecast *f, int64_t t_ms, int64_t horizon_
 void forecast_refresh(struct forecast *f)
 {
 	f->rate_dt_ms = f->rate_horizon_ms = 0;
-	if (f->n_samples > 0)
+	f->ahead_valid = false;
+	if (f->n_samples > 0) {
 		cache_season(f);
+		cache_ahead(f, f->horizon_ms);
+	}
 }
 
 static bool buckets_valid(const struct forecast_bucket *b, size_t n)

@@ -85,6 +85,10 @@ struct forecast {
 	/* The profile at the newest sample, and whether it knows it. */
 	double season_last;
 	bool season_last_known;
+	/* The point forecast one horizon after the newest sample. */
+	bool ahead_valid, ahead_seasonal;
+	int64_t ahead_t_ms;
+	double ahead_point;
 	/* The smoothing weights for the last sample spacing and horizon. */
 	int64_t rate_dt_ms, rate_horizon_ms;
 	double rate_level, rate_trend;
