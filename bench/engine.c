@@ -5,7 +5,11 @@
  * a fixed-date sale) with 4 rules each, and windows holding 20 minutes of
  * samples at 15 s. Two runs: one group evaluated again and again, and a
  * cycle over 10,000 such groups, as the daemon's timer would run them. Only
- * engine_evaluate() is timed; feeding the windows is not.
+ * engine_evaluate() is timed; feeding the windows is not. Then both again
+ * with a forecast on every signal: there the forecasters' work of an
+ * evaluation (learning the newest sample, predicting one boot time ahead
+ * and the peak until a relaunch pays off) is timed with it, as the daemon
+ * does it once per evaluation.
  *
  * Usage: bench/engine [GROUPS [CYCLES]] */
 #include <glib.h>
@@ -15,6 +19,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "forecast.h"
 
 #define N_SIGNALS 3
 #define N_PROFILES 3
@@ -29,8 +34,11 @@ struct bench_group {
 	struct window win[N_SIGNALS];
 	struct engine_signal_input in[N_SIGNALS];
 	struct engine_state st;
+	struct forecast *fc[N_SIGNALS]; /* NULL: no forecast */
 	int current;
 };
+
+#define BOOT_MS (120 * MS_PER_SEC)
 
 static GTimeZone *berlin;
 
@@ -142,6 +150,16 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 		for (i = 0; i < n; i++) {
 			struct bench_group *b = &groups[i];
 
+			for (size_t k = 0; k < N_SIGNALS; k++) {
+				const struct sample *smp = window_newest(&b->win[k]);
+
+				if (!b->fc[k])
+					continue;
+				forecast_update(b->fc[k], *now, smp->v * (k == 0 ? b->current : 1), BOOT_MS, BOOT_MS);
+				b->in[k].forecast_valid = forecast_for_engine(b->fc[k], *now, BOOT_MS, BOOT_MS,
+									      &b->in[k].forecast_total,
+									      &b->in[k].forecast_keep_total) == 0;
+			}
 			obs.current = b->current;
 			if (engine_evaluate(&b->g, clock_virtual(*now), &obs, b->in, &b->st, &b->st, &d) < 0)
 				abort();
@@ -199,6 +217,39 @@ int main(int argc, char **argv)
 	rate = run(groups, n, cycles, &now, &actions);
 	printf("%zu groups: %.0f evaluations/s (%.2f us each, %.1f ms a cycle), %ld actions\n", n, rate,
 	       1e6 / rate, 1e3 * n / rate, actions);
+
+	/* With forecasts: a week of history first, so the profiles are full. */
+	for (i = 0; i < n; i++) {
+		engine_state_init(&groups[i].st);
+		groups[i].current = 4;
+		for (j = 0; j < N_SIGNALS; j++) {
+			groups[i].sig[j].forecast = (struct forecast_conf){ .mode = FORECAST_ON, .quantile = 0.99 };
+			groups[i].fc[j] = malloc(sizeof(*groups[i].fc[j]));
+			if (!groups[i].fc[j]) {
+				fprintf(stderr, "bench: out of memory for the forecasters\n");
+				return 1;
+			}
+			forecast_init(groups[i].fc[j], 0.99);
+			if (i == 0)
+				for (now = start - 7 * 86400 * MS_PER_SEC; now < start; now += 60 * MS_PER_SEC)
+					forecast_update(groups[i].fc[j], now, 400 + (double)(now / 60000 % 1440),
+							BOOT_MS, BOOT_MS);
+			else
+				*groups[i].fc[j] = *groups[0].fc[j];
+		}
+	}
+	now = start;
+	actions = 0;
+	rate = run(groups, 1, 200000, &now, &actions);
+	printf("one group, forecasts: %.0f evaluations/s (%.2f us each), %ld actions\n", rate, 1e6 / rate, actions);
+	now = start;
+	actions = 0;
+	rate = run(groups, n, cycles, &now, &actions);
+	printf("%zu groups, forecasts: %.0f evaluations/s (%.2f us each, %.1f ms a cycle), %ld actions\n", n, rate,
+	       1e6 / rate, 1e3 * n / rate, actions);
+	for (i = 0; i < n; i++)
+		for (j = 0; j < N_SIGNALS; j++)
+			free(groups[i].fc[j]);
 
 	for (i = 0; i < n; i++)
 		for (j = 0; j < N_SIGNALS; j++)

@@ -12,7 +12,7 @@ _autoscalectl()
     local cur prev words cword
     _init_completion || return
 
-    local commands="status show explain history members pause resume pin unpin dry-run reload"
+    local commands="status show explain history forecast members pause resume pin unpin dry-run reload"
     local options="-s --socket -j --json --no-legend -h --help --version"
     local sock="" cmd="" i nargs=0
 
@@ -43,7 +43,7 @@ _autoscalectl()
         return
     fi
     case $cmd in
-    show | explain | history | members | pause | resume | pin | unpin | dry-run)
+    show | explain | history | forecast | members | pause | resume | pin | unpin | dry-run)
         if ((nargs == 0)); then
             COMPREPLY=($(compgen -W "$(_autoscalectl_groups "$sock")" -- "$cur"))
         elif [[ $cmd == dry-run ]] && ((nargs == 1)); then

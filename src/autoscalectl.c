@@ -277,6 +277,72 @@ static void print_show(const cJSON *o)
 		printf("last:         no decision yet\n");
 }
 
+/* The forecast line under a signal: what it predicts one boot time ahead
+ * and what that needs, and whether the engine acted on it. */
+static void print_signal_forecast(const cJSON *d, const cJSON *s)
+{
+	const cJSON *f = cJSON_GetObjectItem(s, "forecast");
+	char a[32], b[32], c[32], e[32];
+
+	if (!cJSON_IsObject(f))
+		return;
+	printf("  %-12s forecast %s in %s s (boot time) -> %s instances, keep %s%s\n", "",
+	       num(f, "value", a, sizeof(a)), num(d, "boot_time_s", b, sizeof(b)), num(f, "recommendation", c, sizeof(c)),
+	       num(f, "keep", e, sizeof(e)),
+	       strcmp(str(f, "mode", ""), "observe") == 0 ? " (observe: not acted on)"
+	       : cJSON_IsTrue(cJSON_GetObjectItem(f, "raised")) ? " (raised the count)" : "");
+}
+
+/* Forecast against actual: each recent decision's group total set against
+ * the forecast made one boot time before it (the newest record at or before
+ * that time), signal by signal. */
+static void print_forecast(const cJSON *o)
+{
+	const cJSON *decs = cJSON_GetObjectItem(o, "decisions"), *d, *p;
+	bool any = false;
+
+	printf("%-20s %-12s %12s %12s %9s %9s\n", "time", "signal", "actual", "forecast", "error %", "covered");
+	cJSON_ArrayForEach(d, decs)
+	{
+		const cJSON *s;
+		int i = 0;
+
+		cJSON_ArrayForEach(s, cJSON_GetObjectItem(d, "signals"))
+		{
+			const cJSON *f = cJSON_GetObjectItem(s, "forecast"), *now = cJSON_GetObjectItem(f, "now");
+			const cJSON *best = NULL;
+			double t = cJSON_GetNumberValue(cJSON_GetObjectItem(f, "made_ms")), best_t = -1;
+
+			if (!cJSON_IsObject(f) || !cJSON_IsNumber(now)) {
+				i++;
+				continue;
+			}
+			cJSON_ArrayForEach(p, decs)
+			{
+				const cJSON *pf = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(p, "signals"), i),
+								      "forecast");
+				double pt = cJSON_GetNumberValue(cJSON_GetObjectItem(pf, "made_ms"));
+				double pfor = cJSON_GetNumberValue(cJSON_GetObjectItem(pf, "for_ms"));
+
+				if (cJSON_IsObject(pf) && pfor <= t && pt > best_t) {
+					best = pf;
+					best_t = pt;
+				}
+			}
+			if (best) {
+				double fv = cJSON_GetNumberValue(cJSON_GetObjectItem(best, "value")), av = now->valuedouble;
+
+				printf("%-20s %-12s %12.6g %12.6g %9.1f %9s\n", str(d, "time", "?"), str(s, "name", "?"), av,
+				       fv, av != 0 ? 100.0 * (fv - av) / av : 0.0, av <= fv ? "yes" : "no");
+				any = true;
+			}
+			i++;
+		}
+	}
+	if (!any)
+		printf("(no forecast made one boot time before a recorded decision yet)\n");
+}
+
 static void print_record(const cJSON *d)
 {
 	const cJSON *s;
@@ -295,6 +361,7 @@ static void print_record(const cJSON *d)
 			       cJSON_IsTrue(cJSON_GetObjectItem(s, "within_tolerance")) ? " (within tolerance)" : "");
 		else
 			printf("  %-12s invalid: %s\n", str(s, "name", "?"), str(s, "reason", "no data"));
+		print_signal_forecast(d, s);
 	}
 	cJSON_ArrayForEach(s, cJSON_GetObjectItem(d, "rules"))
 		printf("  rule %s on %s (scale %s): %s%s\n", num(s, "index", a, sizeof(a)), str(s, "signal", "?"),
@@ -444,6 +511,7 @@ static int usage(FILE *f, int code)
 		"  explain GROUP --what-if [--value SIGNAL=NUMBER]... [--current N] [--partial]\n"
 		"                                 what the group would decide now with these inputs\n"
 		"  history GROUP                  recent decisions\n"
+		"  forecast GROUP                 recent forecasts against what came\n"
 		"  members GROUP                  the instances: state, readiness, age, location\n"
 		"  pause GROUP [--for D|--until T]  evaluate and log, never act\n"
 		"  resume GROUP\n"
@@ -504,7 +572,7 @@ static int run_post(const struct ctl *c, const char *path, cJSON *body, const ch
 }
 
 static const char *const commands[] = {"status", "show",  "explain", "history", "members", "pause",
-				       "resume", "pin",   "unpin",   "dry-run", "reload",  NULL};
+				       "resume", "pin",   "unpin",   "dry-run", "reload",  "forecast", NULL};
 
 /* Edit distance between a and b, counting a swap of two neighbours as
  * one edit (a typo's usual shape); words longer than 31 bytes are only
@@ -629,14 +697,16 @@ static int command(struct ctl *c, int argc, char **argv)
 		cJSON_Delete(o);
 		return rc;
 	}
-	if (strcmp(cmd, "show") == 0 || strcmp(cmd, "explain") == 0 || strcmp(cmd, "history") == 0) {
+	if (strcmp(cmd, "show") == 0 || strcmp(cmd, "explain") == 0 || strcmp(cmd, "history") == 0 ||
+	    strcmp(cmd, "forecast") == 0) {
 		if (argc != 2)
 			return usage(stderr, EXIT_USAGE);
-		if (cmd[0] == 'h')
+		if (cmd[0] == 'h' || cmd[0] == 'f')
 			group_path(argv[1], "/decisions", path, sizeof(path));
 		rc = request(c, "GET", path, NULL, &o);
 		if (rc == EXIT_OK)
 			c->json ? print_json(o) : cmd[0] == 's' ? print_show(o) : cmd[0] == 'e' ? print_explain(o)
+							      : cmd[0] == 'f' ? print_forecast(o)
 											 : print_history(o);
 		cJSON_Delete(o);
 		return rc;

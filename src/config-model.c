@@ -327,7 +327,10 @@ bool config_signal_equal(const struct signal_conf *a, const struct signal_conf *
 	       config_options_equal(&a->source_options, &b->source_options) && a->type == b->type &&
 	       a->target == b->target && a->window_ms == b->window_ms && a->aggregation == b->aggregation &&
 	       a->tolerance == b->tolerance && a->staleness_ms == b->staleness_ms &&
-	       a->poll_interval_ms == b->poll_interval_ms && a->timeout_ms == b->timeout_ms;
+	       a->poll_interval_ms == b->poll_interval_ms && a->timeout_ms == b->timeout_ms &&
+	       a->forecast.mode == b->forecast.mode && a->forecast.quantile == b->forecast.quantile &&
+	       str_eq(a->forecast.seed_file, b->forecast.seed_file) &&
+	       str_eq(a->forecast.seed_format, b->forecast.seed_format);
 }
 
 static bool rule_equal(const struct rule_conf *a, const struct rule_conf *b)
@@ -392,5 +395,9 @@ bool config_group_equal(const struct group_conf *a, const struct group_conf *b)
 	return direction_equal(&a->behavior.scale_out, &b->behavior.scale_out) &&
 	       direction_equal(&a->behavior.scale_in, &b->behavior.scale_in) &&
 	       a->behavior.initialization_ms == b->behavior.initialization_ms &&
-	       a->behavior.on_missing == b->behavior.on_missing && notify_equal(&a->notify, &b->notify);
+	       a->behavior.on_missing == b->behavior.on_missing && a->behavior.boot_time_ms == b->behavior.boot_time_ms &&
+	       a->behavior.lazy_scale_in == b->behavior.lazy_scale_in &&
+	       a->behavior.billing_minimum_ms == b->behavior.billing_minimum_ms &&
+	       a->behavior.billing_granularity_ms == b->behavior.billing_granularity_ms &&
+	       notify_equal(&a->notify, &b->notify);
 }

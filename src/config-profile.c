@@ -49,8 +49,11 @@ static const char *const fixed_keys[] = { "start", "end", "timezone" };
 static const char *const rule_keys[] = {
 	"signal", "window", "statistic", "operator", "threshold", "direction", "change", "value", "cooldown",
 };
-static const char *const behavior_keys[] = { "scale_in", "scale_out", "initialization_period", "on_missing" };
+static const char *const behavior_keys[] = { "scale_in", "scale_out", "initialization_period", "on_missing",
+					     "boot_time" };
 static const char *const direction_keys[] = { "stabilization", "select", "policies" };
+static const char *const scale_in_keys[] = { "stabilization", "select", "policies", "lazy", "billing_minimum",
+					     "billing_granularity" };
 static const char *const policy_keys[] = { "type", "value", "period" };
 
 static const struct enum_name changes[] = {
@@ -524,14 +527,22 @@ static void read_policies(struct config_ctx *x, const config_setting_t *s, struc
 }
 
 static void read_direction(struct config_ctx *x, const config_setting_t *s, const char *key,
-			   struct direction_behavior *d)
+			   struct direction_behavior *d, struct behavior_conf *b)
 {
 	const config_setting_t *m = cfg_get_group(x, s, key);
 	int v;
 
 	if (!m)
 		return;
-	cfg_check_keys(x, m, direction_keys, N_ELEMS(direction_keys));
+	/* Only scale-in can be lazy: the keys of the cost of a relaunch. */
+	if (b) {
+		cfg_check_keys(x, m, scale_in_keys, N_ELEMS(scale_in_keys));
+		cfg_get_bool(x, m, "lazy", &b->lazy_scale_in);
+		cfg_get_duration(x, m, "billing_minimum", 0, 86400 * MS_PER_SEC, &b->billing_minimum_ms);
+		cfg_get_duration(x, m, "billing_granularity", 1 * MS_PER_SEC, 86400 * MS_PER_SEC, &b->billing_granularity_ms);
+	} else {
+		cfg_check_keys(x, m, direction_keys, N_ELEMS(direction_keys));
+	}
 	cfg_get_duration(x, m, "stabilization", 0, CONFIG_MAX_STABILIZATION_MS, &d->stabilization_ms);
 	if (cfg_get_enum(x, m, "select", selects, N_ELEMS(selects), &v) > 0)
 		d->select = (enum select_policy)v;
@@ -561,12 +572,17 @@ void cfg_read_behavior(struct config_ctx *x, const config_setting_t *s, struct g
 	};
 	b->initialization_ms = 60 * MS_PER_SEC;
 	b->on_missing = ON_MISSING_HOLD;
+	b->boot_time_ms = 120 * MS_PER_SEC;
+	b->lazy_scale_in = false;
+	b->billing_minimum_ms = 60 * MS_PER_SEC;
+	b->billing_granularity_ms = 1 * MS_PER_SEC;
 	m = cfg_get_group(x, s, "behavior");
 	if (!m)
 		return;
 	cfg_check_keys(x, m, behavior_keys, N_ELEMS(behavior_keys));
-	read_direction(x, m, "scale_out", &b->scale_out);
-	read_direction(x, m, "scale_in", &b->scale_in);
+	read_direction(x, m, "scale_out", &b->scale_out, NULL);
+	read_direction(x, m, "scale_in", &b->scale_in, b);
+	cfg_get_duration(x, m, "boot_time", 1 * MS_PER_SEC, 3600 * MS_PER_SEC, &b->boot_time_ms);
 	cfg_get_duration(x, m, "initialization_period", 0, 3600 * MS_PER_SEC, &b->initialization_ms);
 	if (cfg_get_enum(x, m, "on_missing", cfg_on_missings, N_ON_MISSINGS, &v) > 0)
 		b->on_missing = (enum on_missing)v;

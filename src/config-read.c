@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "config-private.h"
+#include "trace.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -63,7 +64,15 @@ static const char *const group_keys[] = {
 
 static const char *const signal_keys[] = {
 	"name", "source", "source_options", "type", "target", "window", "aggregation", "tolerance", "staleness",
-	"poll_interval", "timeout",
+	"poll_interval", "timeout", "forecast",
+};
+
+static const char *const forecast_keys[] = { "mode", "quantile", "seed_file", "seed_format" };
+
+static const struct enum_name forecast_modes[] = {
+	{ "off", FORECAST_OFF },
+	{ "observe", FORECAST_OBSERVE },
+	{ "on", FORECAST_ON },
 };
 
 /* ------------------------------------------------------------------ agent */
@@ -169,6 +178,40 @@ static void unknown_name(struct config_ctx *x, const config_setting_t *m, const 
 
 /* ---------------------------------------------------------------- signals */
 
+/* The signal's forecaster. A seed file's format is checked here so that a
+ * typo is a FILE:LINE error, not a surprise at the first start. */
+static void read_forecast(struct config_ctx *x, const config_setting_t *s, struct signal_conf *sig)
+{
+	struct forecast_conf *fc = &sig->forecast;
+	const config_setting_t *m = cfg_get_group(x, s, "forecast");
+	enum trace_format tf;
+	int v;
+
+	fc->mode = FORECAST_OFF;
+	fc->quantile = 0.9;
+	if (!m)
+		return;
+	fc->file = cfg_file_name(x, m);
+	fc->line = (int)m->line;
+	cfg_check_keys(x, m, forecast_keys, N_ELEMS(forecast_keys));
+	if (cfg_get_enum(x, m, "mode", forecast_modes, N_ELEMS(forecast_modes), &v) == 0)
+		cfg_need(x, m, "mode");
+	else
+		fc->mode = (enum forecast_mode)v;
+	if (cfg_get_number(x, m, "quantile", &fc->quantile) > 0 && !(fc->quantile >= 0.5 && fc->quantile <= 0.999))
+		cfg_error(x, config_setting_get_member(m, "quantile"),
+			  "'quantile' must be between 0.5 and 0.999, not %g", fc->quantile);
+	cfg_get_string(x, m, "seed_file", &fc->seed_file);
+	empty_is_null(&fc->seed_file);
+	if (cfg_get_string(x, m, "seed_format", &fc->seed_format) > 0 && fc->seed_format &&
+	    trace_format_parse(fc->seed_format, &tf) < 0)
+		cfg_error(x, config_setting_get_member(m, "seed_format"), "unknown trace format '%s'", fc->seed_format);
+	if (fc->seed_format && !fc->seed_file)
+		cfg_error(x, config_setting_get_member(m, "seed_format"), "'seed_format' without 'seed_file'");
+	if (fc->mode != FORECAST_OFF && !(sig->target > 0))
+		cfg_error(x, m, "a forecast needs the signal's 'target' to turn a value into instances");
+}
+
 static void read_signal(struct config_ctx *x, const config_setting_t *s, const struct group_conf *g,
 			struct signal_conf *sig)
 {
@@ -223,6 +266,7 @@ static void read_signal(struct config_ctx *x, const config_setting_t *s, const s
 	if (poll_ok && timeout_set && sig->timeout_ms > sig->poll_interval_ms)
 		cfg_error(x, config_setting_get_member(s, "timeout"), "'timeout' (%s) must not exceed 'poll_interval' (%s)",
 			  cfg_format_duration(b1, sig->timeout_ms), cfg_format_duration(b2, sig->poll_interval_ms));
+	read_forecast(x, s, sig);
 }
 
 static void read_signals(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)

@@ -313,6 +313,8 @@ void cfg_group_clear(struct group_conf *g)
 	for (size_t i = 0; i < g->n_signals; i++) {
 		free(g->signals[i].name);
 		free(g->signals[i].source);
+		free(g->signals[i].forecast.seed_file);
+		free(g->signals[i].forecast.seed_format);
 		options_clear(&g->signals[i].source_options);
 	}
 	free(g->signals);

@@ -121,6 +121,22 @@ const char *options_get_str(const struct options *o, const char *key, const char
 double options_get_num(const struct options *o, const char *key, double def);
 bool options_get_bool(const struct options *o, const char *key, bool def);
 
+enum forecast_mode {
+	FORECAST_OFF,     /* no forecaster (default) */
+	FORECAST_OBSERVE, /* forecast recorded in the decision and metrics, never acted on */
+	FORECAST_ON,      /* the forecast raises the signal's recommendation */
+};
+
+/* A signal's forecaster (forecast.h, autoscaled.conf(5) FORECASTING). */
+struct forecast_conf {
+	enum forecast_mode mode;
+	double quantile;        /* the upper quantile provisioned for, default 0.9 */
+	char *seed_file;        /* a trace to learn the profile from before the first sample; NULL = none */
+	char *seed_format;      /* its format (trace.h), default "csv" */
+	const char *file;       /* where the block is, for messages */
+	int line;
+};
+
 struct signal_conf {
 	char *name;
 	char *source; /* a source type (prometheus, haproxy, redis, http_json, exec, replay, ...) or a driver's (libvirt_cpu) */
@@ -133,6 +149,7 @@ struct signal_conf {
 	int64_t staleness_ms;   /* a window with no sample newer than this is invalid (default 3 x poll) */
 	int64_t poll_interval_ms; /* default: the group's interval */
 	int64_t timeout_ms;     /* default: 10 s, at most the poll interval */
+	struct forecast_conf forecast;
 	const char *file;
 	int line;
 };
@@ -197,6 +214,15 @@ struct behavior_conf {
 	struct direction_behavior scale_in;
 	int64_t initialization_ms; /* default 60 s */
 	enum on_missing on_missing;
+	/* Launch to ready when the daemon has not measured it yet (default
+	 * 120 s): the forecasts' horizon and the lazy scale-in's cost of a
+	 * relaunch. */
+	int64_t boot_time_ms;
+	/* Lazy scale-in: an idle instance goes only when keeping it would
+	 * cost more than relaunching it (engine.c, engine_keep_ms()). */
+	bool lazy_scale_in;
+	int64_t billing_minimum_ms;     /* default 60 s */
+	int64_t billing_granularity_ms; /* default 1 s */
 };
 
 /* Notifications on each action and the pre-scale-in (drain) hook; see

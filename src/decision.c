@@ -112,6 +112,12 @@ static void sentence_signals(struct sbuf *sb, const struct decision *d, const st
 		} else if (sd->tolerance_hold) {
 			sb_printf(sb, " (within tolerance)");
 		}
+		/* The forecast in both modes, so that an operator watching
+		 * observe mode reads what it would have done. */
+		if (sd->forecast)
+			sb_printf(sb, " (forecast %g -> %d%s)", sd->forecast_value, sd->forecast_recommendation,
+				  sc->forecast.mode == FORECAST_ON ? (sd->forecast_raised ? ", raised" : "")
+								   : ", observed only");
 	}
 }
 
@@ -258,6 +264,32 @@ static bool add_number_or_null(cJSON *o, const char *key, bool known, double v)
 	return known ? cJSON_AddNumberToObject(o, key, v) != NULL : cJSON_AddNullToObject(o, key) != NULL;
 }
 
+/* "forecast": null without a forecaster, else what it predicts one boot
+ * time ahead, the instances that needs, those it keeps for the lazy
+ * scale-in and whether it was acted on. */
+static bool add_forecast(cJSON *o, const struct decision *d, const struct signal_decision *sd,
+			 const struct signal_conf *sc)
+{
+	cJSON *f;
+
+	if (!sd->forecast)
+		return cJSON_AddNullToObject(o, "forecast") != NULL;
+	f = cJSON_AddObjectToObject(o, "forecast");
+	/* "now" is the group total the forecast is compared with when its
+	 * time comes ("for_ms"): the mean times the ready instances for a
+	 * utilization, the value for an average. */
+	return f && cJSON_AddStringToObject(f, "mode", sc->forecast.mode == FORECAST_ON ? "on" : "observe") &&
+	       cJSON_AddNumberToObject(f, "made_ms", (double)d->time_ms) &&
+	       cJSON_AddNumberToObject(f, "for_ms", (double)(d->time_ms + d->boot_ms)) &&
+	       (sd->valid ? cJSON_AddNumberToObject(f, "now", sc->type == SIGNAL_UTILIZATION ? sd->value * d->ready
+											: sd->value)
+			  : cJSON_AddNullToObject(f, "now")) &&
+	       cJSON_AddNumberToObject(f, "value", sd->forecast_value) &&
+	       cJSON_AddNumberToObject(f, "recommendation", sd->forecast_recommendation) &&
+	       cJSON_AddNumberToObject(f, "keep", sd->keep_recommendation) &&
+	       cJSON_AddBoolToObject(f, "raised", sd->forecast_raised);
+}
+
 static bool add_signals(cJSON *root, const struct decision *d, const struct group_conf *g)
 {
 	cJSON *arr = cJSON_AddArrayToObject(root, "signals");
@@ -282,6 +314,8 @@ static bool add_signals(cJSON *root, const struct decision *d, const struct grou
 			return false;
 		if (sd->valid ? !cJSON_AddNullToObject(o, "reason")
 			      : !cJSON_AddStringToObject(o, "reason", sd->reason ? sd->reason : "no data"))
+			return false;
+		if (!add_forecast(o, d, sd, &g->signals[i]))
 			return false;
 	}
 	return true;
@@ -366,6 +400,9 @@ cJSON *decision_to_json(const struct decision *d, const struct group_conf *g)
 		      : cJSON_AddNullToObject(root, "driver_signal")) ||
 	    !(d->driver_rule >= 0 ? cJSON_AddNumberToObject(root, "driver_rule", d->driver_rule)
 				  : cJSON_AddNullToObject(root, "driver_rule")) ||
+	    !cJSON_AddNumberToObject(root, "boot_time_s", (double)d->boot_ms / 1000.0) ||
+	    !(d->keep_ms > 0 ? cJSON_AddNumberToObject(root, "keep_s", (double)d->keep_ms / 1000.0)
+			     : cJSON_AddNullToObject(root, "keep_s")) ||
 	    !cJSON_AddStringToObject(root, "explanation", sentence)) {
 		cJSON_Delete(root);
 		return NULL;

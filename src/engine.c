@@ -259,6 +259,37 @@ static void recommend_average(struct eval *e, size_t s, struct signal_decision *
 	sd->recommendation = ceil_count(sd->value / sd->target);
 }
 
+/* Step 2, forecasting (issue: boot-aware and lazy): the instances the
+ * forecast group total needs at the target. In mode on it raises the
+ * signal's recommendation, never lowers it, so a scale-in still needs the
+ * reactive value to agree; with a lazy scale-in it also keeps the instances
+ * the forecast needs again before a relaunch would pay off. In mode observe
+ * it is only recorded. */
+static void apply_forecast(struct eval *e, size_t s, struct signal_decision *sd)
+{
+	const struct engine_signal_input *in = &e->in[s];
+	int keep;
+
+	sd->forecast = true;
+	sd->forecast_value = in->forecast_total;
+	sd->forecast_recommendation = ceil_count(in->forecast_total / sd->target);
+	sd->keep_recommendation = ceil_count(in->forecast_keep_total / sd->target);
+	if (e->g->signals[s].forecast.mode != FORECAST_ON)
+		return;
+	if (sd->forecast_recommendation > sd->recommendation) {
+		sd->recommendation = sd->forecast_recommendation;
+		sd->forecast_raised = true;
+		sd->tolerance_hold = false;
+	}
+	if (e->g->behavior.lazy_scale_in && sd->recommendation < e->current) {
+		keep = sd->keep_recommendation < e->current ? sd->keep_recommendation : e->current;
+		if (keep > sd->recommendation) {
+			sd->recommendation = keep;
+			sd->forecast_raised = true;
+		}
+	}
+}
+
 /* Step 2. */
 static void step_signals(struct eval *e)
 {
@@ -288,6 +319,8 @@ static void step_signals(struct eval *e)
 			recommend_utilization(e, s, sd, in->n_sampled);
 		else
 			recommend_average(e, s, sd);
+		if (sc->forecast.mode != FORECAST_OFF && in->forecast_valid)
+			apply_forecast(e, s, sd);
 	}
 }
 
@@ -534,7 +567,10 @@ static int step_stabilize(struct eval *e, int rec)
 	deque_push(st->up_recs, &st->n_up_recs, e->mono, rec, -1);
 	deque_expire(st->up_recs, &st->n_up_recs, e->mono, e->g->behavior.scale_out.stabilization_ms);
 	deque_push(st->down_recs, &st->n_down_recs, e->mono, rec, +1);
-	deque_expire(st->down_recs, &st->n_down_recs, e->mono, e->g->behavior.scale_in.stabilization_ms);
+	/* A lazy scale-in keeps the highest recommendation for as long as an
+	 * idle instance is worth keeping instead of a fixed window. */
+	deque_expire(st->down_recs, &st->n_down_recs, e->mono,
+		     e->d->keep_ms > 0 ? e->d->keep_ms : e->g->behavior.scale_in.stabilization_ms);
 	up = st->up_recs[0].count;
 	down = st->down_recs[0].count;
 	if (n < up)
@@ -771,6 +807,8 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 		*next = *prior;
 	count_instances(&e);
 	d->ready = e.ready;
+	d->boot_ms = obs->boot_ms > 0 ? obs->boot_ms : g->behavior.boot_time_ms;
+	d->keep_ms = g->behavior.lazy_scale_in ? engine_keep_ms(g, d->boot_ms) : 0;
 	prune_events(next, g, now.mono_ms);
 
 	/* Steps 2 to 4: what the signals and the rules ask for, combined. */
@@ -826,6 +864,17 @@ void engine_order_victims(struct instance_obs *v, size_t n)
 {
 	if (n > 1)
 		qsort(v, n, sizeof(*v), victim_order);
+}
+
+int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms)
+{
+	int64_t keep = boot_ms > 0 ? boot_ms : g->behavior.boot_time_ms;
+
+	if (keep < g->behavior.billing_minimum_ms)
+		keep = g->behavior.billing_minimum_ms;
+	if (keep < g->behavior.billing_granularity_ms)
+		keep = g->behavior.billing_granularity_ms;
+	return keep;
 }
 
 void engine_record_action(struct engine_state *s, int64_t mono_ms, int from, int to)

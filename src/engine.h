@@ -62,6 +62,9 @@ struct observation {
 	bool pinned;             /* operator: pin_count decides the final count */
 	int pin_count;
 	bool pin_forced;         /* the pin may leave the profile's [min, max] */
+	/* Launch to ready as measured (forecast_boot_horizon()); 0: the
+	 * configured boot_time. The lazy scale-in's cost of a relaunch. */
+	int64_t boot_ms;
 };
 
 /* One signal's input: its window and, if the newest poll failed, why. */
@@ -69,6 +72,13 @@ struct engine_signal_input {
 	const struct window *window;  /* NULL: no samples at all */
 	const char *error;            /* last source error, used as the invalid reason */
 	int n_sampled;                /* utilization: ready instances that reported; -1 = all of them */
+	/* The signal's forecast (forecast.h) as a group total: for a
+	 * utilization signal the sum over the instances (value x instances),
+	 * for an average one the value. Read only when the signal's forecast
+	 * mode is not off. */
+	bool forecast_valid;
+	double forecast_total;      /* upper quantile one boot time ahead */
+	double forecast_keep_total; /* upper quantile of the peak until a relaunch would pay off */
 };
 
 #define ENGINE_MAX_HISTORY 64
@@ -145,6 +155,12 @@ struct signal_decision {
 	int counted_at_target;
 	int counted_as_zero;
 	bool rules_only;         /* no target (<= 0): read by rules only, no recommendation */
+	/* The forecast, when the signal has one (mode observe or on). */
+	bool forecast;
+	double forecast_value;       /* the group total one boot time ahead */
+	int forecast_recommendation; /* instances for it at the target */
+	int keep_recommendation;     /* instances the forecast needs before a relaunch would pay off */
+	bool forecast_raised;        /* mode on: the forecast, not the reactive value, set the recommendation */
 };
 
 struct rule_decision {
@@ -188,6 +204,8 @@ struct decision {
 	bool on_missing_applied;
 	int driver_signal;       /* index of the signal that drove the result, -1 for none/rule */
 	int driver_rule;         /* index of the rule that drove the result, -1 for none */
+	int64_t boot_ms;         /* the boot time in force: measured, or the configured one */
+	int64_t keep_ms;         /* lazy scale-in: how long an idle instance is worth keeping; 0 = not lazy */
 };
 
 /* The hold reason's name in records and metrics ("stabilization"), or
@@ -218,6 +236,12 @@ bool engine_instance_initialized(const struct instance_obs *o, int64_t mono_ms, 
 int engine_evaluate(const struct group_conf *g, struct clock_now now, const struct observation *obs,
 		    const struct engine_signal_input *signals, const struct engine_state *prior,
 		    struct engine_state *next, struct decision *out);
+
+/* Lazy scale-in: the longest an idle instance is worth keeping for a need
+ * that comes back, i.e. what relaunching it costs: its boot (billed but not
+ * serving), and at least the billing minimum and one billing unit.
+ * BOOT_MS 0 means the configured boot_time. */
+int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms);
 
 /* Tells the engine that the group was scaled from `from` to `to` at the
  * monotonic time mono_ms (after the driver accepted it), for rate limits and

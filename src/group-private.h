@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "driver.h"
 #include "engine.h"
+#include "forecast.h"
 #include "group.h"
 #include "state.h"
 #include "window.h"
@@ -95,6 +96,10 @@ struct signal_rt {
 	char error[256];          /* the newest poll's error, "" when it succeeded */
 	int n_sampled;
 	bool reported;            /* a poll has completed, with a sample or an error */
+	/* The signal's forecaster when its forecast mode is not off, and the
+	 * time (monotonic) of the newest sample it has learnt. */
+	struct forecast *fc;
+	int64_t fc_fed_ms;
 };
 
 struct group_rt {

@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "forecast-state.h"
 #include "group-private.h"
 #include "log.h"
 #include "log-ids.h"
@@ -358,6 +359,138 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	return json;
 }
 
+/* ------------------------------------------------------------ forecasts */
+
+static struct forecast *const *forecast_list(const struct group_rt *g, struct forecast **v)
+{
+	for (size_t i = 0; i < g->n_signals; i++)
+		v[i] = g->signals[i].fc;
+	return v;
+}
+
+/* Writes the forecasters' file; a failure is logged and counted, the
+ * daemon goes on with what it has in memory. */
+static void forecasts_save(struct group_rt *g)
+{
+	struct forecast *v[CONFIG_MAX_SIGNALS];
+	bool any = false;
+	int r;
+
+	for (size_t i = 0; i < g->n_signals; i++)
+		any |= g->signals[i].fc != NULL;
+	if (!any)
+		return;
+	r = forecast_file_save(g->ctx->agent_conf->state_directory, g->gc, forecast_list(g, v));
+	if (r < 0) {
+		log_group(LOG_ERR, g->gc->name, NULL, NULL, "forecast: cannot write the forecast file: %s",
+			  strerror(-r));
+		metrics_record_error(g->ctx->metrics, g->gc->name, "state");
+	}
+}
+
+/* Makes the forecasters of the signals that have one: a reload carries
+ * over the old runtime's of a signal of the same name; a start restores
+ * the file's, and a forecaster that has learnt nothing is seeded from its
+ * seed file when there is one. */
+static int forecasts_start(struct group_rt *g, const struct group_rt *old)
+{
+	const struct group_conf *gc = g->gc;
+	struct forecast *v[CONFIG_MAX_SIGNALS];
+	char why[256];
+	bool any = false;
+	int r;
+
+	for (size_t i = 0; i < g->n_signals; i++) {
+		const struct signal_conf *sc = g->signals[i].sc;
+
+		if (sc->forecast.mode == FORECAST_OFF)
+			continue;
+		g->signals[i].fc = malloc(sizeof(*g->signals[i].fc));
+		if (!g->signals[i].fc)
+			return -ENOMEM;
+		forecast_init(g->signals[i].fc, sc->forecast.quantile);
+		any = true;
+		for (size_t k = 0; old && k < old->n_signals; k++) {
+			if (old->signals[k].fc && strcmp(old->signals[k].sc->name, sc->name) == 0 &&
+			    old->signals[k].fc->quantile == sc->forecast.quantile) {
+				*g->signals[i].fc = *old->signals[k].fc;
+				g->signals[i].fc_fed_ms = old->signals[k].fc_fed_ms;
+			}
+		}
+	}
+	if (!any || old)
+		return 0;
+	r = forecast_file_load(g->ctx->agent_conf->state_directory, gc, forecast_list(g, v), why, sizeof(why));
+	if (r > 0)
+		log_group(LOG_INFO, gc->name, NULL, NULL, "forecast: history of %d signal%s restored", r,
+			  r == 1 ? "" : "s");
+	else if (r < 0 && r != -ENOENT)
+		log_group(LOG_WARNING, gc->name, NULL, NULL, "forecast: ignoring the forecast file: %s",
+			  r == -EINVAL ? why : strerror(-r));
+	for (size_t i = 0; i < g->n_signals; i++) {
+		const struct signal_conf *sc = g->signals[i].sc;
+		int64_t boot = forecast_boot_horizon(&g->st.boot, gc->behavior.boot_time_ms);
+
+		if (!g->signals[i].fc || g->signals[i].fc->n_samples > 0 || !sc->forecast.seed_file)
+			continue;
+		r = forecast_seed_file(g->signals[i].fc, sc->forecast.seed_file, sc->forecast.seed_format,
+				       sc->poll_interval_ms, boot, engine_keep_ms(gc, boot));
+		if (r < 0)
+			log_group(LOG_WARNING, gc->name, NULL, NULL, "forecast: signal '%s': cannot seed from '%s': %s",
+				  sc->name, sc->forecast.seed_file, strerror(-r));
+		else
+			log_group(LOG_INFO, gc->name, NULL, NULL, "forecast: signal '%s' seeded from '%s'", sc->name,
+				  sc->forecast.seed_file);
+	}
+	return 0;
+}
+
+/* Ready instances, as the engine counts them before the initialization
+ * period: what a utilization signal's mean was taken over. */
+static int ready_instances(const struct group_rt *g)
+{
+	int n = 0;
+
+	if (!g->instances)
+		return g->current;
+	for (size_t i = 0; i < g->n_instances; i++)
+		n += g->instances[i].state == INSTANCE_RUNNING && g->instances[i].ready;
+	return n;
+}
+
+/* Teaches each forecaster the signal's newest sample as a group total
+ * and fills the engine's forecast inputs. The file is written when a
+ * profile bucket closes, so a crash loses at most one bucket. */
+static void forecasts_feed(struct group_rt *g, struct clock_now t, int64_t boot_ms,
+			   struct engine_signal_input *in)
+{
+	int64_t keep = engine_keep_ms(g->gc, boot_ms);
+	int ready = ready_instances(g);
+	bool closed = false;
+
+	for (size_t i = 0; i < g->n_signals; i++) {
+		struct signal_rt *s = &g->signals[i];
+		const struct sample *smp = window_newest(&s->win);
+
+		if (!s->fc)
+			continue;
+		if (smp && smp->t_ms > s->fc_fed_ms) {
+			int n = s->n_sampled >= 0 ? s->n_sampled : ready;
+			double total = s->sc->type == SIGNAL_UTILIZATION ? smp->v * n : smp->v;
+			int64_t bucket = s->fc->cur_bucket;
+
+			s->fc_fed_ms = smp->t_ms;
+			if (s->sc->type != SIGNAL_UTILIZATION || n > 0) {
+				forecast_update(s->fc, clock_mono_to_wall(t, smp->t_ms), total, boot_ms, keep);
+				closed |= s->fc->n_samples > 1 && s->fc->cur_bucket != bucket;
+			}
+		}
+		in[i].forecast_valid = forecast_for_engine(s->fc, t.wall_ms, boot_ms, keep, &in[i].forecast_total,
+							   &in[i].forecast_keep_total) == 0;
+	}
+	if (closed)
+		forecasts_save(g);
+}
 
 /* What the runtime knows, as the engine's inputs: the observation, the
  * signals' windows, and what the agent knows about itself, each with its own
@@ -411,6 +544,10 @@ static void group_evaluate(struct group_rt *g)
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired", !g->st.pin.active && g->saved.pin.active
 											 ? "the pin" : "the pause");
 	group_engine_inputs(g, group_reconcile_in_flight(g, t.mono_ms), &obs, in);
+	/* The boot time: measured from the group's own scale-outs. */
+	forecast_boot_observe(&g->st.boot, t.mono_ms, ready_instances(g));
+	obs.boot_ms = forecast_boot_horizon(&g->st.boot, g->gc->behavior.boot_time_ms);
+	forecasts_feed(g, t, obs.boot_ms, in);
 	r = engine_evaluate(g->gc, t, &obs, in, &g->st.engine, &g->st.engine, &d);
 	if (r < 0) {
 		log_group_errno(LOG_ERR, g->gc->name, r, "evaluation failed");
@@ -446,6 +583,7 @@ static void group_evaluate(struct group_rt *g)
 		.started_ms = t.mono_ms,
 		.deadline_ms = t.mono_ms + STATE_IN_FLIGHT_DEADLINE_MS,
 	};
+	forecast_boot_action(&g->st.boot, t.mono_ms, d.current, d.desired);
 	group_save(g);
 	metrics_record_action(g->ctx->metrics, g->gc->name, d.action);
 	if (json && g->ctx->notifier)
@@ -658,6 +796,10 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		}
 	}
 
+	r = forecasts_start(g, old);
+	if (r < 0)
+		goto fail;
+
 	/* The driver instance is opened last, and only when the old runtime's
 	 * instance (or the one it is opening) cannot be taken over. */
 	g->take_over = old && same_driver(old->gc, gc) && (old->handle || (old->job && old->job->kind == JOB_OPEN));
@@ -840,6 +982,9 @@ void group_rt_free(struct group_rt *g)
 		source_free(g->signals[i].src);
 		window_destroy(&g->signals[i].win);
 	}
+	forecasts_save(g);
+	for (size_t i = 0; i < g->n_signals; i++)
+		free(g->signals[i].fc);
 	free(g->signals);
 	if (g->job) {
 		struct job *j = g->job;

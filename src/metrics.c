@@ -58,12 +58,18 @@ struct signal_metric {
 	double value;
 	int recommendation;
 	double last_sample; /* wall time of the last good sample, 0: none yet */
+	/* The forecast one boot time ahead (group total) and the instances
+	 * it needs, in observe and in on mode; absent without one. */
+	bool have_forecast;
+	double forecast;
+	int forecast_recommendation;
 };
 
 struct group_metrics {
 	char *name;
 	bool have_decision;
 	int current, desired;
+	double boot_seconds; /* the boot time in force at the last evaluation */
 	bool paused, pinned, in_flight;
 	/* The active profile and its bounds: the default profile's until
 	 * the first evaluation; have_bounds is false for a group recorded
@@ -262,7 +268,11 @@ static void record_decision(struct group_metrics *g, const struct group_conf *gc
 		s->valid = i < d->n_signals && d->signals[i].valid;
 		s->value = i < d->n_signals ? d->signals[i].value : NAN;
 		s->recommendation = i < d->n_signals ? d->signals[i].recommendation : 0;
+		s->have_forecast = i < d->n_signals && d->signals[i].forecast;
+		s->forecast = s->have_forecast ? d->signals[i].forecast_value : NAN;
+		s->forecast_recommendation = s->have_forecast ? d->signals[i].forecast_recommendation : 0;
 	}
+	g->boot_seconds = (double)d->boot_ms / 1000.0;
 }
 
 void metrics_record_action(struct metrics *m, const char *group, enum scale_direction dir)
@@ -599,6 +609,37 @@ static void signal_family(FILE *f, const struct metrics *m, const char *name, co
 	}
 }
 
+static void signal_labels(FILE *f, const char *name, const struct group_metrics *g, const struct signal_metric *s);
+
+/* The forecasts, beside the values they will be compared with: a signal
+ * without a forecaster has no series. */
+static void forecast_families(FILE *f, const struct metrics *m)
+{
+	header(f, "autoscaled_signal_forecast", "gauge",
+	       "The signal's forecast one boot time ahead, as a group total (the quantile provisioned for).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t s = 0; s < m->groups[i]->n_signals; s++)
+			if (m->groups[i]->signals[s].have_forecast) {
+				signal_labels(f, "autoscaled_signal_forecast", m->groups[i], &m->groups[i]->signals[s]);
+				put_value(f, m->groups[i]->signals[s].forecast);
+				fputc('\n', f);
+			}
+	header(f, "autoscaled_signal_forecast_recommendation", "gauge",
+	       "Instances the signal's forecast needs, whether or not it is acted on (mode observe).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t s = 0; s < m->groups[i]->n_signals; s++)
+			if (m->groups[i]->signals[s].have_forecast) {
+				signal_labels(f, "autoscaled_signal_forecast_recommendation", m->groups[i],
+					      &m->groups[i]->signals[s]);
+				fprintf(f, "%d\n", m->groups[i]->signals[s].forecast_recommendation);
+			}
+	header(f, "autoscaled_group_boot_seconds", "gauge",
+	       "Launch to ready: measured from the group's own scale-outs, else the configured boot_time.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->have_decision)
+			group_sample(f, "autoscaled_group_boot_seconds", m->groups[i], m->groups[i]->boot_seconds);
+}
+
 static void signal_labels(FILE *f, const char *name, const struct group_metrics *g, const struct signal_metric *s)
 {
 	fprintf(f, "%s{group=\"", name);
@@ -740,6 +781,7 @@ static void write_locked(const struct metrics *m, FILE *f)
 			group_sample(f, "autoscaled_group_desired_instances", m->groups[i], m->groups[i]->desired);
 	signal_family(f, m, "autoscaled_signal_value", "The signal's aggregate over its window.", false);
 	signal_family(f, m, "autoscaled_signal_recommendation", "Instances the signal alone recommends.", true);
+	forecast_families(f, m);
 
 	header(f, "autoscaled_actions_total", "counter", "Scaling actions handed to the driver.");
 	for (size_t i = 0; i < m->n_groups; i++) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "forecast.h"
 #include "log.h"
 #include "oracle.h"
 #include "schedule.h"
@@ -229,6 +230,8 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		 sim_step_fn on_step, void *userdata)
 {
 	struct window windows[CONFIG_MAX_SIGNALS] = {{0}};
+	struct forecast *fc = NULL;
+	struct forecast_boot boot = {0};
 	struct engine_signal_input inputs[CONFIG_MAX_SIGNALS];
 	struct pool pool = {.p = p};
 	struct trace_cursor cur;
@@ -241,6 +244,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 	struct decision *dec = NULL;
 	size_t n_scored = 0, k;
 	int64_t t0, scored_from, end = 0, last_action_ms = 0;
+	int64_t horizon;
 	enum scale_direction last_dir = DIR_NONE;
 	struct observation agent = {.in_flight = DIR_NONE};
 	size_t next_event = 0;
@@ -252,7 +256,8 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		return r;
 	trace_cursor_init(&cur, t);
 	dec = calloc(1, sizeof(*dec));
-	if (!dec) {
+	fc = calloc(g->n_signals ? g->n_signals : 1, sizeof(*fc));
+	if (!dec || !fc) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -277,6 +282,10 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			goto out;
 	}
 	engine_state_init(&state);
+	/* Forecast history starts empty: the run learns from what it has
+	 * seen, as the daemon would from its own samples. */
+	for (size_t s = 0; s < g->n_signals; s++)
+		forecast_init(&fc[s], g->signals[s].forecast.quantile);
 	r = initial_pool(g, &cur, t0, p, &n0);
 	if (r < 0)
 		goto out;
@@ -307,7 +316,11 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		}
 		trace_cursor_drop(&cur, now);
 
-		/* 1. Samples measured over the step that just ended. */
+		/* 1. Samples measured over the step that just ended, and the
+		 * boot time as this run's own scale-outs measure it. */
+		ready_now = pool_ready(&pool, now);
+		forecast_boot_observe(&boot, now, ready_now);
+		horizon = forecast_boot_horizon(&boot, g->behavior.boot_time_ms);
 		for (size_t s = 0; k > 0 && s < g->n_signals && !isnan(prev_demand); s++) {
 			if (g->signals[s].type == SIGNAL_UTILIZATION) {
 				if (prev_ready > 0)
@@ -315,14 +328,27 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			} else {
 				window_push(&windows[s], now, prev_demand);
 			}
+			/* The forecaster learns the group total: the sum of the
+			 * instances' utilizations, or the value. */
+			if (g->signals[s].forecast.mode != FORECAST_OFF) {
+				forecast_update(&fc[s], now,
+						g->signals[s].type == SIGNAL_UTILIZATION ? prev_demand / p->capacity * 100.0
+											 : prev_demand,
+						horizon, engine_keep_ms(g, horizon));
+			}
 		}
 		/* Instances that became ready just now served nothing in the
 		 * step measured: they have no sample yet (HPA's rules apply). */
-		ready_now = pool_ready(&pool, now);
 		for (size_t s = 0; s < g->n_signals; s++) {
+			inputs[s] = (struct engine_signal_input){ 0 };
 			inputs[s].window = windows[s].n > 0 ? &windows[s] : NULL;
 			inputs[s].error = windows[s].n > 0 ? NULL : "no samples yet";
 			inputs[s].n_sampled = k > 0 && ready_now > prev_ready ? prev_ready : -1;
+			if (g->signals[s].forecast.mode != FORECAST_OFF)
+				inputs[s].forecast_valid =
+					forecast_for_engine(&fc[s], now, horizon, engine_keep_ms(g, horizon),
+							    &inputs[s].forecast_total,
+							    &inputs[s].forecast_keep_total) == 0;
 		}
 
 		/* 2 and 3. The driver's observation and the agent's inputs, then
@@ -337,6 +363,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		obs.partial = agent.partial;
 		obs.in_flight = agent.in_flight;
 		obs.busy = agent.in_flight != DIR_NONE;
+		obs.boot_ms = horizon;
 		r = engine_evaluate(g, clock_virtual(now), &obs, inputs, &state, &state, dec);
 		if (r < 0) {
 			log_warn_errno(r, "simulate: engine failed at step %zu", k);
@@ -344,6 +371,10 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		}
 		st.desired = dec->desired;
 		st.hold = dec->hold;
+		st.forecast = -1;
+		for (size_t s = 0; s < dec->n_signals; s++)
+			if (dec->signals[s].forecast && dec->signals[s].forecast_recommendation > st.forecast)
+				st.forecast = dec->signals[s].forecast_recommendation;
 
 		/* 4. Act. */
 		if (dec->action != DIR_NONE && dec->desired != obs.current) {
@@ -360,6 +391,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			while ((int)pool.n > to && pool.n > 0)
 				pool_remove_newest(&pool, now);
 			engine_record_action(&state, now, from, to);
+			forecast_boot_action(&boot, now, from, to);
 			if (st.scored) {
 				if (dir == DIR_OUT)
 					res.actions_out++;
@@ -443,6 +475,7 @@ out:
 	free(pool.obs);
 	oracle_free(orcl);
 	free(dec);
+	free(fc);
 	return r;
 }
 

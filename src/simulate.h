@@ -89,6 +89,7 @@ struct sim_step {
 	int action;      /* +1 scaled out, -1 scaled in, 0 held */
 	enum hold_reason hold; /* the engine's reason, as in the decision record */
 	bool scored;     /* false during the warm-up */
+	int forecast;    /* instances the forecasts asked for (the most of any signal); -1: no forecast */
 };
 
 struct sim_metrics {

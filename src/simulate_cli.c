@@ -133,8 +133,12 @@ static int sink_step(void *userdata, const struct sim_step *s)
 		fprintf(k->csv, "%.3f,%lld,", (double)(s->t_ms - k->t0) / 1000.0, (long long)s->t_ms);
 		if (!isnan(s->demand))
 			fprintf(k->csv, "%.6g", s->demand);
-		fprintf(k->csv, ",%d,%d,%d,%d,%d,%s,%d\n", s->required, s->ready, s->billed, s->desired, s->action,
+		fprintf(k->csv, ",%d,%d,%d,%d,%d,%s,%d,", s->required, s->ready, s->billed, s->desired, s->action,
 			decision_hold_name(s->hold), s->scored);
+		/* forecast: empty for a configuration without one. */
+		if (s->forecast >= 0)
+			fprintf(k->csv, "%d", s->forecast);
+		fputc('\n', k->csv);
 		if (ferror(k->csv))
 			return -EIO;
 	}
@@ -482,7 +486,7 @@ int simulate_main(int argc, char **argv)
 			log_warn("simulate: cannot write '%s'", csv);
 			goto out;
 		}
-		fprintf(sink.csv, "t_s,time_ms,demand,required,ready,billed,desired,action,hold,scored\n");
+		fprintf(sink.csv, "t_s,time_ms,demand,required,ready,billed,desired,action,hold,scored,forecast\n");
 	}
 	sink.keep = svg != NULL;
 	r = simulate_run(g, tr, &p, &m, (csv || svg) ? sink_step : NULL, &sink);

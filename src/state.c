@@ -147,6 +147,16 @@ cJSON *state_to_json(const struct group_state *s, const char *group, struct cloc
 	cJSON_AddNumberToObject(e, "no_scale_in_before_ms",
 				(double)wall_deadline(now, s->engine.no_scale_in_before_ms));
 
+	/* The measured boot time; an action being timed is not kept (its
+	 * start is on a clock that a restart resets). */
+	if (s->boot.n_measured > 0) {
+		x = cJSON_AddObjectToObject(o, "boot");
+		if (!x)
+			goto fail;
+		cJSON_AddNumberToObject(x, "measured_ms", (double)s->boot.measured_ms);
+		cJSON_AddNumberToObject(x, "count", s->boot.n_measured);
+	}
+
 	if (s->in_flight.direction != DIR_NONE) {
 		x = cJSON_AddObjectToObject(o, "in_flight");
 		if (!x)
@@ -393,6 +403,15 @@ int state_from_json(const cJSON *j, const struct group_conf *gc, struct clock_no
 		return r;
 	if ((r = parse_in_flight(&p, cJSON_GetObjectItemCaseSensitive(j, "in_flight"), &s.in_flight)) < 0)
 		return r;
+	/* Optional: a file written before boot times were measured has none. */
+	x = cJSON_GetObjectItemCaseSensitive(j, "boot");
+	if (x && !cJSON_IsNull(x)) {
+		if ((r = get_int(&p, x, "measured_ms", 1, 86400 * MS_PER_SEC, &s.boot.measured_ms)) < 0)
+			return r;
+		if ((r = get_int(&p, x, "count", 1, UINT32_MAX, &v)) < 0)
+			return r;
+		s.boot.n_measured = (uint32_t)v;
+	}
 
 	x = cJSON_GetObjectItemCaseSensitive(j, "pin");
 	if (x && !cJSON_IsNull(x)) {
@@ -441,35 +460,19 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-int state_save(const char *dir, const char *group, const struct group_state *s, struct clock_now now)
+int state_write_file(const char *dir, const char *path, const char *name, const char *text)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
-	char *text;
-	cJSON *j;
+	char tmp[PATH_MAX];
 	int fd, dfd, r;
 
-	r = state_path(dir, group, path, sizeof(path));
-	if (r < 0)
-		return r;
-	if (snprintf(tmp, sizeof(tmp), "%s/.%s.state.XXXXXX", dir, group) >= (int)sizeof(tmp))
+	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	j = state_to_json(s, group, now);
-	if (!j)
-		return -ENOMEM;
-	text = cJSON_Print(j);
-	cJSON_Delete(j);
-	if (!text)
-		return -ENOMEM;
 	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		free(text);
-		return r;
-	}
+	if (fd < 0)
+		return -errno;
 	r = write_all(fd, text, strlen(text));
 	if (r == 0)
 		r = write_all(fd, "\n", 1);
-	free(text);
 	if (r == 0 && fchmod(fd, 0640) < 0)
 		r = -errno;
 	if (r == 0 && fsync(fd) < 0)
@@ -492,6 +495,36 @@ int state_save(const char *dir, const char *group, const struct group_state *s, 
 	return r;
 }
 
+int state_save(const char *dir, const char *group, const struct group_state *s, struct clock_now now)
+{
+	char path[PATH_MAX], name[PATH_MAX];
+	char *text;
+	cJSON *j;
+	int r;
+
+	r = state_path(dir, group, path, sizeof(path));
+	if (r < 0)
+		return r;
+	if (snprintf(name, sizeof(name), "%s.state", group) >= (int)sizeof(name))
+		return -ENAMETOOLONG;
+	j = state_to_json(s, group, now);
+	if (!j)
+		return -ENOMEM;
+	text = cJSON_Print(j);
+	cJSON_Delete(j);
+	if (!text)
+		return -ENOMEM;
+	r = state_write_file(dir, path, name, text);
+	free(text);
+	return r;
+}
+
+int state_read_text(const char *path, char **ret)
+{
+	/* A FIFO in the state directory must not block the daemon. */
+	return file_read_all(path, 0, STATE_MAX_FILE_SIZE, ret, NULL, NULL);
+}
+
 int state_read_file(const char *path, const struct group_conf *gc, struct clock_now now, struct group_state *ret,
 		    char *why, size_t why_len)
 {
@@ -500,8 +533,7 @@ int state_read_file(const char *path, const struct group_conf *gc, struct clock_
 	int r;
 
 	state_init(ret);
-	/* A FIFO in the state directory must not block the daemon. */
-	r = file_read_all(path, 0, STATE_MAX_FILE_SIZE, &text, NULL, NULL);
+	r = state_read_text(path, &text);
 	if (r < 0) {
 		snprintf(why, why_len, "%s", r == -EFBIG ? "larger than any state file" : file_strerror(r));
 		return r;
@@ -532,8 +564,7 @@ enum state_origin state_load(const char *dir, const struct group_conf *gc, struc
 		state_safe_start(ret, gc, now.mono_ms);
 		return STATE_SAFE;
 	}
-	/* A FIFO in the state directory must not block the daemon. */
-	r = file_read_all(path, 0, STATE_MAX_FILE_SIZE, &text, NULL, NULL);
+	r = state_read_text(path, &text);
 	if (r == -ENOENT)
 		return STATE_FRESH;
 	if (r < 0) {

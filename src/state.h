@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "config.h"
 #include "engine.h"
+#include "forecast.h"
 
 #define STATE_FORMAT_VERSION 1
 /* A state file larger than this is not ours (the real ones are a few KiB). */
@@ -77,6 +78,7 @@ struct group_state {
 	struct state_pin pin;
 	struct state_pause pause;
 	enum state_dry_run dry_run;
+	struct forecast_boot boot; /* launch to ready, measured from the group's own actions */
 };
 
 enum state_origin {
@@ -100,6 +102,14 @@ int state_path(const char *dir, const char *group, char *buf, size_t len);
 
 /* Saves the state of group `gc` atomically. Returns 0 or a negative errno;
  * does not log (the caller knows whether a failure is worth repeating). */
+/* Writes TEXT to PATH in DIR atomically (a temporary file named after
+ * NAME, renamed over PATH, both synced), readable by the daemon's group.
+ * 0 or a negative errno. */
+int state_write_file(const char *dir, const char *path, const char *name, const char *text);
+/* Reads at most STATE_MAX_FILE_SIZE bytes of a regular file PATH into a
+ * malloc'd string. 0, -ENOENT, -EFBIG or another negative errno. */
+int state_read_text(const char *path, char **ret);
+
 int state_save(const char *dir, const char *group, const struct group_state *s, struct clock_now now);
 
 /* Loads the state of `gc` into *ret, which is always initialised: returns

@@ -21,6 +21,7 @@
 struct bucket {
 	double demand; /* in instances: demand / capacity, max over the bucket */
 	int ready, billed;
+	int forecast;  /* max over the bucket; -1: none */
 	int out, in;   /* actions in the bucket */
 	int out_to, in_to;
 	int known;
@@ -75,7 +76,7 @@ static void step_line(FILE *f, const char *id, const char *style, const struct b
 
 	fprintf(f, "<polyline id=\"%s\" class=\"series %s\" style=\"%s\" points=\"", id, id, style);
 	for (size_t b = 0; b < nb; b++) {
-		int v = which ? bk[b].billed : bk[b].ready;
+		int v = which == 2 ? bk[b].forecast : which ? bk[b].billed : bk[b].ready;
 
 		if (v != prev) {
 			if (prev >= 0)
@@ -120,7 +121,7 @@ static void axes(FILE *f, const struct sim_step *steps, size_t n, double ymax)
 	fputs("</g>\n", f);
 }
 
-static void legend(FILE *f)
+static void legend(FILE *f, bool forecast)
 {
 	static const struct {
 		const char *label, *style;
@@ -137,6 +138,12 @@ static void legend(FILE *f)
 			items[i].style);
 		fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n", x + 30, y, items[i].label);
 	}
+	if (forecast) {
+		fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" style=\"stroke:#9467bd;stroke-dasharray:1 2\"/>",
+			x, y - 4, x + 24, y - 4);
+		fprintf(f, "<text x=\"%d\" y=\"%d\">forecast</text>\n", x + 30, y);
+		x += 110;
+	}
 	fprintf(f, "<path d=\"M%d %d l5 -9 l5 9 z\" style=\"fill:#2ca02c\"/><text x=\"%d\" y=\"%d\">scale-out</text>\n", x,
 		y, x + 16, y);
 	x += 110;
@@ -150,6 +157,7 @@ int svg_write_plot(const char *path, const char *title, const struct sim_step *s
 	size_t nb = n < PLOT_W ? n : PLOT_W;
 	struct bucket *bk;
 	double ymax = 1;
+	bool any_forecast = false;
 	FILE *f;
 	int r = 0;
 
@@ -168,6 +176,10 @@ int svg_write_plot(const char *path, const char *title, const struct sim_step *s
 			b->demand = b->known && b->demand > d ? b->demand : d;
 			b->known = 1;
 		}
+		if (i * nb / n != (i ? (i - 1) * nb / n : SIZE_MAX))
+			b->forecast = -1;
+		b->forecast = s->forecast > b->forecast ? s->forecast : b->forecast;
+		any_forecast |= s->forecast >= 0;
 		b->ready = s->ready > b->ready ? s->ready : b->ready;
 		b->billed = s->billed > b->billed ? s->billed : b->billed;
 		if (s->action > 0) {
@@ -181,6 +193,7 @@ int svg_write_plot(const char *path, const char *title, const struct sim_step *s
 	for (size_t b = 0; b < nb; b++) {
 		ymax = bk[b].demand > ymax ? bk[b].demand : ymax;
 		ymax = bk[b].billed > ymax ? bk[b].billed : ymax;
+		ymax = bk[b].forecast > ymax ? bk[b].forecast : ymax;
 	}
 	ymax *= 1.1;
 
@@ -208,6 +221,9 @@ int svg_write_plot(const char *path, const char *title, const struct sim_step *s
 	fputs("\"/>\n", f);
 	step_line(f, "billed", "fill:none;stroke:#ff7f0e;stroke-width:1.5;stroke-dasharray:4 3", bk, nb, ymax, 1);
 	step_line(f, "ready", "fill:none;stroke:#1f77b4;stroke-width:2", bk, nb, ymax, 0);
+	/* What the forecast asked for one boot time ahead (instances). */
+	if (any_forecast)
+		step_line(f, "forecast", "fill:none;stroke:#9467bd;stroke-width:1;stroke-dasharray:1 2", bk, nb, ymax, 2);
 
 	/* Actions: triangles at the count they went to; a long, downsampled run
 	 * gets a rug of ticks along the top instead, one per pixel column, so
@@ -235,7 +251,7 @@ int svg_write_plot(const char *path, const char *title, const struct sim_step *s
 				x, y_of(bk[b].in_to, ymax) + 10, bk[b].in_to);
 	}
 	fputs("</g>\n", f);
-	legend(f);
+	legend(f, any_forecast);
 	fputs("</svg>\n", f);
 	free(bk);
 	if (ferror(f))

@@ -45,7 +45,7 @@ then ok "metrics are present and plausible"; else not_ok "metrics are present an
 
 # One row per 15 s step of the 3 hours, plus the header.
 rows=$(wc -l <"$tmp/steps.csv")
-if [ "$rows" -eq 721 ] && head -1 "$tmp/steps.csv" | grep -q '^t_s,time_ms,demand,required,ready,billed,desired,action,hold,scored$'; then
+if [ "$rows" -eq 721 ] && head -1 "$tmp/steps.csv" | grep -q '^t_s,time_ms,demand,required,ready,billed,desired,action,hold,scored,forecast$'; then
 	ok "per-step CSV"
 else
 	not_ok "per-step CSV ($rows lines)"

@@ -194,6 +194,30 @@ static void test_wrong_types(void **state)
 		      "main.conf:8: option 'w' must be a string, number, boolean, or list of strings or of numbers", NULL);
 }
 
+/* The forecast block and the lazy scale-in's keys: every mistake at its
+ * FILE:LINE. */
+static void test_forecast_errors(void **state)
+{
+	(void)state;
+	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
+				 "    target = 60.0;\n    forecast = {\n      mode = \"maybe\";\n"
+				 "      quantile = 1.5;\n      seed_format = \"json\";\n      horizon = 5;\n    };\n  } );\n"
+				 "  behavior = {\n    boot_time = 0;\n    scale_in = { lazy = \"yes\"; billing_granularity = 0; };\n"
+				 "    scale_out = { lazy = true; };\n  };\n" GROUP_TAIL,
+		      "main.conf:9: 'mode' must be one of off, observe, on, not 'maybe'",
+		      "main.conf:10: 'quantile' must be between 0.5 and 0.999, not 1.5",
+		      "main.conf:11: unknown trace format 'json'", "main.conf:11: 'seed_format' without 'seed_file'",
+		      "main.conf:12: unknown key 'horizon'", "main.conf:16: 'boot_time' must be between 1s and 3600s, not 0s",
+		      "main.conf:17: 'lazy' must be a boolean (true or false)",
+		      "main.conf:17: 'billing_granularity' must be between 1s and 86400s, not 0s",
+		      "main.conf:18: unknown key 'lazy'", NULL);
+	/* A forecast of a signal without a target has no instances to give. */
+	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
+				 "    forecast = { mode = \"observe\"; };\n  } );\n" GROUP_TAIL,
+		      "main.conf:6: signal 'cpu' has no 'target' and no rule reads it",
+		      "main.conf:7: a forecast needs the signal's 'target' to turn a value into instances", NULL);
+}
+
 static void test_out_of_range(void **state)
 {
 	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
@@ -1122,6 +1146,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_range, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forecast_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rule_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),

@@ -1159,6 +1159,154 @@ static void test_sentence_and_json(void **state)
 	assert_int_equal(strlen(buf), 9);
 }
 
+
+/* A forecast in observe mode is recorded, in the record and the sentence,
+ * and changes nothing; in mode on it raises the count. */
+static void test_forecast_observe_and_on(void **state)
+{
+	int cpu;
+	char buf[512];
+	cJSON *j, *f;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	F.g.behavior.boot_time_ms = S(120);
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 50);
+	F.sig[cpu].forecast.mode = FORECAST_OBSERVE;
+	fx_push(cpu, 50);
+	/* 4 instances at 50 %: the forecast total 400 (% x instances) needs 8. */
+	F.in[cpu].forecast_valid = true;
+	F.in[cpu].forecast_total = 400;
+	F.in[cpu].forecast_keep_total = 400;
+	assert_int_equal(fx_eval(4), 4);
+	assert_int_equal(F.d.action, DIR_NONE);
+	assert_true(F.d.signals[cpu].forecast);
+	assert_int_equal(F.d.signals[cpu].forecast_recommendation, 8);
+	assert_int_equal(F.d.signals[cpu].recommendation, 4);
+	assert_int_equal(F.d.boot_ms, S(120));
+	decision_sentence(&F.d, &F.g, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "forecast 400 -> 8, observed only"));
+	j = decision_to_json(&F.d, &F.g);
+	f = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "signals"), 0), "forecast");
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(f, "mode")), "observe");
+	assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(f, "recommendation")), 8);
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(f, "raised")));
+	cJSON_Delete(j);
+
+	F.sig[cpu].forecast.mode = FORECAST_ON;
+	F.now += S(15);
+	fx_push(cpu, 50);
+	assert_int_equal(fx_eval(4), 8);
+	assert_int_equal(F.d.action, DIR_OUT);
+	assert_true(F.d.signals[cpu].forecast_raised);
+
+	/* Off: the inputs are not read at all. */
+	F.sig[cpu].forecast.mode = FORECAST_OFF;
+	F.now += S(15);
+	fx_push(cpu, 50);
+	assert_int_equal(fx_eval(4), 4);
+	assert_false(F.d.signals[cpu].forecast);
+}
+
+/* A forecast never lowers the count by itself: with the reactive value
+ * asking for more than the forecast, the reactive one stands, and a low
+ * forecast over a busy group is no scale-in. */
+static void test_forecast_never_scales_in_alone(void **state)
+{
+	int cpu;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	F.g.behavior.boot_time_ms = S(120);
+	F.g.behavior.scale_in.stabilization_ms = 0;
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 50);
+	F.sig[cpu].forecast.mode = FORECAST_ON;
+	F.in[cpu].forecast_valid = true;
+	F.in[cpu].forecast_total = 50;
+	F.in[cpu].forecast_keep_total = 50;
+	fx_push(cpu, 50);
+	assert_int_equal(fx_step(8), 8);
+	assert_int_equal(F.d.signals[cpu].recommendation, 8);
+	assert_false(F.d.signals[cpu].forecast_raised);
+	/* The reactive value says 4, the forecast 6: in to 6, not 4. */
+	F.now += S(15);
+	fx_push(cpu, 25);
+	F.in[cpu].forecast_total = 300;
+	F.in[cpu].forecast_keep_total = 300;
+	assert_int_equal(fx_step(8), 6);
+}
+
+/* Lazy scale-in: the count is held for as long as keeping an instance costs
+ * less than relaunching it (the boot time, or the billing minimum or unit
+ * when longer), and for what the forecast says comes back in that time. */
+static void test_lazy_scale_in(void **state)
+{
+	int cpu, cur;
+	int64_t start;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	F.g.behavior.boot_time_ms = S(120);
+	F.g.behavior.lazy_scale_in = true;
+	F.g.behavior.billing_minimum_ms = S(60);
+	F.g.behavior.billing_granularity_ms = S(1);
+	assert_int_equal(engine_keep_ms(&F.g, 0), S(120));
+	assert_int_equal(engine_keep_ms(&F.g, S(90)), S(90));
+	F.g.behavior.billing_minimum_ms = S(600);
+	assert_int_equal(engine_keep_ms(&F.g, S(90)), S(600));
+	F.g.behavior.billing_granularity_ms = S(3600);
+	assert_int_equal(engine_keep_ms(&F.g, S(90)), S(3600));
+	F.g.behavior.billing_minimum_ms = S(60);
+	F.g.behavior.billing_granularity_ms = S(1);
+
+	/* Without a forecast: the 300 s stabilization is replaced by the
+	 * 120 s a relaunch costs. */
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 50);
+	F.sig[cpu].window_ms = S(1); /* the newest sample only */
+	fx_push(cpu, 100);
+	cur = fx_step(4);
+	assert_int_equal(cur, 8);
+	start = F.now;
+	for (F.now = start + S(15); F.now < start + S(120); F.now += S(15)) {
+		fx_push(cpu, 10);
+		cur = fx_step(cur);
+		assert_int_equal(cur, 8);
+		assert_int_equal(F.d.hold, HOLD_STABILIZATION);
+		assert_int_equal(F.d.keep_ms, S(120));
+	}
+	fx_push(cpu, 10);
+	cur = fx_step(cur);
+	assert_int_equal(cur, 2);
+
+	/* With a forecast that needs 6 again within the keep time: 6 stay. */
+	F.sig[cpu].forecast.mode = FORECAST_ON;
+	F.in[cpu].forecast_valid = true;
+	F.in[cpu].forecast_total = 50;
+	F.in[cpu].forecast_keep_total = 600; /* 12 instances at 50 % */
+	F.now += S(15);
+	fx_push(cpu, 400); /* 2 x 400 % = 800: 16 */
+	cur = fx_step(cur);
+	assert_int_equal(cur, 6); /* rate limit: 2 + 4 */
+	F.now += S(200);
+	F.in[cpu].forecast_keep_total = 300;
+	fx_push(cpu, 5);
+	cur = fx_step(cur);
+	assert_int_equal(cur, 6);
+	assert_int_equal(F.d.signals[cpu].keep_recommendation, 6);
+	/* The forecast sees nothing coming back: in to what is needed once
+	 * the last need is a keep time old. */
+	F.in[cpu].forecast_keep_total = 10;
+	start = F.now;
+	for (F.now = start + S(15); F.now < start + S(120); F.now += S(15)) {
+		fx_push(cpu, 5);
+		cur = fx_step(cur);
+		assert_int_equal(cur, 6);
+	}
+	fx_push(cpu, 5);
+	cur = fx_step(cur);
+	assert_int_equal(cur, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1192,6 +1340,9 @@ int main(void)
 		cmocka_unit_test(test_clock_steps),
 		cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_sentence_and_json),
+		cmocka_unit_test(test_forecast_observe_and_on),
+		cmocka_unit_test(test_forecast_never_scales_in_alone),
+		cmocka_unit_test(test_lazy_scale_in),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	size_t i;

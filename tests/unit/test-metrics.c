@@ -45,10 +45,12 @@ static char *render(const struct metrics *m)
 
 static void record_web(struct metrics *m)
 {
-	struct decision d = {.current = 4, .desired = 6, .n_signals = 2};
+	struct decision d = {.current = 4, .desired = 6, .n_signals = 2, .boot_ms = 95000};
 	struct metrics_group_status st = {.pinned = true, .evaluation_seconds = 0.003};
 
-	d.signals[0] = (struct signal_decision){.valid = true, .value = 90, .recommendation = 6};
+	/* The cpu signal's forecast is observed: exported, not acted on. */
+	d.signals[0] = (struct signal_decision){.valid = true, .value = 90, .recommendation = 6, .forecast = true,
+						.forecast_value = 720, .forecast_recommendation = 8};
 	d.signals[1] = (struct signal_decision){.valid = false};
 	metrics_record_decision(m, &groups[0], &d, &st);
 }
@@ -76,6 +78,11 @@ static void test_exposition(void **st)
 	assert_non_null(strstr(t, "autoscaled_group_desired_instances{group=\"web\"} 6\n"));
 	assert_non_null(strstr(t, "autoscaled_signal_value{group=\"web\",signal=\"cpu\"} 90\n"));
 	assert_non_null(strstr(t, "autoscaled_signal_recommendation{group=\"web\",signal=\"cpu\"} 6\n"));
+	assert_non_null(strstr(t, "autoscaled_signal_forecast{group=\"web\",signal=\"cpu\"} 720\n"));
+	assert_non_null(strstr(t, "autoscaled_signal_forecast_recommendation{group=\"web\",signal=\"cpu\"} 8\n"));
+	assert_non_null(strstr(t, "autoscaled_group_boot_seconds{group=\"web\"} 95\n"));
+	/* No forecaster, no series: never a made-up zero. */
+	assert_null(strstr(t, "autoscaled_signal_forecast{group=\"web\",signal=\"queue\"}"));
 	/* An invalid signal has no value, never a zero; its validity says 0. */
 	assert_null(strstr(t, "autoscaled_signal_value{group=\"web\",signal=\"queue\"}"));
 	assert_null(strstr(t, "autoscaled_signal_recommendation{group=\"web\",signal=\"queue\"}"));

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "forecast-state.h"
 #include "state.h"
 
 #define NOW INT64_C(1764680000000) /* 2025-12-02, a realistic epoch in ms */
@@ -532,6 +534,82 @@ static void test_dry_run(void **st)
 	assert_true(state_dry_run(&s, false));
 }
 
+/* The boot time measured from the group's own actions survives a restart;
+ * the action being timed does not (its start is on the old monotonic
+ * clock). A file without one (written before boot times were measured) is
+ * still read. */
+static void test_boot_time_persists(void **st)
+{
+	struct group_state a, b;
+
+	(void)st;
+	state_init(&a);
+	forecast_boot_action(&a.boot, 1000, 2, 4);
+	forecast_boot_observe(&a.boot, 1000 + 95 * MS_PER_SEC, 4);
+	forecast_boot_action(&a.boot, 500 * MS_PER_SEC, 4, 5);
+	assert_int_equal(state_save(dir, "web", &a, clock_virtual(NOW)), 0);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW + 1000), &b), STATE_RESTORED);
+	assert_int_equal(forecast_boot_horizon(&b.boot, 120 * MS_PER_SEC), 95 * MS_PER_SEC);
+	assert_int_equal(b.boot.n_measured, 1);
+	assert_int_equal(b.boot.pending_since_ms, 0);
+
+	state_init(&a);
+	assert_int_equal(state_save(dir, "web", &a, clock_virtual(NOW)), 0);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW + 1000), &b), STATE_RESTORED);
+	assert_int_equal(forecast_boot_horizon(&b.boot, 120 * MS_PER_SEC), 120 * MS_PER_SEC);
+}
+
+/* The forecasters' history goes through its file unchanged but for the
+ * predictions still waiting to be scored; a corrupt file is refused with a
+ * reason and leaves the forecaster fresh. */
+static void test_forecast_persists(void **st)
+{
+	struct signal_conf sigs[2] = { { .name = "cpu", .forecast = { .mode = FORECAST_ON, .quantile = 0.9 } },
+				       { .name = "queue" } };
+	struct group_conf g2 = { .name = "web", .signals = sigs, .n_signals = 2 };
+	struct forecast *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+	struct forecast *fa[2] = { a, NULL }, *fb[2] = { b, NULL };
+	struct forecast_value va, vb;
+	char why[256], p[PATH_MAX];
+	FILE *f;
+
+	(void)st;
+	forecast_init(a, 0.9);
+	for (int64_t t = NOW; t < NOW + 3 * 86400 * MS_PER_SEC; t += 60 * MS_PER_SEC)
+		assert_int_equal(forecast_update(a, t, 50.0 + (double)(t / 60000 % 97), 120 * MS_PER_SEC,
+						 120 * MS_PER_SEC), 0);
+	assert_int_equal(forecast_file_save(dir, &g2, fa), 0);
+	forecast_init(b, 0.9);
+	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), 1);
+	assert_int_equal(b->n_samples, a->n_samples);
+	assert_memory_equal(b->week, a->week, sizeof(a->week));
+	assert_memory_equal(b->day, a->day, sizeof(a->day));
+	assert_int_equal(forecast_predict(a, a->last_ms, 3600 * MS_PER_SEC, &va), 0);
+	assert_int_equal(forecast_predict(b, b->last_ms, 3600 * MS_PER_SEC, &vb), 0);
+	assert_true(fabs(va.upper - vb.upper) < 1e-6 * fabs(va.upper) + 1e-9);
+
+	/* Corrupt: a bucket too few. */
+	snprintf(p, sizeof(p), "%s/web.forecast", dir);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs("{\"format\":1,\"group\":\"web\",\"signals\":{\"cpu\":{\"version\":1,\"day\":[]}}}", f);
+	fclose(f);
+	forecast_init(b, 0.9);
+	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "forecaster"));
+	assert_int_equal(b->n_samples, 0);
+	/* Another group's file. */
+	f = fopen(p, "w");
+	fputs("{\"format\":1,\"group\":\"db\",\"signals\":{}}", f);
+	fclose(f);
+	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "another group"));
+	unlink(p);
+	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), -ENOENT);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -548,6 +626,8 @@ int main(void)
 		cmocka_unit_test(test_expire),
 		cmocka_unit_test(test_reconcile),
 		cmocka_unit_test(test_dry_run),
+		cmocka_unit_test_setup_teardown(test_boot_time_persists, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forecast_persists, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,66 @@
+#!/bin/bash
+# Forecasting in the daemon. A forecaster seeded from a trace of a busy
+# past forecasts far more than today's load: in observe mode that is in the
+# decision records, the metrics and `autoscalectl forecast`, and the pool
+# does not move; switched on by a reload, the same forecast raises it. The
+# learnt history is written beside the state file and restored after a
+# restart.
+. "$top_srcdir/tests/integration/tap.sh"
+. "$top_srcdir/tests/integration/ops-lib.sh"
+command -v curl >/dev/null || skip_all "curl is not installed"
+
+# Ten minutes of a queue of 200 up to now, one value a second.
+now=$(date +%s)
+for ((t = now - 600; t < now; t++)); do echo "$t,200"; done > "$T/seed.csv"
+
+# forecast_conf MODE PORT: the ops group, its queue signal with a forecast.
+forecast_conf() {
+	write_conf "" "metrics_listen = \"127.0.0.1:$2\";"
+	python3 - "$T/autoscaled.conf" "$1" "$T/seed.csv" <<'PY'
+import sys
+path, mode, seed = sys.argv[1:]
+s = open(path).read()
+s = s.replace('staleness = "5s"; }', 'staleness = "5s";\n  forecast = { mode = "%s"; quantile = 0.9; seed_file = "%s"; }; }' % (mode, seed))
+s = s.replace("behavior = {", 'behavior = { boot_time = "60s";')
+open(path, "w").write(s)
+PY
+}
+
+set_load 30
+MPORT=$(free_port)
+forecast_conf observe "$MPORT"
+start_daemon || { not_ok "the daemon starts"; tap_done; exit 1; }
+check "the pool reaches 3 on the reactive signal" wait_for 30 pool_is 3
+check "the seed file is learnt" grep -q "signal 'queue' seeded from" "$T/daemon.log"
+
+record() { ctl --json explain web | python3 -c 'import json, sys
+d = json.load(sys.stdin)["last_decision"]
+f = d["signals"][0]["forecast"]
+print(f["mode"], f["recommendation"], f["raised"], d["desired"], d["boot_time_s"])'; }
+forecast_high() { set -- $(record); [ "$1" = observe ] && [ "$2" -ge 8 ] && [ "$3" = False ]; }
+check "observe: the record holds a forecast of at least 8 instances, not acted on" wait_for 20 forecast_high
+check "observe: several evaluations later the pool is still at 3" eval 'wait_evaluations 3 && pool_is 3'
+scrape() { curl -sf "http://127.0.0.1:$MPORT/metrics"; }
+check "observe: the forecast is in the metrics" eval '
+	scrape | grep -q "^autoscaled_signal_forecast{group=\"web\",signal=\"queue\"} [0-9]" &&
+	scrape | grep -q "^autoscaled_signal_forecast_recommendation{group=\"web\",signal=\"queue\"} [0-9]" &&
+	scrape | grep -q "^autoscaled_group_boot_seconds{group=\"web\"} [0-9]"'
+check "autoscalectl explain shows the forecast as observed only" eval 'ctl explain web | grep -q "observe: not acted on"'
+check "autoscalectl forecast sets forecasts against what came" eval '
+	ctl forecast web | head -1 | grep -q "actual.*forecast" && ctl forecast web | grep -q " queue "'
+
+# Mode on: the same forecast acts.
+forecast_conf on "$MPORT"
+kill -HUP "$DAEMON_PID"
+check "on: the forecast raises the pool to its max" wait_for 30 pool_is 8
+raised() { set -- $(record); [ "$1" = on ] && [ "$3" = True ]; }
+check "on: the record says the forecast raised the count" wait_for 10 raised
+
+# The history outlives the daemon.
+check "the daemon stops cleanly" stop_daemon
+check "the forecast file is written beside the state" test -s "$T/state/web.forecast"
+start_daemon || { not_ok "the daemon restarts"; tap_done; exit 1; }
+check "the history is restored after a restart" grep -q "forecast: history of 1 signal restored" "$T/daemon.log"
+check "the restart is not seeded again" test "$(grep -c "seeded from" "$T/daemon.log")" -eq 1
+stop_daemon
+tap_done
