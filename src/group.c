@@ -382,8 +382,7 @@ static void forecasts_save(struct group_rt *g)
 		return;
 	r = forecast_file_save(g->ctx->agent_conf->state_directory, g->gc, forecast_list(g, v));
 	if (r < 0) {
-		log_group(LOG_ERR, g->gc->name, NULL, NULL, "forecast: cannot write the forecast file: %s",
-			  strerror(-r));
+		log_group_errno(LOG_ERR, g->gc->name, r, "forecast: cannot write the forecast file");
 		metrics_record_error(g->ctx->metrics, g->gc->name, "state");
 	}
 }
@@ -436,8 +435,8 @@ static int forecasts_start(struct group_rt *g, const struct group_rt *old)
 		r = forecast_seed_file(g->signals[i].fc, sc->forecast.seed_file, sc->forecast.seed_format,
 				       sc->poll_interval_ms, boot, engine_keep_ms(gc, boot));
 		if (r < 0)
-			log_group(LOG_WARNING, gc->name, NULL, NULL, "forecast: signal '%s': cannot seed from '%s': %s",
-				  sc->name, sc->forecast.seed_file, strerror(-r));
+			log_group_errno(LOG_WARNING, gc->name, r, "forecast: signal '%s': cannot seed from '%s'", sc->name,
+					sc->forecast.seed_file);
 		else
 			log_group(LOG_INFO, gc->name, NULL, NULL, "forecast: signal '%s' seeded from '%s'", sc->name,
 				  sc->forecast.seed_file);

@@ -466,7 +466,7 @@ int simulate_main(int argc, char **argv)
 		trace_close(tr);
 		tr = NULL;
 		if (r < 0) {
-			log_warnx("simulate: cannot find the peak of '%s': %s", trace_path, strerror(-r));
+			log_warn_errno(r, "simulate: cannot find the peak of '%s'", trace_path);
 			goto out;
 		}
 		if (!(cs.peak_demand > 0)) {
