@@ -793,6 +793,27 @@ static void swf_header(struct trace_reader *r, const char *tok, size_t len)
 		r->swf_base_ms = llround(x) * 1000;
 }
 
+/* The common start of a step of the busy-span formats: settles what no
+ * later row can change, else reads the next line into *tok. 1 with a line,
+ * 0 when the step is done without one (the file has ended), or an error;
+ * a file without any row (`what`: "jobs", "requests") is one. */
+static int busy_line(struct trace_reader *r, const char *what, const char **tok, size_t *len)
+{
+	int k;
+
+	if (sweep(r) || r->in_eof)
+		return 0;
+	k = read_line(r, false, tok, len);
+	if (k != 0)
+		return k;
+	if (r->horizon_ms == INT64_MIN) {
+		log_warnx("trace: '%s': no %s", r->name, what);
+		return -EINVAL;
+	}
+	r->in_eof = true;
+	return 0;
+}
+
 #define SWF_FIELDS 18
 
 /* Standard Workload Format: 18 blank-separated numbers per job, -1 for
@@ -807,23 +828,10 @@ static int step_swf(struct trace_reader *r)
 	const char *tok, *p, *end;
 	size_t len;
 	int64_t submit, wait, run, procs;
-	int n = 0, k;
+	int n = 0, k = busy_line(r, "jobs", &tok, &len);
 
-	if (sweep(r))
-		return 0;
-	if (r->in_eof)
-		return 0;
-	k = read_line(r, false, &tok, &len);
-	if (k < 0)
+	if (k <= 0)
 		return k;
-	if (k == 0) {
-		if (r->horizon_ms == INT64_MIN) {
-			log_warnx("trace: '%s': no jobs", r->name);
-			return -EINVAL;
-		}
-		r->in_eof = true;
-		return 0;
-	}
 	p = skip_blanks(tok, tok + len);
 	if (p < tok + len && *p == ';') {
 		swf_header(r, p, (size_t)(tok + len - p));
@@ -860,23 +868,10 @@ static int step_requests(struct trace_reader *r)
 	size_t len;
 	int64_t t;
 	double d;
-	int k;
+	int k = busy_line(r, "requests", &tok, &len);
 
-	if (sweep(r))
-		return 0;
-	if (r->in_eof)
-		return 0;
-	k = read_line(r, false, &tok, &len);
-	if (k < 0)
+	if (k <= 0)
 		return k;
-	if (k == 0) {
-		if (r->horizon_ms == INT64_MIN) {
-			log_warnx("trace: '%s': no requests", r->name);
-			return -EINVAL;
-		}
-		r->in_eof = true;
-		return 0;
-	}
 	k = time_value_row(r, tok, len, &t, &d, "want 'time,duration' with a duration >= 0 in seconds");
 	if (k <= 0)
 		return k;
