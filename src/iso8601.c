@@ -183,12 +183,18 @@ int iso8601_parse(const char *s, unsigned flags, int64_t *ret_ms)
 
 int iso8601_format(int64_t ms, enum iso8601_precision precision, char *buf, size_t len)
 {
-	/* Floor division: a time before the epoch is in the day before. */
-	int64_t days = ms / MS_PER_DAY - (ms % MS_PER_DAY < 0);
-	int64_t in_day = ms - days * MS_PER_DAY, y;
+	/* Floor division: a time before the epoch is in the day before. The
+	 * time of day comes from the remainder, not from days * MS_PER_DAY,
+	 * which overflows for the extreme times a corrupt file can hold. */
+	int64_t in_day = ms % MS_PER_DAY, y;
+	int64_t days = ms / MS_PER_DAY - (in_day < 0);
 	unsigned m, d;
-	int sec = (int)(in_day / 1000), frac = (int)(in_day % 1000), n;
+	int sec, frac, n;
 
+	if (in_day < 0)
+		in_day += MS_PER_DAY;
+	sec = (int)(in_day / 1000);
+	frac = (int)(in_day % 1000);
 	if (len)
 		buf[0] = '\0';
 	civil_from_days(days, &y, &m, &d);
