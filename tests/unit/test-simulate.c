@@ -223,7 +223,12 @@ static void test_svg_plot(void **state)
 	assert_int_equal(run(f, &m, &st, &n), 0);
 	/* In the test's working directory (the build tree), named by pid. */
 	snprintf(path, sizeof(path), "test-simulate-%ld.svg", (long)getpid());
-	assert_int_equal(svg_write_plot(path, "pool <test> & co", st, n, 1), 0);
+	assert_int_equal(svg_write_plot(path, &(struct svg_plot){.title = "pool <test> & co", .capacity = 1,
+							   .step_ms = f->p.step_ms,
+							   .boot_ms = f->p.boot_ms, .from_ms = INT64_MIN,
+							   .to_ms = INT64_MAX, .metrics = &m},
+					 st, n),
+			 0);
 	fp = fopen(path, "r");
 	assert_non_null(fp);
 	len = fread(buf, 1, sizeof(buf) - 1, fp);
@@ -234,6 +239,10 @@ static void test_svg_plot(void **state)
 	assert_non_null(strstr(buf, "id=\"demand\""));
 	assert_non_null(strstr(buf, "id=\"ready\""));
 	assert_non_null(strstr(buf, "id=\"billed\""));
+	assert_non_null(strstr(buf, "id=\"oracle\""));
+	assert_non_null(strstr(buf, "id=\"bound-min\""));
+	assert_non_null(strstr(buf, "id=\"under\""));
+	assert_non_null(strstr(buf, "id=\"metrics\""));
 	assert_non_null(strstr(buf, "class=\"scale-out\""));
 	assert_non_null(strstr(buf, "class=\"scale-in\""));
 	assert_non_null(strstr(buf, "id=\"legend\""));
