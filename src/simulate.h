@@ -152,6 +152,7 @@ struct svg_plot {
 	const char *tz_name;  /* its name, for the axis; NULL: "UTC" */
 	int64_t from_ms, to_ms; /* the time range shown; INT64_MIN / INT64_MAX: the run's */
 	const struct sim_metrics *metrics; /* the run's figures for the metrics box; may be NULL */
+	int ymax;             /* instances at the top of the plot; 0: fitted to the data */
 };
 
 /* Writes the plot of a run as SVG to PATH: time in the plot's zone on the x

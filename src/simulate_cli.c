@@ -22,7 +22,8 @@ static void usage(FILE *f)
 		   "                          [--billing-granularity S] [--billing-minimum S]\n"
 		   "                          [--warmup S] [--initial-instances N] [--peak-instances N]\n"
 		   "                          [--json] [--csv OUT] [--svg OUT] [--agent-inputs FILE]\n"
-		   "                          [--tz ZONE] [--from TIME] [--to TIME]\n"
+		   "                          [--tz ZONE] [--from TIME] [--to TIME] [--title TEXT]\n"
+		   "                          [--plot-max N]\n"
 		   "\n"
 		   "Replays a load trace through the group's policy on a virtual clock and\n"
 		   "reports cost and service against the perfect-foresight oracle.\n"
@@ -39,7 +40,9 @@ static void usage(FILE *f)
 		   "in-flight out|in|none\" lines, the daemon's own inputs from that time on.\n"
 		   "--tz ZONE: the plot's time axis in an IANA zone (default UTC); --from and\n"
 		   "--to: the plot shows only that range (ISO 8601, \"2026-11-27T08:00\", in\n"
-		   "ZONE unless an offset is given); the run and its metrics cover the trace.\n");
+		   "ZONE unless an offset is given); the run and its metrics cover the trace.\n"
+		   "--title TEXT heads the plot; --plot-max N puts N instances at its top, so\n"
+		   "plots of several runs share one scale.\n");
 }
 
 /* How the capacity per instance was set: given, or from the peak. */
@@ -325,7 +328,8 @@ static int parse_time_opt(const char *opt, const char *s, void *tz, int64_t *ret
 int simulate_main(int argc, char **argv)
 {
 	enum { OPT_GROUP = 256, OPT_TRACE, OPT_FORMAT, OPT_BOOT, OPT_CAP, OPT_STEP, OPT_GRAN, OPT_MIN, OPT_JSON,
-	       OPT_CSV, OPT_SVG, OPT_AGENT, OPT_WARMUP, OPT_INITIAL, OPT_PEAK, OPT_TZ, OPT_FROM, OPT_TO };
+	       OPT_CSV, OPT_SVG, OPT_AGENT, OPT_WARMUP, OPT_INITIAL, OPT_PEAK, OPT_TZ, OPT_FROM, OPT_TO,
+	       OPT_TITLE, OPT_PLOT_MAX };
 	static const struct option long_opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"group", required_argument, NULL, OPT_GROUP},
@@ -346,6 +350,8 @@ int simulate_main(int argc, char **argv)
 		{"tz", required_argument, NULL, OPT_TZ},
 		{"from", required_argument, NULL, OPT_FROM},
 		{"to", required_argument, NULL, OPT_TO},
+		{"title", required_argument, NULL, OPT_TITLE},
+		{"plot-max", required_argument, NULL, OPT_PLOT_MAX},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -359,7 +365,8 @@ int simulate_main(int argc, char **argv)
 		.initial = -1,
 	};
 	const char *cfg_path = NULL, *group = NULL, *trace_path = NULL, *format = NULL, *csv = NULL, *svg = NULL;
-	const char *agent_path = NULL, *tz_name = NULL, *from = NULL, *to = NULL;
+	const char *agent_path = NULL, *tz_name = NULL, *from = NULL, *to = NULL, *plot_title = NULL;
+	int plot_max = 0;
 	int64_t from_ms = INT64_MIN, to_ms = INT64_MAX;
 	void *tz = NULL;
 	struct sim_agent_event *events = NULL;
@@ -470,6 +477,21 @@ int simulate_main(int argc, char **argv)
 		case OPT_TO:
 			to = optarg;
 			break;
+		case OPT_TITLE:
+			plot_title = optarg;
+			break;
+		case OPT_PLOT_MAX: {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &e, 10);
+			if (errno || e == optarg || *e || v < 1 || v > 100000) {
+				log_warnx("simulate: --plot-max '%s' is not a count from 1 to 100000", optarg);
+				return 2;
+			}
+			plot_max = (int)v;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -486,8 +508,8 @@ int simulate_main(int argc, char **argv)
 		log_warnx("simulate: give --capacity-per-instance or --peak-instances, not both");
 		return 2;
 	}
-	if ((tz_name || from || to) && !svg) {
-		log_warnx("simulate: --tz, --from and --to shape the plot: give --svg");
+	if ((tz_name || from || to || plot_title || plot_max) && !svg) {
+		log_warnx("simulate: --tz, --from, --to, --title and --plot-max shape the plot: give --svg");
 		return 2;
 	}
 	if (tz_name && schedule_tz_open(tz_name, &tz) < 0) {
@@ -593,7 +615,7 @@ int simulate_main(int argc, char **argv)
 		const char *base = strrchr(trace_path, '/');
 
 		struct svg_plot sp = {
-			.title = title,
+			.title = plot_title ? plot_title : title,
 			.capacity = p.capacity,
 			.unit = demand_unit(fmt),
 			.step_ms = p.step_ms,
@@ -603,6 +625,7 @@ int simulate_main(int argc, char **argv)
 			.from_ms = from_ms,
 			.to_ms = to_ms,
 			.metrics = &m,
+			.ymax = plot_max,
 		};
 
 		snprintf(title, sizeof(title), "%s on %s", group, base ? base + 1 : trace_path);

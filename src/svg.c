@@ -643,7 +643,7 @@ int svg_write_plot(const char *path, const struct svg_plot *p, const struct sim_
 			data_top = (int)ceil(k->demand / p->capacity);
 		top = k->max > top ? k->max : top;
 	}
-	pl.ymax = 1.1 * (top <= 1.5 * data_top ? (top > data_top ? top : data_top) : data_top);
+	pl.ymax = p->ymax > 0 ? p->ymax : 1.1 * (top <= 1.5 * data_top ? (top > data_top ? top : data_top) : data_top);
 	r = write_plot(&pl, path, any_forecast, n_out, n_in, p->from_ms > steps[0].t_ms || p->to_ms < steps[n - 1].t_ms + p->step_ms);
 	free(pl.c);
 	return r;

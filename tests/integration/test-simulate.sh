@@ -20,7 +20,7 @@ fi
 conf="$top_srcdir/bench/configs/hpa.conf"
 trace="$top_srcdir/tests/data/traces/ramp.csv"
 . "$top_srcdir/tests/integration/tap.sh"
-tap_plan 15
+tap_plan 16
 
 if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
 	--json --csv "$tmp/steps.csv" --svg "$tmp/plot.svg" >"$tmp/out.json" 2>"$tmp/err"; then
@@ -173,11 +173,32 @@ assert "forecast" in ids, "no forecast band"
 PY
 then ok "actions of a 14-day run are aggregated per pixel columns"; else not_ok "aggregated actions: $(cat "$tmp/err")"; fi
 
+# The comparison: bench/evaluate's compare mode stacks one panel per
+# configuration, same range and scale, with ids kept unique per panel.
+if AUTOSCALED="${AUTOSCALED:-$top_builddir/bench/simulate-bench}" "$top_srcdir/bench/evaluate" compare "$tmp/compare.svg" \
+	"$trace" csv "$conf" "$top_srcdir/bench/configs/recommended.conf" -- --capacity-per-instance 20 \
+	--boot-delay 60s --from 2026-11-27T08:30Z --to 2026-11-27T10:00Z 2>"$tmp/err" &&
+	xmllint --noout "$tmp/compare.svg" 2>>"$tmp/err" && PYTHONPATH="$tmp" python3 - "$tmp/compare.svg" <<'PY'
+import collections, sys
+from series import load
+root, ids = load(sys.argv[1])
+all_ids = collections.Counter(e.get("id") for e in root.iter() if e.get("id"))
+assert all(n == 1 for n in all_ids.values()), [i for i, n in all_ids.items() if n > 1]
+for p in ("p0", "p1"):
+    for series in ("ready", "billed", "oracle", "demand", "metrics"):
+        assert "%s-%s" % (p, series) in ids, (p, series)
+assert ids["p0-range"].get("data-from-ms") == ids["p1-range"].get("data-from-ms")
+assert "p1-forecast" in ids and "p0-forecast" not in ids
+titles = [e.text for e in root.iter() if e.get("id") in ("p0-title", "p1-title")]
+assert titles == ["hpa", "recommended"], titles
+PY
+then ok "bench/evaluate compare composes one panel per configuration"; else not_ok "compare: $(cat "$tmp/err")"; fi
+
 # Rendered once: a rendering error (a bad path, a bad attribute) shows here.
 if command -v rsvg-convert >/dev/null 2>&1; then
 	if rsvg-convert -o "$tmp/swing.png" "$tmp/swing.svg" 2>"$tmp/err" && [ "$(head -c 4 "$tmp/swing.png" | od -An -c | tr -d ' ')" = "211PNG" ] &&
-		[ -z "$(cat "$tmp/err")" ]; then
-		ok "rsvg-convert renders the plot to PNG"
+		rsvg-convert -o "$tmp/compare.png" "$tmp/compare.svg" 2>>"$tmp/err" && [ -z "$(cat "$tmp/err")" ]; then
+		ok "rsvg-convert renders the plot and the comparison to PNG"
 	else
 		not_ok "rsvg-convert renders the plot: $(cat "$tmp/err")"
 	fi
