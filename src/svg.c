@@ -28,7 +28,7 @@
 /* The strip above the plot where actions are counted, and the width of
  * one of its cells: a two-week run gets at most PLOT_W / ACTION_PX marks
  * per direction, whatever its number of actions. */
-#define ACTION_Y (MARGIN_T - 26)
+#define ACTION_Y (MARGIN_T - 24)
 #define ACTION_PX 4
 
 struct column {
@@ -418,15 +418,16 @@ static void actions(const struct plot *pl)
 			if (pl->c[c].in && (in_to < 0 || pl->c[c].in_to < in_to))
 				in_to = pl->c[c].in_to;
 		}
+		/* 4 pixels for one action, 2 more for each further one, up to 7. */
 		if (out)
-			fprintf(f, "<rect class=\"scale-out\" x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" style=\"fill:#2ca02c\">"
+			fprintf(f, "<rect class=\"scale-out\" x=\"%.1f\" y=\"%d\" width=\"%d\" height=\"%d\" style=\"fill:#2ca02c\">"
 				   "<title>%d scale-out%s, up to %d</title></rect>\n",
-				x_col(c0), ACTION_Y - 2 - 2.0 * (out < 6 ? out : 6), ACTION_PX - 1, 2.0 * (out < 6 ? out : 6),
+				x_col(c0), ACTION_Y - 2 - (2 + 2 * (out < 7 ? out : 7)), ACTION_PX - 1, 2 + 2 * (out < 7 ? out : 7),
 				out, out > 1 ? "s" : "", out_to);
 		if (in)
-			fprintf(f, "<rect class=\"scale-in\" x=\"%.1f\" y=\"%d\" width=\"%d\" height=\"%.1f\" style=\"fill:#d62728\">"
+			fprintf(f, "<rect class=\"scale-in\" x=\"%.1f\" y=\"%d\" width=\"%d\" height=\"%d\" style=\"fill:#d62728\">"
 				   "<title>%d scale-in%s, down to %d</title></rect>\n",
-				x_col(c0), ACTION_Y + 2, ACTION_PX - 1, 2.0 * (in < 6 ? in : 6), in, in > 1 ? "s" : "", in_to);
+				x_col(c0), ACTION_Y + 2, ACTION_PX - 1, 2 + 2 * (in < 7 ? in : 7), in, in > 1 ? "s" : "", in_to);
 	}
 	fputs("</g>\n", f);
 }
