@@ -49,6 +49,7 @@ struct plot {
 	const struct svg_plot *p;
 	int64_t x0, x1;    /* the range shown, ms */
 	double ymax;       /* instances at the top of the plot */
+	double px_per_step;
 	struct column *c;
 };
 
@@ -429,6 +430,19 @@ static void actions(const struct plot *pl)
 				   "<title>%d scale-in%s, down to %d</title></rect>\n",
 				x_col(c0), ACTION_Y + 2, ACTION_PX - 1, 2 + 2 * (in < 7 ? in : 7), in, in > 1 ? "s" : "", in_to);
 	}
+	/* Zoomed in so far that a step is several pixels wide, each action is
+	 * also marked where it happened: a triangle pointing up above the
+	 * count it went out to, or down below the count it went in to. */
+	for (int c = 0; pl->px_per_step >= 5 && c < PLOT_W; c++) {
+		if (pl->c[c].out)
+			fprintf(f, "<path class=\"scale-out-at\" d=\"M%.1f %.1f l-4 8 h8 z\" style=\"fill:#2ca02c\">"
+				   "<title>out to %d</title></path>\n",
+				x_col(c), y_of(pl, pl->c[c].out_to) - 12, pl->c[c].out_to);
+		if (pl->c[c].in)
+			fprintf(f, "<path class=\"scale-in-at\" d=\"M%.1f %.1f l-4 -8 h8 z\" style=\"fill:#d62728\">"
+				   "<title>in to %d</title></path>\n",
+				x_col(c), y_of(pl, pl->c[c].in_to) + 12, pl->c[c].in_to);
+	}
 	fputs("</g>\n", f);
 }
 
@@ -594,6 +608,7 @@ int svg_write_plot(const char *path, const struct svg_plot *p, const struct sim_
 	pl.x1 = p->to_ms < steps[n - 1].t_ms + p->step_ms ? p->to_ms : steps[n - 1].t_ms + p->step_ms;
 	if (pl.x1 <= pl.x0)
 		return -ENODATA;
+	pl.px_per_step = (double)p->step_ms * PLOT_W / (double)(pl.x1 - pl.x0);
 	alive = oracle_alive(steps, n, p->step_ms, p->boot_ms);
 	pl.c = calloc(PLOT_W, sizeof(*pl.c));
 	if (!alive || !pl.c) {

@@ -20,7 +20,7 @@ fi
 conf="$top_srcdir/bench/configs/hpa.conf"
 trace="$top_srcdir/tests/data/traces/ramp.csv"
 . "$top_srcdir/tests/integration/tap.sh"
-tap_plan 16
+tap_plan 17
 
 if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
 	--json --csv "$tmp/steps.csv" --svg "$tmp/plot.svg" >"$tmp/out.json" 2>"$tmp/err"; then
@@ -120,6 +120,8 @@ assert int(r.get("data-to-ms")) == 1795766400000 + 5400000, r.attrib
 t = ticks(root)
 assert t and t[0] == "14:00" and "15:00" not in t, t
 assert "Asia/Kolkata" in ids["time-axis"].text
+# An hour of 15 s steps is 4 pixels a step: too narrow for a mark per action.
+assert not [e for e in ids["actions"] if e.get("class", "").endswith("-at")]
 PY
 then ok "--from/--to limit the range, read in --tz"; else not_ok "zoom: $(cat "$tmp/err")"; fi
 
@@ -137,6 +139,19 @@ assert ticks(utc)[0] == "08:30" and ticks(utc) != ticks(kol), (ticks(utc), ticks
 assert "UTC" in ids["time-axis"].text
 PY
 then ok "--tz changes the tick labels"; else not_ok "--tz ticks: $(cat "$tmp/err")"; fi
+
+# Twenty minutes: a step is 12 pixels wide, so each action is also marked
+# on the line, one mark per action counted above the plot.
+if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
+	--svg "$tmp/zoom20.svg" --from 2026-11-27T08:00Z --to 2026-11-27T08:20Z >/dev/null 2>"$tmp/err" &&
+	PYTHONPATH="$tmp" python3 - "$tmp/zoom20.svg" <<'PY'
+import sys
+from series import load, marks
+root, ids = load(sys.argv[1])
+at = [e.get("class") for e in ids["actions"] if e.get("class", "").endswith("-at")]
+assert at and sorted(c[:-3] for c in at) == sorted(marks(ids)), (at, marks(ids))
+PY
+then ok "a close zoom marks each action on the line"; else not_ok "actions on the line: $(cat "$tmp/err")"; fi
 
 sim -c "$conf" --group pool --trace "$trace" --format csv --svg "$tmp/x.svg" --tz Mars/Olympus >/dev/null 2>"$tmp/err"
 if [ $? -eq 2 ] && grep -q "Mars/Olympus" "$tmp/err"; then ok "an unknown zone is refused"; else not_ok "an unknown zone is refused"; fi
