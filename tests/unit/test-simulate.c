@@ -253,7 +253,9 @@ static void test_svg_plot(void **state)
 	free(st);
 }
 
-/* Reads the SVG at path into a malloc'd string. */
+static void temp_file(char *buf, size_t len, const char *text);
+
+/* Reads the SVG at path into a malloc'd string, and removes the file. */
 static char *read_svg(const char *path)
 {
 	FILE *fp = fopen(path, "r");
@@ -281,14 +283,14 @@ static void test_svg_oracle_line(void **state)
 	struct sim_step st[8];
 	struct svg_plot sp = {.capacity = 1, .step_ms = 15 * S, .boot_ms = 30 * S, .from_ms = INT64_MIN,
 			      .to_ms = INT64_MAX, .ymax = 10};
-	char path[64], *buf, *line, *end;
+	char path[256], *buf, *line, *end;
 
 	(void)state;
 	for (int i = 0; i < 8; i++)
 		st[i] = (struct sim_step){.t_ms = 1000000 + i * 15 * S, .demand = i == 3 ? 5 : 1, .required = i == 3 ? 5 : 1,
 					  .ready = 1, .billed = 1, .desired = 1, .scored = true, .forecast = -1,
 					  .min = 1, .max = 10, .oracle = i == 3 ? 5 : 1};
-	snprintf(path, sizeof(path), "test-simulate-oracle-%ld.svg", (long)getpid());
+	temp_file(path, sizeof(path), "");
 	assert_int_equal(svg_write_plot(path, &sp, st, 8), 0);
 	buf = read_svg(path);
 	line = strstr(buf, "id=\"oracle\"");
@@ -311,7 +313,7 @@ static void test_svg_keeps_dips(void **state)
 	struct sim_step *st = calloc(n, sizeof(*st));
 	struct svg_plot sp = {.capacity = 1, .step_ms = 15 * S, .boot_ms = 0, .from_ms = INT64_MIN,
 			      .to_ms = INT64_MAX, .ymax = 10};
-	char path[64], *buf, *line, *end;
+	char path[256], *buf, *line, *end;
 
 	(void)state;
 	assert_non_null(st);
@@ -319,7 +321,7 @@ static void test_svg_keeps_dips(void **state)
 		st[i] = (struct sim_step){.t_ms = (int64_t)i * 15 * S, .demand = 3, .required = 3,
 					  .ready = i == 12345 ? 1 : 3, .billed = 3, .desired = 3, .scored = true,
 					  .forecast = -1, .min = 1, .max = 10, .oracle = 3};
-	snprintf(path, sizeof(path), "test-simulate-dip-%ld.svg", (long)getpid());
+	temp_file(path, sizeof(path), "");
 	assert_int_equal(svg_write_plot(path, &sp, st, n), 0);
 	buf = read_svg(path);
 	line = strstr(buf, "id=\"ready\"");
