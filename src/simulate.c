@@ -419,12 +419,16 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		st.billed = (int)pool.n;
 		prev_ready = st.ready;
 		prev_demand = st.demand;
+		pr = &g->profiles[schedule_active_profile(g, now)];
+		st.min = pr->min;
+		st.max = pr->max;
+		st.oracle = -1;
 		if (st.scored) {
 			if (st.ready > res.peak_ready)
 				res.peak_ready = st.ready;
 			score_step(&sc, &st, p->capacity, (double)(step_end - now));
-			pr = &g->profiles[schedule_active_profile(g, now)];
-			r = oracle_push(orcl, st.required > pr->min ? st.required : pr->min);
+			st.oracle = st.required > pr->min ? st.required : pr->min;
+			r = oracle_push(orcl, st.oracle);
 			if (r < 0)
 				goto out;
 			n_scored++;

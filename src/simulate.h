@@ -90,6 +90,8 @@ struct sim_step {
 	enum hold_reason hold; /* the engine's reason, as in the decision record */
 	bool scored;     /* false during the warm-up */
 	int forecast;    /* instances the forecasts asked for (the most of any signal); -1: no forecast */
+	int min, max;    /* the active profile's bounds */
+	int oracle;      /* what the oracle must serve: required, at least min; -1 in the warm-up */
 };
 
 struct sim_metrics {
@@ -139,9 +141,29 @@ int simulate_peak_demand(struct trace_reader *t, int64_t step_ms, double *ret);
 /* `autoscaled simulate ...`: argv[0] is "simulate". Returns the exit status. */
 int simulate_main(int argc, char **argv);
 
-/* Writes the plot of a run as SVG to PATH: demand (in instances), required,
- * ready and billed instances over time, scale actions marked. Long runs
- * are downsampled (per-pixel maxima, so peaks survive). 0 or -errno. */
-int svg_write_plot(const char *path, const char *title, const struct sim_step *steps, size_t n, double capacity);
+/* What a plot shows besides the steps. */
+struct svg_plot {
+	const char *title;
+	double capacity;      /* demand units one instance serves (> 0) */
+	const char *unit;     /* the demand's unit for its axis; NULL: "demand units" */
+	int64_t step_ms;      /* the run's step (> 0) */
+	int64_t boot_ms;      /* the run's boot delay, for the oracle's launches */
+	void *tz;             /* the zone of the time axis (schedule_tz_open); NULL: UTC */
+	const char *tz_name;  /* its name, for the axis; NULL: "UTC" */
+	int64_t from_ms, to_ms; /* the time range shown; INT64_MIN / INT64_MAX: the run's */
+	const struct sim_metrics *metrics; /* the run's figures for the metrics box; may be NULL */
+	int ymax;             /* instances at the top of the plot; 0: fitted to the data */
+};
+
+/* Writes the plot of a run as SVG to PATH: time in the plot's zone on the x
+ * axis; instances on the left axis (ready, billed, the oracle's, the
+ * profile's bounds, the forecast band) and demand in its own units on the
+ * right one, scaled so that demand meets the ready line where it fills the
+ * ready instances; under-provisioned steps shaded; scale actions counted
+ * per few pixel columns; the run's metrics in a box. A long range is
+ * reduced to one column per pixel (minima and maxima, so dips and peaks
+ * survive). 0, -EINVAL for bad parameters, -ENODATA when no step lies in
+ * the range, or -errno. */
+int svg_write_plot(const char *path, const struct svg_plot *p, const struct sim_step *steps, size_t n);
 
 #endif

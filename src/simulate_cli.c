@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "schedule.h"
 #include "simulate.h"
 #include "trace.h"
 
@@ -21,6 +22,8 @@ static void usage(FILE *f)
 		   "                          [--billing-granularity S] [--billing-minimum S]\n"
 		   "                          [--warmup S] [--initial-instances N] [--peak-instances N]\n"
 		   "                          [--json] [--csv OUT] [--svg OUT] [--agent-inputs FILE]\n"
+		   "                          [--tz ZONE] [--from TIME] [--to TIME] [--title TEXT]\n"
+		   "                          [--plot-max N]\n"
 		   "\n"
 		   "Replays a load trace through the group's policy on a virtual clock and\n"
 		   "reports cost and service against the perfect-foresight oracle.\n"
@@ -34,7 +37,12 @@ static void usage(FILE *f)
 		   "granularity 1s, billing minimum 60s, no warm-up, initial instances sized\n"
 		   "from the first boot delay of demand.\n"
 		   "--agent-inputs FILE: \"SECONDS pause|resume|pin N [forced]|unpin|partial|full|\n"
-		   "in-flight out|in|none\" lines, the daemon's own inputs from that time on.\n");
+		   "in-flight out|in|none\" lines, the daemon's own inputs from that time on.\n"
+		   "--tz ZONE: the plot's time axis in an IANA zone (default UTC); --from and\n"
+		   "--to: the plot shows only that range (ISO 8601, \"2026-11-27T08:00\", in\n"
+		   "ZONE unless an offset is given); the run and its metrics cover the trace.\n"
+		   "--title TEXT heads the plot; --plot-max N puts N instances at its top, so\n"
+		   "plots of several runs share one scale.\n");
 }
 
 /* How the capacity per instance was set: given, or from the peak. */
@@ -155,6 +163,25 @@ static int sink_step(void *userdata, const struct sim_step *s)
 		k->v[k->n++] = *s;
 	}
 	return 0;
+}
+
+/* The demand's unit per trace format (trace.h), for the plot's axis. */
+static const char *demand_unit(enum trace_format f)
+{
+	switch (f) {
+	case TRACE_NASA:
+	case TRACE_AZURE_LLM:
+		return "requests/s";
+	case TRACE_BITBRAINS:
+		return "CPU MHz";
+	case TRACE_SWF:
+		return "processors in use";
+	case TRACE_REQUESTS:
+		return "requests in service";
+	case TRACE_CSV:
+		break;
+	}
+	return "demand";
 }
 
 /* One line of an agent-inputs file, without its newline. */
@@ -285,10 +312,24 @@ static int parse_seconds_opt(const char *opt, const char *s, int64_t *ret)
 	return 0;
 }
 
+/* A plot range's end: a time in the plot's zone unless it has an offset. */
+static int parse_time_opt(const char *opt, const char *s, void *tz, int64_t *ret)
+{
+	if (!s)
+		return 0;
+	if (schedule_parse_datetime(s, tz, ret) < 0) {
+		log_warnx("simulate: %s '%s' is not an ISO 8601 time (2026-11-27T08:00, optionally with Z or +01:00)",
+			  opt, s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int simulate_main(int argc, char **argv)
 {
 	enum { OPT_GROUP = 256, OPT_TRACE, OPT_FORMAT, OPT_BOOT, OPT_CAP, OPT_STEP, OPT_GRAN, OPT_MIN, OPT_JSON,
-	       OPT_CSV, OPT_SVG, OPT_AGENT, OPT_WARMUP, OPT_INITIAL, OPT_PEAK };
+	       OPT_CSV, OPT_SVG, OPT_AGENT, OPT_WARMUP, OPT_INITIAL, OPT_PEAK, OPT_TZ, OPT_FROM, OPT_TO,
+	       OPT_TITLE, OPT_PLOT_MAX };
 	static const struct option long_opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"group", required_argument, NULL, OPT_GROUP},
@@ -306,6 +347,11 @@ int simulate_main(int argc, char **argv)
 		{"csv", required_argument, NULL, OPT_CSV},
 		{"svg", required_argument, NULL, OPT_SVG},
 		{"agent-inputs", required_argument, NULL, OPT_AGENT},
+		{"tz", required_argument, NULL, OPT_TZ},
+		{"from", required_argument, NULL, OPT_FROM},
+		{"to", required_argument, NULL, OPT_TO},
+		{"title", required_argument, NULL, OPT_TITLE},
+		{"plot-max", required_argument, NULL, OPT_PLOT_MAX},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -319,7 +365,10 @@ int simulate_main(int argc, char **argv)
 		.initial = -1,
 	};
 	const char *cfg_path = NULL, *group = NULL, *trace_path = NULL, *format = NULL, *csv = NULL, *svg = NULL;
-	const char *agent_path = NULL;
+	const char *agent_path = NULL, *tz_name = NULL, *from = NULL, *to = NULL, *plot_title = NULL;
+	int plot_max = 0;
+	int64_t from_ms = INT64_MIN, to_ms = INT64_MAX;
+	void *tz = NULL;
 	struct sim_agent_event *events = NULL;
 	struct config *cfg = NULL;
 	struct config_errors errs = {0};
@@ -419,6 +468,30 @@ int simulate_main(int argc, char **argv)
 		case OPT_AGENT:
 			agent_path = optarg;
 			break;
+		case OPT_TZ:
+			tz_name = optarg;
+			break;
+		case OPT_FROM:
+			from = optarg;
+			break;
+		case OPT_TO:
+			to = optarg;
+			break;
+		case OPT_TITLE:
+			plot_title = optarg;
+			break;
+		case OPT_PLOT_MAX: {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &e, 10);
+			if (errno || e == optarg || *e || v < 1 || v > 100000) {
+				log_warnx("simulate: --plot-max '%s' is not a count from 1 to 100000", optarg);
+				return 2;
+			}
+			plot_max = (int)v;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -435,7 +508,25 @@ int simulate_main(int argc, char **argv)
 		log_warnx("simulate: give --capacity-per-instance or --peak-instances, not both");
 		return 2;
 	}
+	if ((tz_name || from || to || plot_title || plot_max) && !svg) {
+		log_warnx("simulate: --tz, --from, --to, --title and --plot-max shape the plot: give --svg");
+		return 2;
+	}
+	if (tz_name && schedule_tz_open(tz_name, &tz) < 0) {
+		log_warnx("simulate: --tz '%s' is not a time zone (an IANA name such as Europe/Berlin)", tz_name);
+		return 2;
+	}
+	if (parse_time_opt("--from", from, tz, &from_ms) < 0 || parse_time_opt("--to", to, tz, &to_ms) < 0) {
+		schedule_tz_close(tz);
+		return 2;
+	}
+	if (from_ms >= to_ms) {
+		log_warnx("simulate: --from must be before --to");
+		schedule_tz_close(tz);
+		return 2;
+	}
 	if (trace_format_parse(format, &fmt) < 0) {
+		schedule_tz_close(tz);
 		log_warnx("simulate: unknown trace format '%s' (nasa, azure-llm, bitbrains, csv, swf, requests)", format);
 		return 2;
 	}
@@ -446,6 +537,7 @@ int simulate_main(int argc, char **argv)
 		if (errs.n == 0)
 			log_warn_errno(r, "simulate: cannot load '%s'", cfg_path);
 		config_errors_clear(&errs);
+		schedule_tz_close(tz);
 		return 1;
 	}
 	g = config_find_group(cfg, group);
@@ -522,8 +614,26 @@ int simulate_main(int argc, char **argv)
 
 		const char *base = strrchr(trace_path, '/');
 
+		struct svg_plot sp = {
+			.title = plot_title ? plot_title : title,
+			.capacity = p.capacity,
+			.unit = demand_unit(fmt),
+			.step_ms = p.step_ms,
+			.boot_ms = p.boot_ms,
+			.tz = tz,
+			.tz_name = tz_name,
+			.from_ms = from_ms,
+			.to_ms = to_ms,
+			.metrics = &m,
+			.ymax = plot_max,
+		};
+
 		snprintf(title, sizeof(title), "%s on %s", group, base ? base + 1 : trace_path);
-		r = svg_write_plot(svg, title, sink.v, sink.n, p.capacity);
+		r = svg_write_plot(svg, &sp, sink.v, sink.n);
+		if (r == -ENODATA) {
+			log_warnx("simulate: no step of the run lies between --from and --to");
+			goto out;
+		}
 		if (r < 0) {
 			errno = -r;
 			log_warn("simulate: cannot write '%s'", svg);
@@ -533,6 +643,7 @@ int simulate_main(int argc, char **argv)
 	status = 0;
 out:
 	free(events);
+	schedule_tz_close(tz);
 	if (sink.csv)
 		fclose(sink.csv);
 	free(sink.v);

@@ -1,7 +1,9 @@
 #!/bin/sh
 # `autoscaled simulate` end to end: a 3-hour ramp through the HPA baseline,
 # with the JSON metrics, the per-step CSV and the SVG plot checked (the plot
-# parsed as XML: xmllint if installed, else python3's xml.etree).
+# parsed as XML: xmllint if installed, else python3's xml.etree; its series,
+# a zoom, the time zone of its axis, its actions counted per few pixels on a
+# 14-day run, and a rendering to PNG with rsvg-convert).
 set -u
 : "${top_srcdir:=.}" "${top_builddir:=.}"
 tmp=$(mktemp -d)
@@ -18,7 +20,7 @@ fi
 conf="$top_srcdir/bench/configs/hpa.conf"
 trace="$top_srcdir/tests/data/traces/ramp.csv"
 . "$top_srcdir/tests/integration/tap.sh"
-tap_plan 8
+tap_plan 17
 
 if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
 	--json --csv "$tmp/steps.csv" --svg "$tmp/plot.svg" >"$tmp/out.json" 2>"$tmp/err"; then
@@ -61,24 +63,163 @@ else
 	fi
 fi
 
-if python3 - "$tmp/plot.svg" <<'PY'
-import sys, xml.etree.ElementTree as E
+# The series by their ids: the numbers of a path ("M x y H x V y ...").
+cat >"$tmp/series.py" <<'PY'
+import re, sys, xml.etree.ElementTree as E
 ns = "{http://www.w3.org/2000/svg}"
-root = E.parse(sys.argv[1]).getroot()
-assert root.tag == ns + "svg"
-ids = {e.get("id"): e for e in root.iter()}
-# Demand has a vertex per step; the counts one per change (the ramp goes
-# up and down through several counts).
-assert len(ids["demand"].get("points").split()) > 500
-for series in ("ready", "billed"):
-    ys = {float(p.split(",")[1]) for p in ids[series].get("points").split()}
-    assert len(ys) >= 5, (series, ys)
-acts = ids["actions"]
-classes = [e.get("class") for e in acts]
-assert "scale-out" in classes and "scale-in" in classes, classes
-assert "legend" in ids and "axes" in ids
+
+
+def load(path):
+    root = E.parse(path).getroot()
+    assert root.tag == ns + "svg", root.tag
+    return root, {e.get("id"): e for e in root.iter() if e.get("id")}
+
+
+def levels(e):
+    """The y values a step path visits (after V or M)."""
+    return {float(m.group(2)) for m in re.finditer(r"([MV])\s*(?:[-\d.]+\s+)?([-\d.]+)", e.get("d"))}
+
+
+def ticks(root):
+    return [e.text for e in root.iter(ns + "text") if e.get("class") == "tick"]
+
+
+def marks(ids):
+    return [e.get("class") for e in ids["actions"] if e.get("class") in ("scale-out", "scale-in")]
 PY
-then ok "SVG holds demand, ready, billed, the actions and a legend"; else not_ok "SVG series"; fi
+
+if PYTHONPATH="$tmp" python3 - "$tmp/plot.svg" <<'PY'
+import sys
+from series import load, levels, marks
+root, ids = load(sys.argv[1])
+# Demand has a vertex per step (720 of them over 960 columns); the counts
+# one per change (the ramp goes up and down through several counts).
+assert ids["demand"].get("d").count("L") > 500
+for series in ("ready", "billed", "oracle"):
+    assert len(levels(ids[series])) >= 5, (series, levels(ids[series]))
+for series in ("bound-min", "bound-max", "under", "provisioning", "metrics", "legend", "axes", "range"):
+    assert series in ids, series
+m = marks(ids)
+assert "scale-out" in m and "scale-in" in m, m
+assert "cost ratio" in "".join(ids["metrics"].itertext())
+PY
+then ok "SVG holds demand, ready, billed, oracle, bounds, shading, actions, metrics and a legend"; else not_ok "SVG series"; fi
+
+# A zoom: one hour of the ramp, read in the plot's zone; the range shown is
+# that hour and the ticks are the zone's clock. The ramp starts 08:00 UTC,
+# which is 13:30 in Kolkata (+05:30, no DST).
+if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
+	--svg "$tmp/zoom.svg" --tz Asia/Kolkata --from 2026-11-27T14:00 --to 2026-11-27T15:00 >/dev/null 2>"$tmp/err" &&
+	PYTHONPATH="$tmp" python3 - "$tmp/zoom.svg" <<'PY'
+import sys
+from series import load, ticks
+root, ids = load(sys.argv[1])
+r = ids["range"]
+assert int(r.get("data-from-ms")) == 1795766400000 + 1800000, r.attrib
+assert int(r.get("data-to-ms")) == 1795766400000 + 5400000, r.attrib
+t = ticks(root)
+assert t and t[0] == "14:00" and "15:00" not in t, t
+assert "Asia/Kolkata" in ids["time-axis"].text
+# An hour of 15 s steps is 4 pixels a step: too narrow for a mark per action.
+assert not [e for e in ids["actions"] if e.get("class", "").endswith("-at")]
+PY
+then ok "--from/--to limit the range, read in --tz"; else not_ok "zoom: $(cat "$tmp/err")"; fi
+
+# The same hour written with an offset, axis in UTC: the ticks move with the
+# zone (08:30 UTC is 14:00 in Kolkata).
+if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
+	--svg "$tmp/zoom-utc.svg" --from 2026-11-27T14:00+05:30 --to 2026-11-27T15:00+05:30 >/dev/null 2>"$tmp/err" &&
+	PYTHONPATH="$tmp" python3 - "$tmp/zoom-utc.svg" "$tmp/zoom.svg" <<'PY'
+import sys
+from series import load, ticks
+utc, ids = load(sys.argv[1])
+kol, kids = load(sys.argv[2])
+assert ids["range"].get("data-from-ms") == kids["range"].get("data-from-ms")
+assert ticks(utc)[0] == "08:30" and ticks(utc) != ticks(kol), (ticks(utc), ticks(kol))
+assert "UTC" in ids["time-axis"].text
+PY
+then ok "--tz changes the tick labels"; else not_ok "--tz ticks: $(cat "$tmp/err")"; fi
+
+# Twenty minutes: a step is 12 pixels wide, so each action is also marked
+# on the line, one mark per action counted above the plot.
+if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
+	--svg "$tmp/zoom20.svg" --from 2026-11-27T08:00Z --to 2026-11-27T08:20Z >/dev/null 2>"$tmp/err" &&
+	PYTHONPATH="$tmp" python3 - "$tmp/zoom20.svg" <<'PY'
+import sys
+from series import load, marks
+root, ids = load(sys.argv[1])
+at = [e.get("class") for e in ids["actions"] if e.get("class", "").endswith("-at")]
+assert at and sorted(c[:-3] for c in at) == sorted(marks(ids)), (at, marks(ids))
+PY
+then ok "a close zoom marks each action on the line"; else not_ok "actions on the line: $(cat "$tmp/err")"; fi
+
+sim -c "$conf" --group pool --trace "$trace" --format csv --svg "$tmp/x.svg" --tz Mars/Olympus >/dev/null 2>"$tmp/err"
+if [ $? -eq 2 ] && grep -q "Mars/Olympus" "$tmp/err"; then ok "an unknown zone is refused"; else not_ok "an unknown zone is refused"; fi
+sim -c "$conf" --group pool --trace "$trace" --format csv --svg "$tmp/x.svg" --from yesterday >/dev/null 2>"$tmp/err"
+if [ $? -eq 2 ] && grep -q "'yesterday' is not an ISO 8601 time" "$tmp/err"; then ok "a bad --from is refused"; else not_ok "a bad --from is refused"; fi
+sim -c "$conf" --group pool --trace "$trace" --format csv --svg "$tmp/x.svg" --from 2030-01-01T00:00Z >/dev/null 2>"$tmp/err"
+if [ $? -ne 0 ] && grep -q "no step of the run lies between" "$tmp/err"; then ok "a range without steps is refused"; else not_ok "a range without steps"; fi
+
+# 14 days of a load that swings every few minutes: thousands of actions,
+# drawn as a bounded number of marks (one per 4 pixel columns and
+# direction at most), and the forecast band of the recommended policy.
+python3 - "$tmp/swing.csv" <<'PY'
+import math, sys
+with open(sys.argv[1], "w") as f:
+    f.write("time,value\n")
+    t0 = 1782864000  # 2026-07-01T00:00:00Z
+    for i in range(14 * 24 * 60):
+        v = 100 + 80 * math.sin(i / 720 * math.pi) + (60 if (i // 7) % 2 else 0)
+        f.write("%d,%.1f\n" % (t0 + 60 * i, max(v, 1)))
+PY
+if sim -c "$top_srcdir/bench/configs/recommended.conf" --group pool --trace "$tmp/swing.csv" --format csv \
+	--peak-instances 20 --boot-delay 60s --step 60s --json --svg "$tmp/swing.svg" --tz Europe/Berlin \
+	>"$tmp/swing.json" 2>"$tmp/err" &&
+	PYTHONPATH="$tmp" python3 - "$tmp/swing.svg" "$tmp/swing.json" <<'PY'
+import json, sys
+from series import load, marks
+root, ids = load(sys.argv[1])
+m = json.load(open(sys.argv[2]))
+n = m["actions_out"] + m["actions_in"]
+k = marks(ids)
+assert n > 1000, n
+assert 0 < len(k) <= 2 * 960 // 4, (len(k), n)
+assert "forecast" in ids, "no forecast band"
+PY
+then ok "actions of a 14-day run are aggregated per pixel columns"; else not_ok "aggregated actions: $(cat "$tmp/err")"; fi
+
+# The comparison: bench/evaluate's compare mode stacks one panel per
+# configuration, same range and scale, with ids kept unique per panel.
+if AUTOSCALED="${AUTOSCALED:-$top_builddir/bench/simulate-bench}" "$top_srcdir/bench/evaluate" compare "$tmp/compare.svg" \
+	"$trace" csv "$conf" "$top_srcdir/bench/configs/recommended.conf" -- --capacity-per-instance 20 \
+	--boot-delay 60s --from 2026-11-27T08:30Z --to 2026-11-27T10:00Z 2>"$tmp/err" &&
+	xmllint --noout "$tmp/compare.svg" 2>>"$tmp/err" && PYTHONPATH="$tmp" python3 - "$tmp/compare.svg" <<'PY'
+import collections, sys
+from series import load
+root, ids = load(sys.argv[1])
+all_ids = collections.Counter(e.get("id") for e in root.iter() if e.get("id"))
+assert all(n == 1 for n in all_ids.values()), [i for i, n in all_ids.items() if n > 1]
+for p in ("p0", "p1"):
+    for series in ("ready", "billed", "oracle", "demand", "metrics"):
+        assert "%s-%s" % (p, series) in ids, (p, series)
+assert ids["p0-range"].get("data-from-ms") == ids["p1-range"].get("data-from-ms")
+assert "p1-forecast" in ids and "p0-forecast" not in ids
+titles = [e.text for e in root.iter() if e.get("id") in ("p0-title", "p1-title")]
+assert titles == ["hpa", "recommended"], titles
+PY
+then ok "bench/evaluate compare composes one panel per configuration"; else not_ok "compare: $(cat "$tmp/err")"; fi
+
+# Rendered once: a rendering error (a bad path, a bad attribute) shows here.
+if command -v rsvg-convert >/dev/null 2>&1; then
+	if rsvg-convert -o "$tmp/swing.png" "$tmp/swing.svg" 2>"$tmp/err" && [ "$(head -c 4 "$tmp/swing.png" | od -An -c | tr -d ' ')" = "211PNG" ] &&
+		rsvg-convert -o "$tmp/compare.png" "$tmp/compare.svg" 2>>"$tmp/err" && [ -z "$(cat "$tmp/err")" ]; then
+		ok "rsvg-convert renders the plot and the comparison to PNG"
+	else
+		not_ok "rsvg-convert renders the plot: $(cat "$tmp/err")"
+	fi
+else
+	ok "# SKIP rsvg-convert is not installed (scripts/install-deps --test)"
+fi
 
 if sim -c "$conf" --group pool --trace "$trace" --format parquet >/dev/null 2>&1; then
 	not_ok "an unknown format is refused"

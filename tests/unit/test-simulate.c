@@ -223,7 +223,12 @@ static void test_svg_plot(void **state)
 	assert_int_equal(run(f, &m, &st, &n), 0);
 	/* In the test's working directory (the build tree), named by pid. */
 	snprintf(path, sizeof(path), "test-simulate-%ld.svg", (long)getpid());
-	assert_int_equal(svg_write_plot(path, "pool <test> & co", st, n, 1), 0);
+	assert_int_equal(svg_write_plot(path, &(struct svg_plot){.title = "pool <test> & co", .capacity = 1,
+							   .step_ms = f->p.step_ms,
+							   .boot_ms = f->p.boot_ms, .from_ms = INT64_MIN,
+							   .to_ms = INT64_MAX, .metrics = &m},
+					 st, n),
+			 0);
 	fp = fopen(path, "r");
 	assert_non_null(fp);
 	len = fread(buf, 1, sizeof(buf) - 1, fp);
@@ -234,6 +239,10 @@ static void test_svg_plot(void **state)
 	assert_non_null(strstr(buf, "id=\"demand\""));
 	assert_non_null(strstr(buf, "id=\"ready\""));
 	assert_non_null(strstr(buf, "id=\"billed\""));
+	assert_non_null(strstr(buf, "id=\"oracle\""));
+	assert_non_null(strstr(buf, "id=\"bound-min\""));
+	assert_non_null(strstr(buf, "id=\"under\""));
+	assert_non_null(strstr(buf, "id=\"metrics\""));
 	assert_non_null(strstr(buf, "class=\"scale-out\""));
 	assert_non_null(strstr(buf, "class=\"scale-in\""));
 	assert_non_null(strstr(buf, "id=\"legend\""));
@@ -242,6 +251,99 @@ static void test_svg_plot(void **state)
 	assert_null(strstr(buf, "<test>"));
 	assert_non_null(strstr(buf, "</svg>"));
 	free(st);
+}
+
+static void temp_file(char *buf, size_t len, const char *text);
+
+/* Reads the SVG at path into a malloc'd string, and removes the file. */
+static char *read_svg(const char *path)
+{
+	FILE *fp = fopen(path, "r");
+	char *buf = malloc(4 << 20);
+	size_t len;
+
+	assert_non_null(fp);
+	assert_non_null(buf);
+	len = fread(buf, 1, (4 << 20) - 1, fp);
+	buf[len] = '\0';
+	fclose(fp);
+	unlink(path);
+	return buf;
+}
+
+/* The oracle's line: an instance launches one boot delay before its need,
+ * so with 15 s steps and a 30 s boot the need of 5 at 45 s is live from
+ * the step at 15 s (it launches at 15 s) to the end of the step at 45 s.
+ * On a plot of 8 steps (120 s over 960 columns, 8 per second) with 10
+ * instances at the top (360 pixels), 5 is at y = 64 + 360 - 180 = 244 and
+ * the step at 15 s at x = 56 + 120 = 176; back to 1 (y = 388) at 60 s
+ * (x = 536). */
+static void test_svg_oracle_line(void **state)
+{
+	struct sim_step st[8];
+	struct svg_plot sp = {.capacity = 1, .step_ms = 15 * S, .boot_ms = 30 * S, .from_ms = INT64_MIN,
+			      .to_ms = INT64_MAX, .ymax = 10};
+	char path[256], *buf, *line, *end;
+
+	(void)state;
+	for (int i = 0; i < 8; i++)
+		st[i] = (struct sim_step){.t_ms = 1000000 + i * 15 * S, .demand = i == 3 ? 5 : 1, .required = i == 3 ? 5 : 1,
+					  .ready = 1, .billed = 1, .desired = 1, .scored = true, .forecast = -1,
+					  .min = 1, .max = 10, .oracle = i == 3 ? 5 : 1};
+	temp_file(path, sizeof(path), "");
+	assert_int_equal(svg_write_plot(path, &sp, st, 8), 0);
+	buf = read_svg(path);
+	line = strstr(buf, "id=\"oracle\"");
+	assert_non_null(line);
+	end = strchr(line, '>');
+	assert_non_null(end);
+	*end = '\0';
+	assert_non_null(strstr(line, "d=\"M56.0 388.0 H176.0 V244.0 H536.0 V388.0 H1016.0\""));
+	/* The step at 45 s had one ready for five required: shaded (the
+	 * shading is drawn first, under the lines). */
+	assert_non_null(strstr(buf, "<rect x=\"416.0\" y=\"64\" width=\"120\" height=\"360\"/>"));
+	free(buf);
+}
+
+/* A one-step dip in a run far longer than the plot is wide still shows:
+ * its column reaches down to it. */
+static void test_svg_keeps_dips(void **state)
+{
+	size_t n = 20000;
+	struct sim_step *st = calloc(n, sizeof(*st));
+	struct svg_plot sp = {.capacity = 1, .step_ms = 15 * S, .boot_ms = 0, .from_ms = INT64_MIN,
+			      .to_ms = INT64_MAX, .ymax = 10};
+	char path[256], *buf, *line, *end;
+
+	(void)state;
+	assert_non_null(st);
+	for (size_t i = 0; i < n; i++)
+		st[i] = (struct sim_step){.t_ms = (int64_t)i * 15 * S, .demand = 3, .required = 3,
+					  .ready = i == 12345 ? 1 : 3, .billed = 3, .desired = 3, .scored = true,
+					  .forecast = -1, .min = 1, .max = 10, .oracle = 3};
+	temp_file(path, sizeof(path), "");
+	assert_int_equal(svg_write_plot(path, &sp, st, n), 0);
+	buf = read_svg(path);
+	line = strstr(buf, "id=\"ready\"");
+	assert_non_null(line);
+	end = strchr(line, '>');
+	*end = '\0';
+	/* y of 1 is 388, of 3 is 316. */
+	assert_non_null(strstr(line, "V388.0 V316.0"));
+	free(buf);
+	free(st);
+}
+
+/* A range outside the run has nothing to plot. */
+static void test_svg_empty_range(void **state)
+{
+	struct sim_step st = {.t_ms = 0, .demand = 1, .required = 1, .ready = 1, .billed = 1, .forecast = -1};
+	struct svg_plot sp = {.capacity = 1, .step_ms = 15 * S, .from_ms = 60 * S, .to_ms = INT64_MAX};
+
+	(void)state;
+	assert_int_equal(svg_write_plot("/nonexistent/x.svg", &sp, &st, 1), -ENODATA);
+	sp.step_ms = 0;
+	assert_int_equal(svg_write_plot("/nonexistent/x.svg", &sp, &st, 1), -EINVAL);
 }
 
 static void test_gap_in_trace(void **state)
@@ -500,6 +602,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hand_computed_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_utilization_signal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_svg_plot, setup, teardown),
+		cmocka_unit_test(test_svg_oracle_line),
+		cmocka_unit_test(test_svg_keeps_dips),
+		cmocka_unit_test(test_svg_empty_range),
 		cmocka_unit_test_setup_teardown(test_gap_in_trace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_last_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warmup, setup, teardown),
