@@ -20,6 +20,19 @@
 
 struct httpd;
 
+/* Limits on what a client may hold: connections, their memory and time.
+ * The memory of a connection holds its request line and headers, so a URL
+ * or a header block longer than it is refused by MHD (414 or 431). */
+#define HTTPD_MAX_CONNECTIONS 64
+#define HTTPD_CONNECTION_TIMEOUT_S 10
+#define HTTPD_CONNECTION_MEMORY (64 * 1024)
+
+/* The whole of one exchange (the request read and its reply written) must
+ * fit in this time. MHD's own timeout only limits silence, and a client
+ * that sends a byte a second is never silent for long: without this, a few
+ * dozen such clients would hold every connection for as long as they like. */
+#define HTTPD_REQUEST_TIMEOUT_S 10
+
 /* Who is at the other end of a Unix socket (SO_PEERCRED), as the kernel
  * saw it when the connection was made. */
 struct httpd_peer {

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include "httpd.h"
 #include "metrics.h"
 #include "../helpers/loop-http.h"
 
@@ -401,6 +402,36 @@ static void test_endpoint(void **st)
 	assert_int_equal(q2.status, 200);
 	free(q1.reply);
 	free(q2.reply);
+
+	/* Slow clients (a byte a second, never done) more than the limit:
+	 * a scrape is answered at once while they go on. A URL longer than a
+	 * connection's memory gets 414, a declared body over the limit 413. */
+	struct loop_http_trickle *t;
+	struct loop_http q3 = {.method = "GET", .url = url};
+	uint64_t t0;
+	size_t k;
+	char out[1024], *big = malloc(HTTPD_CONNECTION_MEMORY + 256);
+
+	assert_int_equal(loop_http_trickle_start(e, (struct sockaddr *)&sa, sizeof(sa), HTTPD_MAX_CONNECTIONS + 16,
+						 1000000, &t), 0);
+	t0 = loop_http_now();
+	assert_int_equal(loop_http(e, &q3), 0);
+	assert_int_equal(q3.status, 200);
+	if (loop_http_now() - t0 > 2000000)
+		fail_msg("a scrape during the abuse took %llu ms", (unsigned long long)(loop_http_now() - t0) / 1000);
+	free(q3.reply);
+	k = (size_t)sprintf(big, "GET /");
+	memset(big + k, 'm', HTTPD_CONNECTION_MEMORY);
+	k += HTTPD_CONNECTION_MEMORY;
+	k += (size_t)sprintf(big + k, " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+	assert_true(loop_http_raw(e, (struct sockaddr *)&sa, sizeof(sa), big, k, out, sizeof(out)) > 0);
+	assert_memory_equal(out, "HTTP/1.1 414 ", 13);
+	free(big);
+	static const char post[] = "POST /metrics HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n\r\n";
+
+	assert_true(loop_http_raw(e, (struct sockaddr *)&sa, sizeof(sa), post, sizeof(post) - 1, out, sizeof(out)) > 0);
+	assert_memory_equal(out, "HTTP/1.1 413 ", 13);
+	loop_http_trickle_free(t);
 
 	/* A second registry cannot take the same port, and says so. */
 	struct metrics *m2 = NULL;
