@@ -101,8 +101,8 @@ int loop_http_hold(sd_event *event, const struct sockaddr *sa, socklen_t sa_len,
 }
 
 struct release {
-	int *fds;
 	int n;
+	int fds[];
 };
 
 static int on_release(sd_event_source *s, uint64_t usec, void *userdata)
@@ -113,24 +113,38 @@ static int on_release(sd_event_source *s, uint64_t usec, void *userdata)
 	(void)usec;
 	for (int i = 0; i < r->n; i++)
 		close(r->fds[i]);
-	free(r);
+	r->n = 0;
 	return 0;
+}
+
+/* The loop may go first (a request answered before the delay): the
+ * connections are closed then. */
+static void release_destroy(void *userdata)
+{
+	on_release(NULL, 0, userdata);
+	free(userdata);
 }
 
 int loop_http_release_later(sd_event *event, int *fds, int n, uint64_t delay_usec)
 {
-	struct release *r = malloc(sizeof(*r));
+	struct release *r = malloc(sizeof(*r) + (size_t)n * sizeof(int));
+	sd_event_source *s;
 	int e;
 
 	if (!r)
 		return -ENOMEM;
-	r->fds = fds;
 	r->n = n;
+	memcpy(r->fds, fds, (size_t)n * sizeof(int));
 	/* A floating source: it goes with the loop. */
-	e = sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, delay_usec, 1000, on_release, r);
-	if (e < 0)
+	e = sd_event_add_time_relative(event, &s, CLOCK_MONOTONIC, delay_usec, 1000, on_release, r);
+	if (e < 0) {
 		free(r);
-	return e < 0 ? e : 0;
+		return e;
+	}
+	sd_event_source_set_destroy_callback(s, release_destroy);
+	sd_event_source_set_floating(s, 1);
+	sd_event_source_unref(s);
+	return 0;
 }
 
 ssize_t loop_http_raw(sd_event *event, const struct sockaddr *sa, socklen_t sa_len, const char *req, size_t len,

@@ -31,8 +31,9 @@ int loop_http(sd_event *event, struct loop_http *c);
  * many connected; their descriptors are in FDS. */
 int loop_http_hold(sd_event *event, const struct sockaddr *sa, socklen_t sa_len, int *fds, int n);
 
-/* Closes those connections after DELAY_USEC of EVENT's loop time, while a
- * request made with loop_http() waits behind them. Returns 0 or -errno. */
+/* Closes those connections after DELAY_USEC of EVENT's loop time (or when
+ * EVENT is freed, if sooner), while a request made with loop_http() may
+ * wait behind them. Returns 0 or -errno. */
 int loop_http_release_later(sd_event *event, int *fds, int n, uint64_t delay_usec);
 
 /* The monotonic clock in microseconds, for a test to time an answer. */

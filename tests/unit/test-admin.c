@@ -461,9 +461,9 @@ static void test_hostile_paths(void **st)
 }
 
 /* More idle clients than the server's connection limit (64) fill it and
- * its backlog. A request made then waits in the backlog and is answered
- * once they go, and so is the next: the server keeps accepting after
- * having been at its limit (it used to stop for good). */
+ * its backlog. A request made then is answered, and so is the next: the
+ * server keeps accepting after having been at its limit (it used to stop
+ * for good). */
 static void test_connection_limit(void **st)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
