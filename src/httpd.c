@@ -538,7 +538,7 @@ int httpd_listen_unix(const char *path, unsigned mode, const char *group)
 			goto fail;
 		}
 	}
-	if (chmod(path, mode) < 0 || listen(fd, 16) < 0) {
+	if (chmod(path, mode) < 0 || listen(fd, HTTPD_BACKLOG) < 0) {
 		r = -errno;
 		log_err_errno(r, "admin: cannot set up '%s'", path);
 		goto fail;
@@ -587,7 +587,7 @@ int httpd_listen_tcp(const char *address)
 		return r;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 16) < 0) {
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, HTTPD_BACKLOG) < 0) {
 		r = -errno;
 		log_err_errno(r, "metrics: cannot listen on '%s'", address);
 		close(fd);

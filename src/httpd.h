@@ -24,6 +24,12 @@ struct httpd;
  * The memory of a connection holds its request line and headers, so a URL
  * or a header block longer than it is refused by MHD (414 or 431). */
 #define HTTPD_MAX_CONNECTIONS 64
+
+/* Clients that connect while the server is busy wait in the kernel's
+ * listen backlog. On a Unix socket a full backlog refuses a client at
+ * once (EAGAIN), so it is deep enough for a burst of autoscalectl calls
+ * from scripts; the kernel caps it at net.core.somaxconn. */
+#define HTTPD_BACKLOG 128
 #define HTTPD_CONNECTION_TIMEOUT_S 10
 #define HTTPD_CONNECTION_MEMORY (64 * 1024)
 
