@@ -40,6 +40,9 @@ struct httpd {
 	void *userdata;
 	struct link *links;   /* oldest first */
 	unsigned n_live;      /* links not cut */
+	struct MHD_Response *shared; /* the reply given to a GET of shared_path until shared_until */
+	char shared_path[64];
+	uint64_t shared_until;
 };
 
 /* What is known of one request between MHD's calls. */
@@ -144,14 +147,15 @@ static char *utf8_repair(const char *s)
 	return out;
 }
 
-static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *resp)
+/* MHD's response for RESP (its body taken over), or NULL. */
+static struct MHD_Response *response_of(struct httpd_response *resp)
 {
 	struct MHD_Response *r;
-	enum MHD_Result ret;
 	char *body = resp->body ? resp->body : strdup("");
 
+	resp->body = NULL;
 	if (!body)
-		return MHD_NO;
+		return NULL;
 	/* Replies are JSON or Prometheus text, both UTF-8. A value quoted in
 	 * them (a command's stderr, a driver's message, a label) may not be:
 	 * such bytes become U+FFFD rather than make the reply unreadable. */
@@ -160,19 +164,44 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *re
 
 		free(body);
 		if (!fixed)
-			return MHD_NO;
+			return NULL;
 		body = fixed;
 	}
 	r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(body);
-		return MHD_NO;
+		return NULL;
 	}
 	if (resp->content_type)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+	return r;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *resp)
+{
+	struct MHD_Response *r = response_of(resp);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
 	ret = MHD_queue_response(c, (unsigned)resp->status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static void shared_drop(struct httpd *h)
+{
+	if (h->shared)
+		MHD_destroy_response(h->shared);
+	h->shared = NULL;
+}
+
+static uint64_t loop_now(struct httpd *h)
+{
+	uint64_t now = 0;
+
+	sd_event_now(h->event, CLOCK_MONOTONIC, &now);
+	return now;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -181,7 +210,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct httpd *h = cls;
 	struct conn *k = *con_cls;
 	struct httpd_response resp = {.status = 200};
+	struct MHD_Response *r;
 	const char *cl;
+	bool shareable;
 	char *p;
 
 	(void)version;
@@ -229,19 +260,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		httpd_error(&resp, 400, "the request path is not valid UTF-8");
 		return queue(c, &resp);
 	}
+	shareable = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	if (shareable && h->shared && loop_now(h) < h->shared_until && strcmp(url, h->shared_path) == 0)
+		return MHD_queue_response(c, MHD_HTTP_OK, h->shared);
 	h->handler(h->userdata,
 		   &(struct httpd_request){.method = method, .path = url, .body = k->body ? k->body : "",
 					   .body_len = k->len, .peer = k->peer},
 		   &resp);
-	return queue(c, &resp);
-}
-
-static uint64_t loop_now(struct httpd *h)
-{
-	uint64_t now = 0;
-
-	sd_event_now(h->event, CLOCK_MONOTONIC, &now);
-	return now;
+	if (!shareable || !resp.share_ms || resp.status != MHD_HTTP_OK || strlen(url) >= sizeof(h->shared_path))
+		return queue(c, &resp);
+	/* One reply for every client that asks within share_ms: MHD counts
+	 * its users, so however many read it, slowly or not, it is in memory
+	 * once, and made once. */
+	r = response_of(&resp);
+	if (!r)
+		return MHD_NO;
+	shared_drop(h);
+	h->shared = r;
+	h->shared_until = loop_now(h) + (uint64_t)resp.share_ms * 1000;
+	snprintf(h->shared_path, sizeof(h->shared_path), "%s", url);
+	return MHD_queue_response(c, MHD_HTTP_OK, r);
 }
 
 static void link_remove(struct httpd *h, struct link *l)
@@ -385,6 +423,8 @@ static void run(struct httpd *h)
 	const uint64_t timeout = (uint64_t)HTTPD_REQUEST_TIMEOUT_S * 1000000;
 	unsigned before;
 
+	if (h->shared && now >= h->shared_until)
+		shared_drop(h);
 	for (struct link *l = h->links; l; l = l->next)
 		if (!l->cut && now >= l->since + timeout)
 			link_cut(h, l, "its request and reply took longer than the time allowed");
@@ -486,6 +526,7 @@ void httpd_free(struct httpd *h)
 	sd_event_source_disable_unref(h->timer);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
+	shared_drop(h);
 	free(h);
 }
 

@@ -58,6 +58,8 @@ struct httpd_response {
 	int status;
 	const char *content_type;
 	char *body;           /* malloc'ed; httpd frees it */
+	unsigned share_ms;    /* a 200 to a GET or HEAD: the same reply, made once, is given to every
+			       * request for the same path in the next share_ms; 0: made for each */
 };
 
 /* Fills `resp` for `req`. Runs on the loop's thread. A handler that leaves

@@ -371,9 +371,42 @@ static void test_endpoint(void **st)
 
 	snprintf(url, sizeof(url), "http://%s/metrics", addr);
 	f.url = url;
+	uint64_t first = loop_http_now();
+
 	assert_int_equal(loop_http(e, &f), 0);
+	uint64_t answered = loop_http_now();
+
 	assert_int_equal(f.status, 200);
 	assert_non_null(strstr(f.reply, "autoscaled_group_desired_instances{group=\"web\"} 6\n"));
+
+	/* Scrapes within a second of one another share its exposition (made
+	 * once, held once however many read it); the next one after that
+	 * shows what changed. */
+	struct decision d7 = {.current = 6, .desired = 7, .n_signals = 1};
+	struct metrics_group_status st7 = {.evaluation_seconds = 0.001};
+	uint64_t fresh = 0;
+
+	d7.signals[0] = (struct signal_decision){.valid = true, .value = 100, .recommendation = 7};
+	metrics_record_decision(m, &groups[0], &d7, &st7);
+	for (int i = 0; i < 100 && !fresh; i++) {
+		struct loop_http g = {.method = "GET", .url = url};
+		uint64_t asked = loop_http_now();
+
+		assert_int_equal(loop_http(e, &g), 0);
+		assert_int_equal(g.status, 200);
+		if (strstr(g.reply, "autoscaled_group_desired_instances{group=\"web\"} 7\n"))
+			fresh = loop_http_now();
+		else if (asked > answered + 1050000)
+			fail_msg("a scrape %llu ms after the first was answered still has its exposition",
+				 (unsigned long long)(asked - answered) / 1000);
+		free(g.reply);
+		if (!fresh)
+			sd_event_run(e, 100000);
+	}
+	assert_true(fresh > 0);
+	if (fresh - first < 980000)
+		fail_msg("the exposition changed %llu ms after the first scrape, within the second it is shared",
+			 (unsigned long long)(fresh - first) / 1000);
 
 	pf.url = url;
 	assert_int_equal(loop_http(e, &pf), 0);
