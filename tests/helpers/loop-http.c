@@ -3,19 +3,16 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
+#include "clock.h"
 #include "loop-http.h"
 
 uint64_t loop_http_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	return (uint64_t)clock_mono_ns() / 1000;
 }
 
 static size_t on_data(char *p, size_t size, size_t n, void *userdata)
