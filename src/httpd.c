@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,15 @@
 #include "httpd.h"
 #include "log.h"
 
-/* Limits on what a client may hold: connections, their memory and time. */
-#define HTTPD_MAX_CONNECTIONS 64
-#define HTTPD_CONNECTION_TIMEOUT_S 10
-#define HTTPD_CONNECTION_MEMORY (64 * 1024)
+/* One accepted connection, from MHD's notice that it started to the one
+ * that it closed. */
+struct link {
+	struct link *prev, *next;
+	struct MHD_Connection *c;
+	int fd;
+	uint64_t since;       /* when its current exchange began, loop time (usec) */
+	bool cut;             /* shut down by us; MHD has yet to close it */
+};
 
 struct httpd {
 	sd_event *event;
@@ -32,6 +38,11 @@ struct httpd {
 	size_t max_body;
 	httpd_handler_fn handler;
 	void *userdata;
+	struct link *links;   /* oldest first */
+	unsigned n_live;      /* links not cut */
+	struct MHD_Response *shared; /* the reply given to a GET of shared_path until shared_until */
+	char shared_path[64];
+	uint64_t shared_until;
 };
 
 /* What is known of one request between MHD's calls. */
@@ -136,14 +147,15 @@ static char *utf8_repair(const char *s)
 	return out;
 }
 
-static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *resp)
+/* MHD's response for RESP (its body taken over), or NULL. */
+static struct MHD_Response *response_of(struct httpd_response *resp)
 {
 	struct MHD_Response *r;
-	enum MHD_Result ret;
 	char *body = resp->body ? resp->body : strdup("");
 
+	resp->body = NULL;
 	if (!body)
-		return MHD_NO;
+		return NULL;
 	/* Replies are JSON or Prometheus text, both UTF-8. A value quoted in
 	 * them (a command's stderr, a driver's message, a label) may not be:
 	 * such bytes become U+FFFD rather than make the reply unreadable. */
@@ -152,19 +164,44 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *re
 
 		free(body);
 		if (!fixed)
-			return MHD_NO;
+			return NULL;
 		body = fixed;
 	}
 	r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(body);
-		return MHD_NO;
+		return NULL;
 	}
 	if (resp->content_type)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+	return r;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *resp)
+{
+	struct MHD_Response *r = response_of(resp);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
 	ret = MHD_queue_response(c, (unsigned)resp->status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static void shared_drop(struct httpd *h)
+{
+	if (h->shared)
+		MHD_destroy_response(h->shared);
+	h->shared = NULL;
+}
+
+static uint64_t loop_now(struct httpd *h)
+{
+	uint64_t now = 0;
+
+	sd_event_now(h->event, CLOCK_MONOTONIC, &now);
+	return now;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -173,7 +210,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct httpd *h = cls;
 	struct conn *k = *con_cls;
 	struct httpd_response resp = {.status = 200};
+	struct MHD_Response *r;
 	const char *cl;
+	bool shareable;
+	char *p;
 
 	(void)version;
 	if (!k) {
@@ -182,53 +222,159 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		*con_cls = k;
 		k->peer = peer_of(c);
-		/* A declared length over the limit is refused before any of
-		 * the body is read. */
+		/* A declared length over the limit is answered at once, and
+		 * none of the body is read: MHD closes the connection after
+		 * the reply instead. */
 		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > h->max_body)
+		if (cl && strtoull(cl, NULL, 10) > h->max_body) {
 			k->too_large = true;
+			httpd_error(&resp, 413, "request body larger than %zu bytes", h->max_body);
+			return queue(c, &resp);
+		}
 		return MHD_YES;
 	}
 	if (*upload_size > 0) {
-		if (!k->too_large && k->len + *upload_size <= h->max_body) {
-			char *p = realloc(k->body, k->len + *upload_size + 1);
-
-			if (!p)
-				return MHD_NO;
-			k->body = p;
-			memcpy(k->body + k->len, upload, *upload_size);
-			k->len += *upload_size;
-			k->body[k->len] = '\0';
-		} else {
-			k->too_large = true;
+		/* A body of no declared length (chunked) that outgrows the
+		 * limit: the connection is closed rather than read on. */
+		if (k->too_large || k->len + *upload_size > h->max_body) {
+			log_debug("%s: closed a connection: its request body is larger than %zu bytes", h->name,
+				  h->max_body);
+			return MHD_NO;
 		}
+		p = realloc(k->body, k->len + *upload_size + 1);
+		if (!p)
+			return MHD_NO;
+		k->body = p;
+		memcpy(k->body + k->len, upload, *upload_size);
+		k->len += *upload_size;
+		k->body[k->len] = '\0';
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (k->too_large) {
-		httpd_error(&resp, 413, "request body larger than %zu bytes", h->max_body);
-		return queue(c, &resp);
-	}
+	/* The 413 was queued on the first call. */
+	if (k->too_large)
+		return MHD_YES;
 	/* Handlers quote the path in their JSON replies, and JSON is UTF-8: a
 	 * path that is not is refused here, without being echoed. */
 	if (!utf8_valid(url)) {
 		httpd_error(&resp, 400, "the request path is not valid UTF-8");
 		return queue(c, &resp);
 	}
+	shareable = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	if (shareable && h->shared && loop_now(h) < h->shared_until && strcmp(url, h->shared_path) == 0)
+		return MHD_queue_response(c, MHD_HTTP_OK, h->shared);
 	h->handler(h->userdata,
 		   &(struct httpd_request){.method = method, .path = url, .body = k->body ? k->body : "",
 					   .body_len = k->len, .peer = k->peer},
 		   &resp);
-	return queue(c, &resp);
+	if (!shareable || !resp.share_ms || resp.status != MHD_HTTP_OK || strlen(url) >= sizeof(h->shared_path))
+		return queue(c, &resp);
+	/* One reply for every client that asks within share_ms: MHD counts
+	 * its users, so however many read it, slowly or not, it is in memory
+	 * once, and made once. */
+	r = response_of(&resp);
+	if (!r)
+		return MHD_NO;
+	shared_drop(h);
+	h->shared = r;
+	h->shared_until = loop_now(h) + (uint64_t)resp.share_ms * 1000;
+	snprintf(h->shared_path, sizeof(h->shared_path), "%s", url);
+	return MHD_queue_response(c, MHD_HTTP_OK, r);
+}
+
+static void link_remove(struct httpd *h, struct link *l)
+{
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		h->links = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	l->prev = l->next = NULL;
+}
+
+/* Appends L, the newest exchange, so that the list stays oldest first. */
+static void link_append(struct httpd *h, struct link *l)
+{
+	struct link **p = &h->links, *prev = NULL;
+
+	while (*p) {
+		prev = *p;
+		p = &(*p)->next;
+	}
+	l->prev = prev;
+	*p = l;
+}
+
+/* Closes a connection under MHD's feet: shut down, its socket reads as
+ * closed, and MHD drops it on its next run as it does any client that
+ * went away. */
+static void link_cut(struct httpd *h, struct link *l, const char *why)
+{
+	shutdown(l->fd, SHUT_RDWR);
+	l->cut = true;
+	h->n_live--;
+	log_debug("%s: closed a connection: %s", h->name, why);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct httpd *h = cls;
+	struct link *l = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (l) {
+			link_remove(h, l);
+			if (!l->cut)
+				h->n_live--;
+			free(l);
+			*socket_context = NULL;
+		}
+		return;
+	}
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		/* A connection without a deadline would escape the limits. */
+		shutdown(ci->connect_fd, SHUT_RDWR);
+		return;
+	}
+	l->c = c;
+	l->fd = ci->connect_fd;
+	l->since = loop_now(h);
+	link_append(h, l);
+	h->n_live++;
+	*socket_context = l;
+	/* At the limit, MHD would stop accepting, and a client that asks
+	 * and goes would wait behind those that hold a connection and send
+	 * nothing (or a byte a second) until their deadline. The oldest
+	 * exchange makes room instead: a well-behaved one is over within
+	 * milliseconds, so the oldest is one that stalls. */
+	if (h->n_live >= HTTPD_MAX_CONNECTIONS)
+		for (struct link *o = h->links; o; o = o->next)
+			if (!o->cut && o != l) {
+				link_cut(h, o, "the oldest at the connection limit");
+				break;
+			}
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
 {
+	struct httpd *h = cls;
 	struct conn *k = *con_cls;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct link *l = ci ? ci->socket_context : NULL;
 
-	(void)cls;
-	(void)c;
-	(void)t;
+	/* A kept-alive connection's next exchange has a deadline of its own. */
+	if (l && !l->cut && t == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+		link_remove(h, l);
+		l->since = loop_now(h);
+		link_append(h, l);
+	}
 	if (k) {
 		free(k->body);
 		free(k);
@@ -273,19 +419,31 @@ static unsigned n_connections(struct httpd *h)
 static void run(struct httpd *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	uint64_t now;
+	uint64_t now = loop_now(h), next = UINT64_MAX;
+	const uint64_t timeout = (uint64_t)HTTPD_REQUEST_TIMEOUT_S * 1000000;
 	unsigned before;
 
+	if (h->shared && now >= h->shared_until)
+		shared_drop(h);
+	for (struct link *l = h->links; l; l = l->next)
+		if (!l->cut && now >= l->since + timeout)
+			link_cut(h, l, "its request and reply took longer than the time allowed");
 	do {
 		before = n_connections(h);
 		MHD_run(h->mhd);
 	} while (n_connections(h) < before);
-	if (MHD_get_timeout(h->mhd, &ms) != MHD_YES) {
+	for (struct link *l = h->links; l; l = l->next)
+		if (!l->cut) {
+			next = l->since + timeout;
+			break;
+		}
+	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES && now + (uint64_t)ms * 1000 < next)
+		next = now + (uint64_t)ms * 1000;
+	if (next == UINT64_MAX) {
 		sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
 		return;
 	}
-	sd_event_now(h->event, CLOCK_MONOTONIC, &now);
-	sd_event_source_set_time(h->timer, now + (uint64_t)ms * 1000);
+	sd_event_source_set_time(h->timer, next);
 	sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
 }
 
@@ -331,6 +489,7 @@ int httpd_new(sd_event *event, int listen_fd, const char *name, size_t max_body,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTPD_MAX_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_CONNECTION_TIMEOUT_S,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_CONNECTION_MEMORY,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
 	if (!h->mhd) {
 		log_errx("%s: cannot start the HTTP server", name);
@@ -367,6 +526,7 @@ void httpd_free(struct httpd *h)
 	sd_event_source_disable_unref(h->timer);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
+	shared_drop(h);
 	free(h);
 }
 
@@ -419,7 +579,7 @@ int httpd_listen_unix(const char *path, unsigned mode, const char *group)
 			goto fail;
 		}
 	}
-	if (chmod(path, mode) < 0 || listen(fd, 16) < 0) {
+	if (chmod(path, mode) < 0 || listen(fd, HTTPD_BACKLOG) < 0) {
 		r = -errno;
 		log_err_errno(r, "admin: cannot set up '%s'", path);
 		goto fail;
@@ -468,7 +628,7 @@ int httpd_listen_tcp(const char *address)
 		return r;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 16) < 0) {
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, HTTPD_BACKLOG) < 0) {
 		r = -errno;
 		log_err_errno(r, "metrics: cannot listen on '%s'", address);
 		close(fd);

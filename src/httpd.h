@@ -20,6 +20,25 @@
 
 struct httpd;
 
+/* Limits on what a client may hold: connections, their memory and time.
+ * The memory of a connection holds its request line and headers, so a URL
+ * or a header block longer than it is refused by MHD (414 or 431). */
+#define HTTPD_MAX_CONNECTIONS 64
+
+/* Clients that connect while the server is busy wait in the kernel's
+ * listen backlog. On a Unix socket a full backlog refuses a client at
+ * once (EAGAIN), so it is deep enough for a burst of autoscalectl calls
+ * from scripts; the kernel caps it at net.core.somaxconn. */
+#define HTTPD_BACKLOG 128
+#define HTTPD_CONNECTION_TIMEOUT_S 10
+#define HTTPD_CONNECTION_MEMORY (64 * 1024)
+
+/* The whole of one exchange (the request read and its reply written) must
+ * fit in this time. MHD's own timeout only limits silence, and a client
+ * that sends a byte a second is never silent for long: without this, a few
+ * dozen such clients would hold every connection for as long as they like. */
+#define HTTPD_REQUEST_TIMEOUT_S 10
+
 /* Who is at the other end of a Unix socket (SO_PEERCRED), as the kernel
  * saw it when the connection was made. */
 struct httpd_peer {
@@ -39,6 +58,8 @@ struct httpd_response {
 	int status;
 	const char *content_type;
 	char *body;           /* malloc'ed; httpd frees it */
+	unsigned share_ms;    /* a 200 to a GET or HEAD: the same reply, made once, is given to every
+			       * request for the same path in the next share_ms; 0: made for each */
 };
 
 /* Fills `resp` for `req`. Runs on the loop's thread. A handler that leaves

@@ -22,6 +22,7 @@
 #define METRICS_MAX_BUDGETS 16     /* throttling budgets a driver reports per group */
 #define METRICS_MAX_LABEL 128      /* a longer label is not recorded */
 #define METRICS_MAX_BODY 1024
+#define METRICS_SHARE_MS 1000
 
 static const double eval_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
 static const double driver_buckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
@@ -866,6 +867,10 @@ static void on_request(void *userdata, const struct httpd_request *req, struct h
 	}
 	resp->status = 200;
 	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	/* Scrapes that come together share one exposition: a flood of them
+	 * costs the loop one rendering a second, and slow readers hold one
+	 * copy between them, not one each. */
+	resp->share_ms = METRICS_SHARE_MS;
 }
 
 int metrics_new(sd_event *event, const char *listen, struct metrics **ret)

@@ -7,7 +7,13 @@
 
 #include <curl/curl.h>
 
+#include "clock.h"
 #include "loop-http.h"
+
+uint64_t loop_http_now(void)
+{
+	return (uint64_t)clock_mono_ns() / 1000;
+}
 
 static size_t on_data(char *p, size_t size, size_t n, void *userdata)
 {
@@ -53,8 +59,9 @@ int loop_http(sd_event *event, struct loop_http *c)
 
 	if (r != 0)
 		return -r;
-	/* 500 turns of at most 10 ms each: the client's own 5 s timeout. */
-	for (int i = 0; i < 500 && !c->done; i++)
+	/* Until the client's own 5 s timeout, counted in time rather than
+	 * in turns: a loop busy with other clients turns faster. */
+	for (uint64_t end = loop_http_now() + 5500000; !c->done && loop_http_now() < end;)
 		sd_event_run(event, 10000);
 	pthread_join(t, NULL);
 	return 0;
@@ -91,8 +98,8 @@ int loop_http_hold(sd_event *event, const struct sockaddr *sa, socklen_t sa_len,
 }
 
 struct release {
-	int *fds;
 	int n;
+	int fds[];
 };
 
 static int on_release(sd_event_source *s, uint64_t usec, void *userdata)
@@ -103,22 +110,193 @@ static int on_release(sd_event_source *s, uint64_t usec, void *userdata)
 	(void)usec;
 	for (int i = 0; i < r->n; i++)
 		close(r->fds[i]);
-	free(r);
+	r->n = 0;
 	return 0;
+}
+
+/* The loop may go first (a request answered before the delay): the
+ * connections are closed then. */
+static void release_destroy(void *userdata)
+{
+	on_release(NULL, 0, userdata);
+	free(userdata);
 }
 
 int loop_http_release_later(sd_event *event, int *fds, int n, uint64_t delay_usec)
 {
-	struct release *r = malloc(sizeof(*r));
+	struct release *r = malloc(sizeof(*r) + (size_t)n * sizeof(int));
+	sd_event_source *s;
 	int e;
 
 	if (!r)
 		return -ENOMEM;
-	r->fds = fds;
 	r->n = n;
+	memcpy(r->fds, fds, (size_t)n * sizeof(int));
 	/* A floating source: it goes with the loop. */
-	e = sd_event_add_time_relative(event, NULL, CLOCK_MONOTONIC, delay_usec, 1000, on_release, r);
-	if (e < 0)
+	e = sd_event_add_time_relative(event, &s, CLOCK_MONOTONIC, delay_usec, 1000, on_release, r);
+	if (e < 0) {
 		free(r);
-	return e < 0 ? e : 0;
+		return e;
+	}
+	sd_event_source_set_destroy_callback(s, release_destroy);
+	sd_event_source_set_floating(s, 1);
+	sd_event_source_unref(s);
+	return 0;
+}
+
+ssize_t loop_http_raw(sd_event *event, const struct sockaddr *sa, socklen_t sa_len, const char *req, size_t len,
+		      char *out, size_t out_len)
+{
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	size_t sent = 0, got = 0;
+	uint64_t end = loop_http_now() + 5000000;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, sa, sa_len) < 0 && errno != EINPROGRESS) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	while (loop_http_now() < end) {
+		sd_event_run(event, 10000);
+		if (sent < len) {
+			n = send(fd, req + sent, len - sent, MSG_NOSIGNAL);
+			if (n > 0)
+				sent += (size_t)n;
+			else if (n < 0 && errno != EAGAIN && errno != ENOTCONN)
+				sent = len; /* the server closed it early; read what it said */
+		}
+		n = recv(fd, out + got, out_len - 1 - got, 0);
+		if (n > 0)
+			got += (size_t)n;
+		else if ((n == 0 || (errno != EAGAIN && errno != ENOTCONN)) || got == out_len - 1)
+			break;
+	}
+	out[got] = '\0';
+	close(fd);
+	return (ssize_t)got;
+}
+
+struct trickler {
+	struct loop_http_trickle *t;
+	int fd;
+	sd_event_source *io;
+};
+
+struct loop_http_trickle {
+	sd_event_source *timer;
+	uint64_t pace, start, last_closed;
+	int n, open;
+	struct trickler c[];
+};
+
+static void trickler_closed(struct trickler *c)
+{
+	c->io = sd_event_source_disable_unref(c->io);
+	close(c->fd);
+	c->fd = -1;
+	c->t->open--;
+	c->t->last_closed = loop_http_now();
+}
+
+/* The server closed the connection (or reset it). */
+static int on_trickler_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct trickler *c = userdata;
+	char buf[256];
+	ssize_t n;
+
+	(void)s;
+	(void)revents;
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		;
+	if (n == 0 || errno != EAGAIN)
+		trickler_closed(c);
+	return 0;
+}
+
+static int on_trickle(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct loop_http_trickle *t = userdata;
+
+	for (int i = 0; i < t->n; i++)
+		if (t->c[i].fd >= 0 && send(t->c[i].fd, "a", 1, MSG_NOSIGNAL) < 0 && errno != EAGAIN &&
+		    errno != ENOTCONN)
+			trickler_closed(&t->c[i]);
+	sd_event_source_set_time(s, usec + t->pace);
+	return 0;
+}
+
+int loop_http_trickle_start(sd_event *event, const struct sockaddr *sa, socklen_t sa_len, int n, uint64_t pace_usec,
+			    struct loop_http_trickle **ret)
+{
+	static const char head[] = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nX-Slow: ";
+	struct loop_http_trickle *t = calloc(1, sizeof(*t) + (size_t)n * sizeof(t->c[0]));
+	uint64_t now;
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	t->pace = pace_usec;
+	t->start = loop_http_now();
+	for (int i = 0; i < n; i++) {
+		struct trickler *c = &t->c[i];
+
+		c->t = t;
+		c->fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (c->fd < 0 || (connect(c->fd, sa, sa_len) < 0 && errno != EINPROGRESS)) {
+			r = -errno;
+			goto fail;
+		}
+		t->n++;
+		t->open++;
+		/* The request line and the start of a header at once, the rest
+		 * of the header a byte at a time. */
+		send(c->fd, head, sizeof(head) - 1, MSG_NOSIGNAL);
+		r = sd_event_add_io(event, &c->io, c->fd, EPOLLIN | EPOLLRDHUP, on_trickler_io, c);
+		if (r < 0)
+			goto fail;
+		/* Let the server take it, as the clients of a real attack come
+		 * one after another. */
+		for (int k = 0; k < 50 && sd_event_run(event, 0) > 0; k++)
+			;
+	}
+	sd_event_now(event, CLOCK_MONOTONIC, &now);
+	r = sd_event_add_time(event, &t->timer, CLOCK_MONOTONIC, now + pace_usec, 1000, on_trickle, t);
+	if (r < 0)
+		goto fail;
+	*ret = t;
+	return 0;
+fail:
+	loop_http_trickle_free(t);
+	return r;
+}
+
+int loop_http_trickle_open(const struct loop_http_trickle *t)
+{
+	return t->open;
+}
+
+int64_t loop_http_trickle_wait(sd_event *event, struct loop_http_trickle *t, uint64_t limit_usec)
+{
+	uint64_t end = t->start + limit_usec;
+
+	while (t->open > 0 && loop_http_now() < end)
+		sd_event_run(event, 100000);
+	return t->open > 0 ? -ETIMEDOUT : (int64_t)(t->last_closed - t->start);
+}
+
+void loop_http_trickle_free(struct loop_http_trickle *t)
+{
+	if (!t)
+		return;
+	sd_event_source_disable_unref(t->timer);
+	for (int i = 0; i < t->n; i++)
+		if (t->c[i].fd >= 0) {
+			sd_event_source_disable_unref(t->c[i].io);
+			close(t->c[i].fd);
+		}
+	free(t);
 }

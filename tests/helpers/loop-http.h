@@ -4,7 +4,9 @@
 #define AUTOSCALED_TESTS_LOOP_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include <systemd/sd-event.h>
 
@@ -29,8 +31,37 @@ int loop_http(sd_event *event, struct loop_http *c);
  * many connected; their descriptors are in FDS. */
 int loop_http_hold(sd_event *event, const struct sockaddr *sa, socklen_t sa_len, int *fds, int n);
 
-/* Closes those connections after DELAY_USEC of EVENT's loop time, while a
- * request made with loop_http() waits behind them. Returns 0 or -errno. */
+/* Closes those connections after DELAY_USEC of EVENT's loop time (or when
+ * EVENT is freed, if sooner), while a request made with loop_http() may
+ * wait behind them. Returns 0 or -errno. */
 int loop_http_release_later(sd_event *event, int *fds, int n, uint64_t delay_usec);
+
+/* The monotonic clock in microseconds, for a test to time an answer. */
+uint64_t loop_http_now(void);
+
+/* Sends REQ (LEN bytes, which need not be HTTP) on a new connection to SA
+ * and runs EVENT until the server closes it or 5 s pass. What came back is
+ * in OUT, NUL-terminated (at most OUT_LEN - 1 bytes). Returns how many
+ * bytes came back, or -errno when it could not connect. */
+ssize_t loop_http_raw(sd_event *event, const struct sockaddr *sa, socklen_t sa_len, const char *req, size_t len,
+		      char *out, size_t out_len);
+
+/* N slow clients (slowloris): each connects to SA, sends a request line
+ * and the start of a header, then one more byte of that header every
+ * PACE_USEC, never ending it. They go on while EVENT runs (also inside
+ * loop_http()) until the server closes them. */
+struct loop_http_trickle;
+int loop_http_trickle_start(sd_event *event, const struct sockaddr *sa, socklen_t sa_len, int n, uint64_t pace_usec,
+			    struct loop_http_trickle **ret);
+
+/* How many the server has not closed yet. */
+int loop_http_trickle_open(const struct loop_http_trickle *t);
+
+/* Runs EVENT until the server has closed them all or LIMIT_USEC after
+ * their start; returns the time from their start to the last close (usec),
+ * or -ETIMEDOUT when some were still open. */
+int64_t loop_http_trickle_wait(sd_event *event, struct loop_http_trickle *t, uint64_t limit_usec);
+
+void loop_http_trickle_free(struct loop_http_trickle *t);
 
 #endif

@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 
 #include "admin.h"
+#include "httpd.h"
 #include "../helpers/loop-http.h"
 
 #define NOW INT64_C(1764680000000)
@@ -460,9 +461,9 @@ static void test_hostile_paths(void **st)
 }
 
 /* More idle clients than the server's connection limit (64) fill it and
- * its backlog. A request made then waits in the backlog and is answered
- * once they go, and so is the next: the server keeps accepting after
- * having been at its limit (it used to stop for good). */
+ * its backlog. A request made then is answered, and so is the next: the
+ * server keeps accepting after having been at its limit (it used to stop
+ * for good). */
 static void test_connection_limit(void **st)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -481,6 +482,128 @@ static void test_connection_limit(void **st)
 	assert_int_equal(req("GET", "/v1/groups", NULL, NULL), 200);
 }
 
+
+static socklen_t sock_addr(struct sockaddr_un *sa)
+{
+	*sa = (struct sockaddr_un){.sun_family = AF_UNIX};
+	assert_true(strlen(sock) < sizeof(sa->sun_path));
+	memcpy(sa->sun_path, sock, strlen(sock) + 1);
+	return sizeof(*sa);
+}
+
+/* Sends REQ as it is (LEN bytes, or up to its NUL when 0) and checks the
+ * status line of the reply; NULL: the server closes without one. */
+static void expect_raw(const char *req, size_t len, const char *status_line)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = sock_addr(&sa);
+	char out[4096];
+	ssize_t n;
+
+	if (!len)
+		len = strlen(req);
+	n = loop_http_raw(event, (struct sockaddr *)&sa, sl, req, len, out, sizeof(out));
+	if (!status_line) {
+		assert_int_equal(n, 0);
+		return;
+	}
+	assert_true(n > 0);
+	if (strncmp(out, status_line, strlen(status_line)) != 0)
+		fail_msg("expected '%s', got '%.60s'", status_line, out);
+}
+
+/* Requests no client should make are refused with a status, and nothing
+ * else is disturbed: the server answers the next request. */
+static void test_malformed(void **st)
+{
+	size_t n = HTTPD_CONNECTION_MEMORY + 1024;
+	char *big = malloc(n + 128);
+	size_t k;
+
+	(void)st;
+	/* A URL longer than a connection's memory: 414, never read whole. */
+	k = (size_t)sprintf(big, "GET /v1/groups/");
+	memset(big + k, 'a', n);
+	k += n;
+	k += (size_t)sprintf(big + k, " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+	expect_raw(big, k, "HTTP/1.1 414 ");
+	/* Headers longer than it: 431. */
+	k = (size_t)sprintf(big, "GET /v1/health HTTP/1.1\r\nHost: localhost\r\nX-Big: ");
+	memset(big + k, 'b', n);
+	k += n;
+	k += (size_t)sprintf(big + k, "\r\n\r\n");
+	expect_raw(big, k, "HTTP/1.1 431 ");
+	free(big);
+	/* A declared body over the limit is refused before it is sent. */
+	expect_raw("POST /v1/reload HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99999999999\r\n\r\n", 0,
+		   "HTTP/1.1 413 ");
+	assert_int_equal(M.reloads, 0);
+	/* Not HTTP at all (here the start of a TLS hello): closed without
+	 * a reply, as MHD does with a request line it cannot read. */
+	expect_raw("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 15, NULL);
+	expect_raw("GARBAGE\r\n\r\n", 0, NULL);
+	/* A length that is no number. */
+	expect_raw("GET /v1/health HTTP/1.1\r\nHost: localhost\r\nContent-Length: -5\r\n\r\n", 0, "HTTP/1.1 400 ");
+	assert_int_equal(req("GET", "/v1/health", NULL, NULL), 200);
+}
+
+/* Slow clients (slowloris) more than the connection limit, each sending a
+ * byte a second and never ending its request: a well-behaved client is
+ * answered at once while they go on, and each of them is cut off when its
+ * request has taken HTTPD_REQUEST_TIMEOUT_S (MHD's idle timeout alone
+ * never cut them, as they are never idle for long). */
+static void test_slow_clients(void **st)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = sock_addr(&sa);
+	struct loop_http_trickle *t;
+	uint64_t t0;
+	int64_t took;
+
+	(void)st;
+	assert_int_equal(loop_http_trickle_start(event, (struct sockaddr *)&sa, sl, HTTPD_MAX_CONNECTIONS + 16, 1000000,
+						 &t), 0);
+	for (int i = 0; i < 3; i++) {
+		t0 = loop_http_now();
+		assert_int_equal(req("GET", "/v1/health", NULL, NULL), 200);
+		/* Bounded by a turn of the loop, not by the slow ones' time;
+		 * 2 s leaves room for a loaded machine. */
+		if (loop_http_now() - t0 > 2000000)
+			fail_msg("a request during the abuse took %llu ms", (unsigned long long)(loop_http_now() - t0) / 1000);
+	}
+	assert_true(loop_http_trickle_open(t) > 0);
+	took = loop_http_trickle_wait(event, t, (HTTPD_REQUEST_TIMEOUT_S + 10) * 1000000LL);
+	if (took < 0)
+		fail_msg("%d slow clients are still connected after %d s", loop_http_trickle_open(t),
+			 HTTPD_REQUEST_TIMEOUT_S + 10);
+	/* Not before their time either: they did send. */
+	assert_true(took >= (HTTPD_REQUEST_TIMEOUT_S - 1) * 1000000LL);
+	loop_http_trickle_free(t);
+	assert_int_equal(req("GET", "/v1/health", NULL, NULL), 200);
+}
+
+/* Idle clients that hold every connection and never go: the server makes
+ * room for a new one by closing the oldest, so a request is answered at
+ * once, not after the idle ones' timeout. */
+static void test_idle_clients_held(void **st)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = sock_addr(&sa);
+	int fds[HTTPD_MAX_CONNECTIONS + 16], n;
+	uint64_t t0;
+
+	(void)st;
+	n = loop_http_hold(event, (struct sockaddr *)&sa, sl, fds, HTTPD_MAX_CONNECTIONS + 16);
+	assert_true(n > HTTPD_MAX_CONNECTIONS);
+	t0 = loop_http_now();
+	assert_int_equal(req("GET", "/v1/health", NULL, NULL), 200);
+	assert_int_equal(req("GET", "/v1/groups", NULL, NULL), 200);
+	if (loop_http_now() - t0 > 2000000)
+		fail_msg("two requests behind idle clients took %llu ms", (unsigned long long)(loop_http_now() - t0) / 1000);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -495,6 +618,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_socket_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_clients, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_clients_held, setup, teardown),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 #include <curl/curl.h>
 
+#include "httpd.h"
 #include "metrics.h"
 #include "../helpers/loop-http.h"
 
@@ -370,9 +371,42 @@ static void test_endpoint(void **st)
 
 	snprintf(url, sizeof(url), "http://%s/metrics", addr);
 	f.url = url;
+	uint64_t first = loop_http_now();
+
 	assert_int_equal(loop_http(e, &f), 0);
+	uint64_t answered = loop_http_now();
+
 	assert_int_equal(f.status, 200);
 	assert_non_null(strstr(f.reply, "autoscaled_group_desired_instances{group=\"web\"} 6\n"));
+
+	/* Scrapes within a second of one another share its exposition (made
+	 * once, held once however many read it); the next one after that
+	 * shows what changed. */
+	struct decision d7 = {.current = 6, .desired = 7, .n_signals = 1};
+	struct metrics_group_status st7 = {.evaluation_seconds = 0.001};
+	uint64_t fresh = 0;
+
+	d7.signals[0] = (struct signal_decision){.valid = true, .value = 100, .recommendation = 7};
+	metrics_record_decision(m, &groups[0], &d7, &st7);
+	for (int i = 0; i < 100 && !fresh; i++) {
+		struct loop_http g = {.method = "GET", .url = url};
+		uint64_t asked = loop_http_now();
+
+		assert_int_equal(loop_http(e, &g), 0);
+		assert_int_equal(g.status, 200);
+		if (strstr(g.reply, "autoscaled_group_desired_instances{group=\"web\"} 7\n"))
+			fresh = loop_http_now();
+		else if (asked > answered + 1050000)
+			fail_msg("a scrape %llu ms after the first was answered still has its exposition",
+				 (unsigned long long)(asked - answered) / 1000);
+		free(g.reply);
+		if (!fresh)
+			sd_event_run(e, 100000);
+	}
+	assert_true(fresh > 0);
+	if (fresh - first < 980000)
+		fail_msg("the exposition changed %llu ms after the first scrape, within the second it is shared",
+			 (unsigned long long)(fresh - first) / 1000);
 
 	pf.url = url;
 	assert_int_equal(loop_http(e, &pf), 0);
@@ -401,6 +435,36 @@ static void test_endpoint(void **st)
 	assert_int_equal(q2.status, 200);
 	free(q1.reply);
 	free(q2.reply);
+
+	/* Slow clients (a byte a second, never done) more than the limit:
+	 * a scrape is answered at once while they go on. A URL longer than a
+	 * connection's memory gets 414, a declared body over the limit 413. */
+	struct loop_http_trickle *t;
+	struct loop_http q3 = {.method = "GET", .url = url};
+	uint64_t t0;
+	size_t k;
+	char out[1024], *big = malloc(HTTPD_CONNECTION_MEMORY + 256);
+
+	assert_int_equal(loop_http_trickle_start(e, (struct sockaddr *)&sa, sizeof(sa), HTTPD_MAX_CONNECTIONS + 16,
+						 1000000, &t), 0);
+	t0 = loop_http_now();
+	assert_int_equal(loop_http(e, &q3), 0);
+	assert_int_equal(q3.status, 200);
+	if (loop_http_now() - t0 > 2000000)
+		fail_msg("a scrape during the abuse took %llu ms", (unsigned long long)(loop_http_now() - t0) / 1000);
+	free(q3.reply);
+	k = (size_t)sprintf(big, "GET /");
+	memset(big + k, 'm', HTTPD_CONNECTION_MEMORY);
+	k += HTTPD_CONNECTION_MEMORY;
+	k += (size_t)sprintf(big + k, " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+	assert_true(loop_http_raw(e, (struct sockaddr *)&sa, sizeof(sa), big, k, out, sizeof(out)) > 0);
+	assert_memory_equal(out, "HTTP/1.1 414 ", 13);
+	free(big);
+	static const char post[] = "POST /metrics HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n\r\n";
+
+	assert_true(loop_http_raw(e, (struct sockaddr *)&sa, sizeof(sa), post, sizeof(post) - 1, out, sizeof(out)) > 0);
+	assert_memory_equal(out, "HTTP/1.1 413 ", 13);
+	loop_http_trickle_free(t);
 
 	/* A second registry cannot take the same port, and says so. */
 	struct metrics *m2 = NULL;
