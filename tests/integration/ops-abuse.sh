@@ -12,18 +12,7 @@
 
 STEP_MS=300
 set_load 20
-# A free port for the metrics endpoint, and another if something took it
-# before the daemon listened.
-for attempt in 1 2 3; do
-	MPORT=$(free_port)
-	write_conf "" "metrics_listen = \"127.0.0.1:$MPORT\";"
-	: >"$T/daemon.log"
-	start_daemon && break
-	grep -q "cannot listen on .*Address already in use" "$T/daemon.log" || break
-	echo "# port $MPORT was taken: another one"
-	kill9_daemon
-done
-[ -n "$DAEMON_PID" ] && daemon_answers || { not_ok "the daemon starts"; tap_done; exit 1; }
+start_daemon_with_metrics
 check "the pool reaches 2" wait_for 30 pool_is 2
 
 kb() { sed -n "s/^$1:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$DAEMON_PID/status"; }

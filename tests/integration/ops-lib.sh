@@ -82,6 +82,24 @@ start_daemon() {
 	wait_for 30 daemon_answers
 }
 
+# start_daemon_with_metrics [EXTRA_GROUP_OPTIONS]: starts the daemon with
+# the metrics listener on a free port (MPORT), trying another port if
+# something took the first before the daemon listened; fails the test if
+# it does not start.
+start_daemon_with_metrics() {
+	local attempt
+	for attempt in 1 2 3; do
+		MPORT=$(free_port)
+		write_conf "${1-}" "metrics_listen = \"127.0.0.1:$MPORT\";"
+		: >"$T/daemon.log"
+		start_daemon && break
+		grep -q "cannot listen on .*Address already in use" "$T/daemon.log" || break
+		echo "# port $MPORT was taken: another one"
+		kill9_daemon
+	done
+	[ -n "$DAEMON_PID" ] && daemon_answers || { not_ok "the daemon starts"; tap_done; exit 1; }
+}
+
 # stop_daemon: SIGTERM; returns the daemon's exit status.
 stop_daemon() {
 	local rc

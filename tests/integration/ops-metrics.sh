@@ -12,18 +12,7 @@ command -v prometheus >/dev/null || skip_all "prometheus is not installed (Debia
 command -v curl >/dev/null || skip_all "curl is not installed"
 
 set_load 30
-# A free port for the metrics endpoint, and another if something took it
-# before the daemon listened.
-for attempt in 1 2 3; do
-	MPORT=$(free_port)
-	write_conf "" "metrics_listen = \"127.0.0.1:$MPORT\";"
-	: >"$T/daemon.log"
-	start_daemon && break
-	grep -q "cannot listen on .*Address already in use" "$T/daemon.log" || break
-	echo "# port $MPORT was taken: another one"
-	kill9_daemon
-done
-[ -n "$DAEMON_PID" ] && daemon_answers || { not_ok "the daemon starts"; tap_done; exit 1; }
+start_daemon_with_metrics
 check "the pool reaches 3" wait_for 30 pool_is 3
 
 # The gauge of the current count follows one evaluation after the action.
