@@ -254,7 +254,7 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 
 static void format_time(int64_t ms, char *buf, size_t len)
 {
-	if (iso8601_format(ms, ISO8601_MILLIS_IF_ANY, buf, len) < 0)
+	if (iso8601_format(ms, ISO8601_MILLIS, buf, len) < 0)
 		snprintf(buf, len, "%" PRId64, ms);
 }
 

@@ -1139,7 +1139,7 @@ static void test_sentence_and_json(void **state)
 		assert_int_equal(cJSON_GetObjectItem(j, "combined")->valueint, 12);
 		assert_string_equal(cJSON_GetObjectItem(j, "action")->valuestring, "scale_out");
 		assert_string_equal(cJSON_GetObjectItem(j, "group")->valuestring, "web");
-		assert_string_equal(cJSON_GetObjectItem(j, "time")->valuestring, "1970-01-12T13:46:40Z");
+		assert_string_equal(cJSON_GetObjectItem(j, "time")->valuestring, "1970-01-12T13:46:40.000Z");
 		assert_string_equal(cJSON_GetObjectItem(j, "driver_signal")->valuestring, "queue");
 		sig = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "signals"), 1);
 		assert_string_equal(cJSON_GetObjectItem(sig, "name")->valuestring, "cpu");

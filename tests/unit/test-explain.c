@@ -183,7 +183,7 @@ static void test_record_fields(void **state)
 	cJSON *j = explain_json(args);
 
 	(void)state;
-	assert_string_equal(json_str(j, "time"), "2026-11-28T12:00:00Z");
+	assert_string_equal(json_str(j, "time"), "2026-11-28T12:00:00.000Z");
 	assert_string_equal(json_str(j, "group"), "web");
 	assert_int_equal(json_int(j, "current"), 4);
 	assert_int_equal(json_int(j, "min"), 2);
