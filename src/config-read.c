@@ -15,6 +15,7 @@
  *   'KEY' must be an absolute path, not 'VALUE'
  *   'admin_socket' is longer than 107 characters
  *   'metrics_listen' must be HOST:PORT, such as "127.0.0.1:9851", not 'VALUE'
+ *   'status_page' needs 'metrics_listen' on a loopback address, not 'VALUE'
  *   more than 100000 groups
  */
 #include <errno.h>
@@ -54,7 +55,7 @@ static const char *const top_keys[] = { "agent", "groups" };
 
 static const char *const agent_keys[] = {
 	"interval", "state_directory", "admin_socket", "admin_group", "metrics_listen", "driver_directory", "dry_run",
-	"notifications", "hooks",
+	"notifications", "hooks", "status_page",
 };
 
 static const char *const group_keys[] = {
@@ -100,6 +101,27 @@ static bool listen_valid(const char *v)
 	return colon[1] != '\0' && *end == '\0' && port >= 1 && port <= 65535;
 }
 
+/* Whether HOST:PORT names a loopback address: the status page shows group
+ * names and decisions to whoever connects, so only this machine may. A
+ * name other than "localhost" could resolve anywhere, and is refused. */
+static bool listen_loopback(const char *v)
+{
+	const char *colon = strrchr(v, ':');
+	size_t n = colon ? (size_t)(colon - v) : 0;
+
+	if ((n == 5 && strncmp(v, "[::1]", 5) == 0) || (n == 9 && strncmp(v, "localhost", 9) == 0))
+		return true;
+	/* 127.0.0.0/8, written as four decimal numbers. */
+	if (n >= 7 && n <= 15 && strncmp(v, "127.", 4) == 0) {
+		unsigned b[3];
+		char tail;
+
+		return sscanf(v + 4, "%u.%u.%u%c", &b[0], &b[1], &b[2], &tail) == 4 && tail == ':' && b[0] < 256 &&
+		       b[1] < 256 && b[2] < 256 && strspn(v, "0123456789.") == n;
+	}
+	return false;
+}
+
 static void empty_is_null(char **s)
 {
 	if (*s && !**s) {
@@ -135,6 +157,12 @@ static void read_agent(struct config_ctx *x, const config_setting_t *s)
 		check_absolute(x, s, "driver_directory", a->driver_directory);
 	}
 	cfg_get_bool(x, s, "dry_run", &a->dry_run);
+	if (cfg_get_bool(x, s, "status_page", &a->status_page) > 0 && a->status_page &&
+	    (!a->metrics_listen || !listen_valid(a->metrics_listen) || !listen_loopback(a->metrics_listen)))
+		cfg_error(x, config_setting_get_member(s, "status_page"),
+			  "'status_page' needs 'metrics_listen' on a loopback address (127.0.0.1, [::1] or localhost), "
+			  "not '%s'",
+			  a->metrics_listen ? a->metrics_listen : "");
 	cfg_read_notify(x, s, &a->notify, NULL);
 }
 
