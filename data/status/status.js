@@ -81,15 +81,18 @@
 		svg.appendChild(el('svg:text', { x: L, y: H - 6 }, recs.length ? hhmm(t0) : 'no decisions yet'));
 		if (recs.length) svg.appendChild(el('svg:text', { x: W - R, y: H - 6, 'text-anchor': 'end' }, hhmm(t1)));
 		series.forEach(function (s) {
-			var run = [], n = 0;
+			var run = [], n = 0, py = null;
 			function flush() {
-				if (run.length) svg.appendChild(el('svg:polyline', { class: s.cls, points: run.join(' '), 'data-points': run.length }));
+				if (run.length) svg.appendChild(el('svg:polyline', { class: s.cls, points: run.join(' '), 'data-points': s.step ? (run.length + 1) >> 1 : run.length }));
 				run = [];
 			}
 			recs.forEach(function (r) {
 				var v = s.get(r);
-				if (v === null) { flush(); return; }
-				run.push(x(r.t) + ',' + y(v)); n++;
+				if (v === null) { flush(); py = null; return; }
+				/* Counts hold until the next record: drawn as steps. */
+				if (s.step && py !== null && run.length) run.push(x(r.t) + ',' + py);
+				py = y(v);
+				run.push(x(r.t) + ',' + py); n++;
 			});
 			flush();
 			s.n = n;
@@ -97,7 +100,7 @@
 		if (marks) recs.forEach(function (r) {
 			if (r.action !== 'scale_out' && r.action !== 'scale_in') return;
 			var px = +x(r.t), py = +y(num(r.desired) === null ? lo : r.desired), up = r.action === 'scale_out' ? -1 : 1;
-			var p = el('svg:path', { class: 'action ' + r.action, d: 'M' + px + ' ' + py + 'l-5 ' + (-7 * up) + 'h10z' });
+			var p = el('svg:path', { class: 'action ' + r.action, d: 'M' + px + ' ' + py + 'l-6 ' + (-9 * up) + 'h12z' });
 			p.appendChild(el('svg:title', {}, r.time + ': ' + r.explanation));
 			svg.appendChild(p);
 		});
@@ -115,16 +118,23 @@
 	function charts(name, recs) {
 		var box = el('div', { class: 'group-charts', 'data-group': name }), names = [];
 		box.appendChild(chart(name + ': capacity', recs, [
-			{ cls: 'current', label: 'current', get: function (r) { return num(r.current); } },
-			{ cls: 'desired', label: 'desired', get: function (r) { return num(r.desired); } },
-			{ cls: 'ready', label: 'ready', get: function (r) { return num(r.ready); } }
+			{ cls: 'current', label: 'current', step: true, get: function (r) { return num(r.current); } },
+			{ cls: 'desired', label: 'desired', step: true, get: function (r) { return num(r.desired); } },
+			{ cls: 'ready', label: 'ready', step: true, get: function (r) { return num(r.ready); } }
 		], true));
 		recs.forEach(function (r) { (r.signals || []).forEach(function (s) { if (names.indexOf(s.name) < 0) names.push(s.name); }); });
 		names.forEach(function (sn) {
 			function sig(r) { var a = r.signals || []; for (var i = 0; i < a.length; i++) if (a[i].name === sn) return a[i]; return null; }
+			/* An average signal is the group's total against a target per
+			 * instance: what the current instances carry at target is the
+			 * line to compare it with. */
+			var last = sig(recs[recs.length - 1]) || {}, avg = last.type === 'average';
 			box.appendChild(chart(name + ': ' + sn, recs, [
 				{ cls: 'value', label: sn, get: function (r) { var s = sig(r); return s && s.valid ? num(s.value) : null; } },
-				{ cls: 'target', label: 'target', get: function (r) { var s = sig(r); return s ? num(s.target) : null; } }
+				{ cls: 'target', label: avg ? 'target \u00d7 current' : 'target', get: function (r) {
+					var s = sig(r), t = s ? num(s.target) : null;
+					return t === null || !avg ? t : num(r.current) === null ? null : t * r.current;
+				} }
 			], false));
 		});
 		return box;
@@ -154,7 +164,7 @@
 		var frag = document.createDocumentFragment();
 		rows.slice(0, MAX_ROWS).forEach(function (d) {
 			var tr = el('tr', { class: 'decision ' + d.action });
-			tr.appendChild(el('td', {}, d.time));
+			tr.appendChild(el('td', { title: d.time }, hhmm(d.t) + ':' + ('0' + new Date(d.t).getSeconds()).slice(-2)));
 			tr.appendChild(el('td', {}, d.group));
 			tr.appendChild(el('td', { class: d.action }, d.action));
 			tr.appendChild(el('td', {}, d.hold));

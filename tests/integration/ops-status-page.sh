@@ -1,0 +1,90 @@
+#!/bin/bash
+# The status page (agent.status_page) on the metrics listener: refused by
+# -n on a listener that is not loopback, off unless configured, read-only,
+# the table there without JavaScript, under 100 KB with nothing fetched
+# from elsewhere, the same JSON as the admin socket; and in headless
+# Chromium, what a person sees: the group's row, charts with data points,
+# a scale-out marked after the load rises, the history's filter, a page
+# that fits a phone, and a screenshot kept as tests/integration/status-page.png.
+. "$top_srcdir/tests/integration/tap.sh"
+. "$top_srcdir/tests/integration/ops-lib.sh"
+command -v curl >/dev/null || skip_all "curl is not installed"
+command -v chromium >/dev/null || skip_all "chromium is not installed (Debian: apt-get install chromium)"
+SHOT="$top_builddir/tests/integration/status-page.png"
+rm -f "$SHOT"
+
+# Chromium that cannot run at all (no display libraries, a broken
+# install) is a reason to skip; anything after it starts is a failure.
+probe=$(mktemp -d "$T/chromium.XXXXXX")
+nosandbox=; [ "$(id -u)" = 0 ] && nosandbox=--no-sandbox
+timeout 120 chromium --headless $nosandbox --disable-gpu --user-data-dir="$probe" --dump-dom \
+	'data:text/html,<p id=x>ran</p>' 2>"$T/chromium.err" | grep -q '<p id="x">ran</p>' ||
+	skip_all "chromium cannot run here: $(tail -1 "$T/chromium.err")"
+
+# -n: the page needs the loopback metrics listener.
+refused() {
+	write_conf "" "$1"
+	! "$AUTOSCALED" -n -c "$T/autoscaled.conf" >"$T/n.out" 2>&1 && grep -q "'status_page' needs 'metrics_listen' on a loopback address" "$T/n.out"
+}
+accepted() { write_conf "" "$1" && "$AUTOSCALED" -n -c "$T/autoscaled.conf" >"$T/n.out" 2>&1; }
+check "-n refuses the page without a metrics listener" refused 'status_page = true;'
+check "-n refuses the page on a listener that is not loopback" refused 'status_page = true; metrics_listen = "0.0.0.0:9851";'
+check "-n refuses the page on a host name other than localhost" refused 'status_page = true; metrics_listen = "127.0.0.1.example.com:9851";'
+check "-n accepts it on 127.0.0.1, [::1] and localhost" eval '
+	accepted "status_page = true; metrics_listen = \"127.0.0.1:9851\";" &&
+	accepted "status_page = true; metrics_listen = \"[::1]:9851\";" &&
+	accepted "status_page = true; metrics_listen = \"localhost:9851\";"'
+
+# Off unless configured.
+set_load 20
+start_daemon_with_metrics
+http_code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+check "without status_page, /status is not served" test "$(http_code "http://127.0.0.1:$MPORT/status")" = 404
+stop_daemon
+
+start_daemon_with_metrics "" "status_page = true;"
+check "the pool reaches 2" wait_for 30 pool_is 2
+U="http://127.0.0.1:$MPORT/status"
+row_shows() { curl -sf "$U" | grep -q "<tr data-group=\"web\"><td>web<td class=n>2<td class=n>2<td class=n>1<td class=n>8<td>default<td>"; }
+check "without JavaScript, the table has the group's counts, bounds and profile" wait_for 20 row_shows
+page=$(curl -sf "$U"); js=$(curl -sf "$U/status.js"); css=$(curl -sf "$U/status.css")
+check "the page loads its script and style sheet from the daemon" eval '
+	echo "$page" | grep -q "<script src=\"/status/status.js\">" &&
+	echo "$page" | grep -q "<link rel=stylesheet href=\"/status/status.css\">" && [ -n "$js" ] && [ -n "$css" ]'
+size=$(( $(printf %s "$page" | wc -c) + $(printf %s "$js" | wc -c) + $(printf %s "$css" | wc -c) ))
+check "page, script and style sheet weigh $size bytes, under 100 KB" test "$size" -lt 102400
+# The SVG namespace is a name, never fetched; nothing else may point away.
+external=$(printf '%s\n%s\n%s\n' "$page" "$js" "$css" | sed 's|http://www.w3.org/2000/svg||g' |
+	grep -Eio "(https?:)?//[a-z0-9.-]+|@import|url\(" | head -3)
+check "nothing references another site${external:+: $external}" test -z "$external"
+check "the API under the page answers as the admin socket does" eval '
+	[ "$(curl -sf "$U/api/v1/groups/web" | python3 -c "import json, sys; print(sorted(json.load(sys.stdin)))")" = \
+	  "$(curl -sf --unix-socket "$T/admin.sock" http://admin/v1/groups/web | python3 -c "import json, sys; print(sorted(json.load(sys.stdin)))")" ] &&
+	curl -sf "$U/api/v1/groups/web/decisions" | python3 -c "import json, sys; assert json.load(sys.stdin)[\"decisions\"]"'
+check "it is read-only: a POST is refused (405) and an action path is not there (404)" eval '
+	[ "$(http_code -X POST "$U/api/v1/groups/web/pause")" = 405 ] &&
+	[ "$(http_code "$U/api/v1/groups/web/pause")" = 404 ] &&
+	[ "$(http_code -X POST "$U/api/v1/reload")" = 405 ] &&
+	[ "$(http_code -X DELETE "$U")" = 405 ] &&
+	ctl --json show web | python3 -c "import json, sys; assert not json.load(sys.stdin)[\"paused\"]"'
+check "an unknown group is 404 and a name beyond the limit is refused" eval '
+	[ "$(http_code "$U/api/v1/groups/nosuch")" = 404 ] &&
+	[ "$(http_code "$U/api/v1/groups/$(head -c 300 /dev/zero | tr "\0" a)")" = 404 ]'
+
+# In the browser. The load rises from 20 to 60 while it watches.
+python3 "$top_srcdir/tests/integration/status-page-browser.py" --url "$U" --group web \
+	--daemon-pid "$DAEMON_PID" --screenshot "$SHOT" --expect-desired 6 \
+	--then "echo 60 > '$T/load.tmp' && mv '$T/load.tmp' '$T/load'" >"$T/browser.out" 2>&1
+rc=$?
+n=0
+while IFS='|' read -r status desc; do
+	case $status in
+	ok) ok "browser: $desc"; n=$((n + 1)) ;;
+	"not ok") not_ok "browser: $desc"; n=$((n + 1)) ;;
+	*) echo "# $status${desc:+|$desc}" ;;
+	esac
+done <"$T/browser.out"
+check "the browser session ran its 8 checks and ended well (ran $n, status $rc)" test "$n" -eq 8 -a "$rc" -eq 0
+check "the screenshot is a PNG" eval 'head -c 8 "$SHOT" | od -An -c | grep -q "P   N   G"'
+check "the daemon stops cleanly" stop_daemon
+tap_done
