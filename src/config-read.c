@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "config-private.h"
+#include "status-page.h"
 #include "trace.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -101,27 +102,6 @@ static bool listen_valid(const char *v)
 	return colon[1] != '\0' && *end == '\0' && port >= 1 && port <= 65535;
 }
 
-/* Whether HOST:PORT names a loopback address: the status page shows group
- * names and decisions to whoever connects, so only this machine may. A
- * name other than "localhost" could resolve anywhere, and is refused. */
-static bool listen_loopback(const char *v)
-{
-	const char *colon = strrchr(v, ':');
-	size_t n = colon ? (size_t)(colon - v) : 0;
-
-	if ((n == 5 && strncmp(v, "[::1]", 5) == 0) || (n == 9 && strncmp(v, "localhost", 9) == 0))
-		return true;
-	/* 127.0.0.0/8, written as four decimal numbers. */
-	if (n >= 7 && n <= 15 && strncmp(v, "127.", 4) == 0) {
-		unsigned b[3];
-		char tail;
-
-		return sscanf(v + 4, "%u.%u.%u%c", &b[0], &b[1], &b[2], &tail) == 4 && tail == ':' && b[0] < 256 &&
-		       b[1] < 256 && b[2] < 256 && strspn(v, "0123456789.") == n;
-	}
-	return false;
-}
-
 static void empty_is_null(char **s)
 {
 	if (*s && !**s) {
@@ -158,7 +138,7 @@ static void read_agent(struct config_ctx *x, const config_setting_t *s)
 	}
 	cfg_get_bool(x, s, "dry_run", &a->dry_run);
 	if (cfg_get_bool(x, s, "status_page", &a->status_page) > 0 && a->status_page &&
-	    (!a->metrics_listen || !listen_valid(a->metrics_listen) || !listen_loopback(a->metrics_listen)))
+	    (!a->metrics_listen || !listen_valid(a->metrics_listen) || !status_page_host_loopback(a->metrics_listen)))
 		cfg_error(x, config_setting_get_member(s, "status_page"),
 			  "'status_page' needs 'metrics_listen' on a loopback address (127.0.0.1, [::1] or localhost), "
 			  "not '%s'",

@@ -265,7 +265,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return MHD_queue_response(c, MHD_HTTP_OK, h->shared);
 	h->handler(h->userdata,
 		   &(struct httpd_request){.method = method, .path = url, .body = k->body ? k->body : "",
-					   .body_len = k->len, .peer = k->peer},
+					   .body_len = k->len, .peer = k->peer,
+					   .host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST)},
 		   &resp);
 	if (!shareable || !resp.share_ms || resp.status != MHD_HTTP_OK || strlen(url) >= sizeof(h->shared_path))
 		return queue(c, &resp);

@@ -52,6 +52,7 @@ struct httpd_request {
 	const char *body;     /* NUL-terminated; "" when there is none */
 	size_t body_len;
 	struct httpd_peer peer;
+	const char *host;     /* the Host header; NULL when there is none */
 };
 
 struct httpd_response {

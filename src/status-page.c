@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cjson/cJSON.h>
 
@@ -15,9 +16,32 @@
 #include "status-assets.h"
 #include "status-page.h"
 
-/* Replies made within this time of one another are one reply (httpd.h):
- * a reloading browser, or many, cost one rendering a second. */
-#define STATUS_SHARE_MS 1000
+bool status_page_host_loopback(const char *host)
+{
+	const char *colon, *end;
+	unsigned b[4];
+	size_t n;
+	int used = 0;
+
+	if (!host)
+		return false;
+	if (host[0] == '[') {
+		end = strchr(host, ']');
+		n = end ? (size_t)(end - host) + 1 : 0;
+	} else {
+		colon = strchr(host, ':');
+		n = colon ? (size_t)(colon - host) : strlen(host);
+	}
+	/* After the host: nothing, or a port of digits. */
+	if (!n || (host[n] && (host[n] != ':' || !host[n + 1] ||
+				 strspn(host + n + 1, "0123456789") != strlen(host + n + 1))))
+		return false;
+	if ((n == 5 && strncmp(host, "[::1]", 5) == 0) || (n == 9 && strncasecmp(host, "localhost", 9) == 0))
+		return true;
+	return n <= 15 && strspn(host, "0123456789.") == n &&
+	       sscanf(host, "%u.%u.%u.%u%n", &b[0], &b[1], &b[2], &b[3], &used) == 4 && (size_t)used == n &&
+	       b[0] == 127 && b[1] < 256 && b[2] < 256 && b[3] < 256;
+}
 
 static void put_escaped(FILE *f, const char *s)
 {
@@ -159,7 +183,6 @@ static void reply_asset(struct httpd_response *resp, const char *type, const cha
 	}
 	resp->status = 200;
 	resp->content_type = type;
-	resp->share_ms = STATUS_SHARE_MS;
 }
 
 void status_page_serve(void *page, const struct httpd_request *req, struct httpd_response *resp)
@@ -172,6 +195,11 @@ void status_page_serve(void *page, const struct httpd_request *req, struct httpd
 	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
 		httpd_error(resp, 405, "method '%s' not allowed on '%s': the status page is read-only", req->method,
 			    req->path);
+		return;
+	}
+	if (!status_page_host_loopback(req->host)) {
+		httpd_error(resp, 403, "the status page answers only requests for this machine (Host 127.0.0.1, [::1] "
+				       "or localhost)");
 		return;
 	}
 	if (strncmp(path, "/api/", 5) == 0) {
@@ -199,7 +227,8 @@ void status_page_serve(void *page, const struct httpd_request *req, struct httpd
 		httpd_error(resp, 500, "cannot render the status page");
 		return;
 	}
+	/* Not shared (httpd.h): a shared reply would be given without the
+	 * Host check above. */
 	resp->status = 200;
 	resp->content_type = "text/html; charset=utf-8";
-	resp->share_ms = STATUS_SHARE_MS;
 }
