@@ -132,6 +132,9 @@ int status_page_write(const struct status_page *p, FILE *f)
 	iso8601_format(clock_wall_ms(), ISO8601_SECONDS, now, sizeof(now));
 	fputs("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
 	      "<meta name=viewport content=\"width=device-width,initial-scale=1\">"
+	      /* The browser itself holds the page to what the daemon serves. */
+	      "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; script-src 'self'; "
+	      "style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'\">"
 	      "<title>autoscaled status</title><link rel=stylesheet href=\"" STATUS_PAGE_PREFIX "/status.css\">"
 	      "</head><body>\n<header><h1>autoscaled</h1><p>",
 	      f);

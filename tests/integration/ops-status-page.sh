@@ -90,7 +90,7 @@ while IFS='|' read -r status desc; do
 	*) echo "# $status${desc:+|$desc}" ;;
 	esac
 done <"$T/browser.out"
-check "the browser session ran its 8 checks and ended well (ran $n, status $rc)" test "$n" -eq 8 -a "$rc" -eq 0
+check "the browser session ran its 9 checks and ended well (ran $n, status $rc)" test "$n" -eq 9 -a "$rc" -eq 0
 check "the screenshot is a PNG" eval 'head -c 8 "$SHOT" | od -An -c | grep -q "P   N   G"'
 check "the daemon stops cleanly" stop_daemon
 tap_done

@@ -53,6 +53,7 @@ class Browser:
         self.buf = b""
         self.next_id = 0
         self.session = None
+        self.requests = []  # every URL the page asked for (Network.requestWillBeSent)
 
     def close(self):
         try:
@@ -87,6 +88,8 @@ class Browser:
         deadline = time.monotonic() + timeout
         while True:
             m = self._read_message(deadline)
+            if m.get("method") == "Network.requestWillBeSent":
+                self.requests.append(m["params"]["request"]["url"])
             if m.get("id") == self.next_id:
                 if "error" in m:
                     raise RuntimeError("%s: %s" % (method, m["error"]))
@@ -97,6 +100,7 @@ class Browser:
         self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True},
                                  session=False)["sessionId"]
         self.call("Page.enable")
+        self.call("Network.enable")
         self.call("Page.navigate", {"url": url})
 
     def eval(self, expression):
@@ -198,6 +202,10 @@ def main():
             f.write(base64.b64decode(shot["data"]))
         report(os.path.getsize(a.screenshot) > 10000, "a screenshot was taken (%s, %d bytes)"
                % (a.screenshot, os.path.getsize(a.screenshot)))
+        origin = "/".join(a.url.split("/")[:3]) + "/"
+        away = [u for u in b.requests if not u.startswith(origin)]
+        report(len(b.requests) > 3 and not away, "the page asked only its daemon for anything (%d requests%s)"
+               % (len(b.requests), ", not: " + " ".join(away[:3]) if away else ""))
         # A phone: the page fits its width (wide tables scroll in their box).
         b.call("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 800, "deviceScaleFactor": 2,
                                                      "mobile": True})
