@@ -9,17 +9,11 @@
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/integration/ops-lib.sh"
 command -v curl >/dev/null || skip_all "curl is not installed"
-command -v chromium >/dev/null || skip_all "chromium is not installed (Debian: apt-get install chromium)"
+. "$top_srcdir/tests/integration/status-page-lib.sh"
 SHOT="$top_builddir/tests/integration/status-page.png"
 rm -f "$SHOT"
 
-# Chromium that cannot run at all (no display libraries, a broken
-# install) is a reason to skip; anything after it starts is a failure.
-probe=$(mktemp -d "$T/chromium.XXXXXX")
-nosandbox=; [ "$(id -u)" = 0 ] && nosandbox=--no-sandbox
-timeout 120 chromium --headless $nosandbox --disable-gpu --user-data-dir="$probe" --dump-dom \
-	'data:text/html,<p id=x>ran</p>' 2>"$T/chromium.err" | grep -q '<p id="x">ran</p>' ||
-	skip_all "chromium cannot run here: $(tail -1 "$T/chromium.err")"
+chromium_runs
 
 # -n: the page needs the loopback metrics listener.
 refused() {
@@ -78,19 +72,8 @@ check "an unknown group is 404 and a name beyond the limit is refused" eval '
 	[ "$(http_code "$U/api/v1/groups/$(head -c 300 /dev/zero | tr "\0" a)")" = 404 ]'
 
 # In the browser. The load rises from 20 to 60 while it watches.
-python3 "$top_srcdir/tests/integration/status-page-browser.py" --url "$U" --group web \
-	--daemon-pid "$DAEMON_PID" --screenshot "$SHOT" --expect-desired 6 \
-	--then "echo 60 > '$T/load.tmp' && mv '$T/load.tmp' '$T/load'" >"$T/browser.out" 2>&1
-rc=$?
-n=0
-while IFS='|' read -r status desc; do
-	case $status in
-	ok) ok "browser: $desc"; n=$((n + 1)) ;;
-	"not ok") not_ok "browser: $desc"; n=$((n + 1)) ;;
-	*) echo "# $status${desc:+|$desc}" ;;
-	esac
-done <"$T/browser.out"
-check "the browser session ran its 9 checks and ended well (ran $n, status $rc)" test "$n" -eq 9 -a "$rc" -eq 0
-check "the screenshot is a PNG" eval 'head -c 8 "$SHOT" | od -An -c | grep -q "P   N   G"'
+browser_checks --url "$U" --group web --daemon-pid "$DAEMON_PID" --screenshot "$SHOT" --expect-desired 6 \
+	--then "echo 60 > '$T/load.tmp' && mv '$T/load.tmp' '$T/load'"
+check "the screenshot is a PNG" is_png "$SHOT"
 check "the daemon stops cleanly" stop_daemon
 tap_done

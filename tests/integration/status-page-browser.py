@@ -11,7 +11,9 @@ Prints one line per check, "ok|DESCRIPTION" or "not ok|DESCRIPTION", for the
 calling test to count; exits 0 when all passed.
 
     status-page-browser.py --url URL --group NAME --daemon-pid PID
-        --screenshot OUT.png --then CMD --expect-desired N
+        --screenshot OUT.png [--then CMD] [--expect-desired N] [--expect-actions scale_out,scale_in]
+
+The first line is "planned|N", the number of checks to come.
 """
 import argparse
 import base64
@@ -117,7 +119,9 @@ LOOK = r"""(() => {
       cells: Array.from(tr.cells).map(td => td.textContent)}));
   const charts = q('figure[data-chart]').map(f => ({title: f.dataset.chart,
       points: Array.from(f.querySelectorAll('polyline')).map(p => ({cls: p.getAttribute('class'), n: +p.dataset.points})),
-      actions: f.querySelectorAll('.action').length}));
+      actions: f.querySelectorAll('.action').length,
+      scale_out: f.querySelectorAll('.action.scale_out').length,
+      scale_in: f.querySelectorAll('.action.scale_in').length}));
   const history = q('#history-rows tr').map(tr => ({cls: tr.className,
       cells: Array.from(tr.cells).map(td => td.textContent)}));
   return {rows, charts, history, updated: (document.getElementById('updated') || {}).textContent,
@@ -132,8 +136,11 @@ def main():
     ap.add_argument("--group", required=True)
     ap.add_argument("--daemon-pid", type=int, required=True)
     ap.add_argument("--screenshot", required=True)
-    ap.add_argument("--then", required=True, help="a shell command that changes the load")
-    ap.add_argument("--expect-desired", type=int, required=True)
+    ap.add_argument("--then", help="a shell command that changes the load")
+    ap.add_argument("--expect-desired", type=int,
+                    help="the desired count of a scale-out after --then; without it, the load changes by itself")
+    ap.add_argument("--expect-actions", default="scale_out",
+                    help="the actions (scale_out, scale_in; comma-separated) that must appear while watching")
     ap.add_argument("--timeout", type=float, default=90)
     ap.add_argument("--chromium", default="chromium")
     a = ap.parse_args()
@@ -162,6 +169,9 @@ def main():
         report(False, desc + " (last seen: %s)" % json.dumps(last)[:1500])
         return None
 
+    expect = [x for x in a.expect_actions.split(",") if x]
+    planned = 7 + len(expect) + (a.expect_desired is not None)
+    print("planned|%d" % planned, flush=True)
     b = Browser(a.chromium, 1100, 1400)
     try:
         b.open(a.url)
@@ -181,15 +191,23 @@ def main():
                  and any(p["cls"] == "current" and p["n"] >= 2 for p in capacity(v)["points"])
                  and any(c["title"] != g + ": capacity" and any(p["cls"] == "value" and p["n"] >= 2
                                                                for p in c["points"]) for c in v["charts"]), b)
-        before = capacity(v)["actions"] if v else 0
+        before = capacity(v) if v else {"scale_out": 0, "scale_in": 0}
         v = wait("the decision history is shown", lambda v: v["historyVisible"] and len(v["history"]) >= 2, b)
-        subprocess.run(a.then, shell=True, check=True)
-        want = "\u2192%d" % a.expect_desired
-        v = wait("after the load changes, a new scale-out is marked on the chart and in the history (to %d)"
-                 % a.expect_desired,
-                 lambda v: capacity(v) is not None and capacity(v)["actions"] > before
-                 and any(h["cls"] == "decision scale_out" and h["cells"][4].endswith(want) for h in v["history"]), b)
-        v = wait("the table follows: desired is %d" % a.expect_desired,
+        if a.then:
+            subprocess.run(a.then, shell=True, check=True)
+        for kind in expect:
+            word = kind.replace("_", "-")
+            if a.expect_desired is not None and kind == "scale_out":
+                want = "\u2192%d" % a.expect_desired
+                desc = "after the load changes, a new %s is marked on the chart and in the history (to %d)" % (
+                    word, a.expect_desired)
+            else:
+                want = ""
+                desc = "as the load changes, a new %s is marked on the chart and in the history" % word
+            wait(desc, lambda v: capacity(v) is not None and capacity(v)[kind] > before[kind]
+                 and any(h["cls"] == "decision " + kind and h["cells"][4].endswith(want) for h in v["history"]), b)
+        if a.expect_desired is not None:
+            wait("the table follows: desired is %d" % a.expect_desired,
                  lambda v: row_of(v) is not None and row_of(v)["cells"][2].strip() == str(a.expect_desired), b)
         b.eval("(() => { const s = document.getElementById('f-action'); s.value = 'scale_out';"
                " s.dispatchEvent(new Event('change')); })()")
