@@ -60,7 +60,7 @@ struct httpd_response {
 	const char *content_type;
 	char *body;           /* malloc'ed; httpd frees it */
 	unsigned share_ms;    /* a 200 to a GET or HEAD: the same reply, made once, is given to every
-			       * request for the same path in the next share_ms; 0: made for each */
+			       * request for the same path and Host in the next share_ms; 0: made for each */
 };
 
 /* Fills `resp` for `req`. Runs on the loop's thread. A handler that leaves

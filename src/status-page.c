@@ -16,6 +16,12 @@
 #include "status-assets.h"
 #include "status-page.h"
 
+/* Replies made within this time of one another for the same path and
+ * Host are one reply (httpd.h): a reloading browser, or many, cost one
+ * rendering a second. httpd gives a shared reply only to a request with
+ * the same Host as the one it was made for, so the check below holds. */
+#define STATUS_SHARE_MS 1000
+
 bool status_page_host_loopback(const char *host)
 {
 	const char *colon, *end;
@@ -186,6 +192,7 @@ static void reply_asset(struct httpd_response *resp, const char *type, const cha
 	}
 	resp->status = 200;
 	resp->content_type = type;
+	resp->share_ms = STATUS_SHARE_MS;
 }
 
 void status_page_serve(void *page, const struct httpd_request *req, struct httpd_response *resp)
@@ -230,8 +237,7 @@ void status_page_serve(void *page, const struct httpd_request *req, struct httpd
 		httpd_error(resp, 500, "cannot render the status page");
 		return;
 	}
-	/* Not shared (httpd.h): a shared reply would be given without the
-	 * Host check above. */
 	resp->status = 200;
 	resp->content_type = "text/html; charset=utf-8";
+	resp->share_ms = STATUS_SHARE_MS;
 }
