@@ -1,7 +1,8 @@
 /* Unit tests for the admin API over its Unix socket: every endpoint, the
  * codes of bad requests (400, 404, 405, 409, 413), the socket's mode, and
  * the decision ring; the status page's read-only view of them and its HTML.
- * The operations behind the endpoints are a small model of one group here; the daemon's own are tested by the integration tests. */
+ * The operations behind the endpoints are a small model of one group here;
+ * the daemon's own are tested by the integration tests. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
