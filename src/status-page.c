@@ -73,10 +73,11 @@ static void put_escaped(FILE *f, const char *s)
 		}
 }
 
-/* A cell with a JSON value: a number, a string, or a dash for null. */
-static void put_cell(FILE *f, const cJSON *v, bool number)
+/* A cell with a JSON value: a number, a string, or a dash for null. Its
+ * label heads it where a narrow screen shows a row as a card. */
+static void put_cell(FILE *f, const char *label, const cJSON *v, bool number)
 {
-	fputs(number ? "<td class=n>" : "<td>", f);
+	fprintf(f, "<td data-label=%s%s>", label, number ? " class=n" : "");
 	if (cJSON_IsNumber(v))
 		fprintf(f, "%g", v->valuedouble);
 	else if (cJSON_IsString(v))
@@ -98,7 +99,7 @@ static void put_row(FILE *f, const cJSON *g)
 
 	fputs("<tr data-group=\"", f);
 	put_escaped(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "name")));
-	fputs("\"><td>", f);
+	fputs("\"><td data-label=Group>", f);
 	put_escaped(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "name")));
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g, "paused")))
 		put_badge(f, "paused");
@@ -106,18 +107,18 @@ static void put_row(FILE *f, const cJSON *g)
 		fprintf(f, "<span class=badge>pinned %d</span>", pinned->valueint);
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g, "dry_run")))
 		put_badge(f, "dry run");
-	put_cell(f, cJSON_GetObjectItemCaseSensitive(g, "current"), true);
-	put_cell(f, cJSON_GetObjectItemCaseSensitive(g, "desired"), true);
-	put_cell(f, cJSON_GetObjectItemCaseSensitive(g, "min"), true);
-	put_cell(f, cJSON_GetObjectItemCaseSensitive(g, "max"), true);
-	put_cell(f, cJSON_GetObjectItemCaseSensitive(g, "profile"), false);
-	put_cell(f, cJSON_GetObjectItemCaseSensitive(d, "hold"), false);
+	put_cell(f, "Current", cJSON_GetObjectItemCaseSensitive(g, "current"), true);
+	put_cell(f, "Desired", cJSON_GetObjectItemCaseSensitive(g, "desired"), true);
+	put_cell(f, "Min", cJSON_GetObjectItemCaseSensitive(g, "min"), true);
+	put_cell(f, "Max", cJSON_GetObjectItemCaseSensitive(g, "max"), true);
+	put_cell(f, "Profile", cJSON_GetObjectItemCaseSensitive(g, "profile"), false);
+	put_cell(f, "Hold", cJSON_GetObjectItemCaseSensitive(d, "hold"), false);
 	if (action) {
-		fputs("<td class=\"", f);
+		fputs("<td data-label=\"Last decision\" class=\"", f);
 		put_escaped(f, action);
 		fputs("\">", f);
 	} else {
-		fputs("<td>", f);
+		fputs("<td data-label=\"Last decision\">", f);
 	}
 	put_escaped(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "explanation")));
 	fputs("</tr>\n", f);

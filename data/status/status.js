@@ -45,15 +45,17 @@
 	}
 
 	function row(g) {
-		var d = g.last_decision || {}, tr = el('tr', { 'data-group': g.name }), name = el('td', {}, g.name);
+		var d = g.last_decision || {}, tr = el('tr', { 'data-group': g.name }), name = el('td', { 'data-label': 'Group' }, g.name);
 		if (g.paused) name.appendChild(el('span', { class: 'badge' }, 'paused'));
 		if (g.pinned !== null && g.pinned !== undefined) name.appendChild(el('span', { class: 'badge' }, 'pinned ' + g.pinned));
 		if (g.dry_run) name.appendChild(el('span', { class: 'badge' }, 'dry run'));
 		tr.appendChild(name);
-		[g.current, g.desired, g.min, g.max].forEach(function (v) { tr.appendChild(el('td', { class: 'n' }, show(v))); });
-		tr.appendChild(el('td', {}, show(g.profile)));
-		tr.appendChild(el('td', {}, show(d.hold)));
-		tr.appendChild(el('td', { class: d.action || '' }, show(g.explanation)));
+		[['Current', g.current], ['Desired', g.desired], ['Min', g.min], ['Max', g.max]].forEach(function (c) {
+			tr.appendChild(el('td', { 'data-label': c[0], class: 'n' }, show(c[1])));
+		});
+		tr.appendChild(el('td', { 'data-label': 'Profile' }, show(g.profile)));
+		tr.appendChild(el('td', { 'data-label': 'Hold' }, show(d.hold)));
+		tr.appendChild(el('td', { 'data-label': 'Last decision', class: d.action || undefined }, show(g.explanation)));
 		return tr;
 	}
 

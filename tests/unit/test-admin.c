@@ -645,7 +645,7 @@ static void test_status_page_read_only(void **st)
 	assert_int_equal(page_get("GET", "/status/status.js", "127.0.0.1", NULL), 200);
 	assert_int_equal(page_get("GET", "/status/status.css", "127.0.0.1", NULL), 200);
 	assert_int_equal(page_get("GET", "/status", "127.0.0.1", &body), 200);
-	assert_non_null(strstr(body, "<tr data-group=\"web\"><td>web"));
+	assert_non_null(strstr(body, "<tr data-group=\"web\"><td data-label=Group>web"));
 	free(body);
 }
 
@@ -696,7 +696,7 @@ static void test_status_page_escapes(void **st)
 	odd.list = op_list_odd;
 	assert_int_equal(status_page_write(&p, f), 0);
 	fclose(f);
-	assert_non_null(strstr(body, "data-group=\"a&lt;b&gt;&amp;&quot;c&#39;\"><td>a&lt;b&gt;&amp;&quot;c&#39;"));
+	assert_non_null(strstr(body, "data-group=\"a&lt;b&gt;&amp;&quot;c&#39;\"><td data-label=Group>a&lt;b&gt;&amp;&quot;c&#39;"));
 	assert_non_null(strstr(body, "&lt;script&gt;alert(1)&lt;/script&gt;"));
 	assert_null(strstr(body, "<script>alert"));
 	free(body);
