@@ -15,7 +15,7 @@
  *   'KEY' must be an absolute path, not 'VALUE'
  *   'admin_socket' is longer than 107 characters
  *   'metrics_listen' must be HOST:PORT, such as "127.0.0.1:9851", not 'VALUE'
- *   'status_page' needs 'metrics_listen' on a loopback address, not 'VALUE'
+ *   'status_page' needs 'metrics_listen' on a loopback address (127.0.0.1, [::1] or localhost), not 'VALUE'
  *   more than 100000 groups
  */
 #include <errno.h>
