@@ -387,6 +387,50 @@ method:
 	httpd_error(resp, 405, "method '%s' not allowed on '%s'", req->method, req->path);
 }
 
+void admin_serve_read_only(const struct admin_ops *ops, void *userdata, const char *path,
+			   const struct httpd_request *req, struct httpd_response *resp)
+{
+	const char *rest, *slash;
+	char group[ADMIN_MAX_GROUP_NAME];
+	size_t n;
+	cJSON *o;
+
+	if (!is_method(req, "GET") && !is_method(req, "HEAD")) {
+		httpd_error(resp, 405, "method '%s' not allowed on '%s': this view is read-only", req->method,
+			    req->path);
+		return;
+	}
+	if (strcmp(path, "/v1/health") == 0) {
+		reply_ok(resp, ops->health(userdata));
+		return;
+	}
+	if (strcmp(path, "/v1/groups") == 0 || strcmp(path, "/v1/groups/") == 0) {
+		reply_ok(resp, ops->list(userdata));
+		return;
+	}
+	if (strncmp(path, "/v1/groups/", 11) != 0)
+		goto none;
+	rest = path + 11;
+	slash = strchr(rest, '/');
+	n = slash ? (size_t)(slash - rest) : strlen(rest);
+	if (slash && strcmp(slash, "/decisions") != 0)
+		goto none;
+	if (n == 0 || n >= sizeof(group)) {
+		httpd_error(resp, 404, "no such group");
+		return;
+	}
+	memcpy(group, rest, n);
+	group[n] = '\0';
+	o = slash ? ops->decisions(userdata, group) : ops->show(userdata, group);
+	if (!o)
+		httpd_error(resp, 404, "no such group '%s'", group);
+	else
+		reply_ok(resp, o);
+	return;
+none:
+	httpd_error(resp, 404, "no such path '%s'", req->path);
+}
+
 static void on_request(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
 {
 	struct admin *a = userdata;

@@ -85,6 +85,16 @@ int admin_new(sd_event *event, const char *path, const char *group, const struct
 /* Stops serving and removes the socket; NULL is fine. */
 void admin_free(struct admin *a);
 
+/* Answers a request for `path` with the API's read-only part alone: GET
+ * /v1/health, /v1/groups, /v1/groups/NAME and /v1/groups/NAME/decisions
+ * give what the socket gives; every other method is 405 and every other
+ * path 404, so nothing reached through here can change a group. For the
+ * status page (status-page.h), which shows the same JSON. */
+struct httpd_request;
+struct httpd_response;
+void admin_serve_read_only(const struct admin_ops *ops, void *userdata, const char *path,
+			   const struct httpd_request *req, struct httpd_response *resp);
+
 /* Parses an ISO 8601 time with a zone ("2026-12-02T16:00:00Z",
  * "2026-12-02T17:00:00+01:00") into epoch ms. Returns 0 or -EINVAL. */
 int admin_parse_time(const char *s, int64_t *ret);

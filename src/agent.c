@@ -34,6 +34,7 @@
 #include "preflight.h"
 #include "sources/cloud_worker.h"
 #include "state.h"
+#include "status-page.h"
 
 /* READY=1 waits for the first observation of every group, but no longer
  * than this: a dead host must not keep the unit in "activating". */
@@ -484,6 +485,7 @@ static void raise_fd_limit(void)
 int agent_run(const struct agent_options *opts)
 {
 	struct agent a = {.opts = opts, .started_ms = clock_mono_ms(), .lock_fd = -1};
+	struct status_page status = {.ops = &admin_ops, .userdata = &a};
 	char err[PATH_MAX + 128];
 	struct config_errors errs = {0};
 	sigset_t mask;
@@ -579,6 +581,12 @@ int agent_run(const struct agent_options *opts)
 	 * reason is logged by admin_new(). */
 	if (admin_new(a.event, a.config->agent.admin_socket, a.config->agent.admin_group, &admin_ops, &a, &a.admin) < 0)
 		log_warnx("agent: running without the admin API");
+	/* The page reads through the same operations as the socket, and only
+	 * those that read; the configuration allows it only on loopback. */
+	if (a.config->agent.status_page) {
+		metrics_set_page(a.metrics, STATUS_PAGE_PREFIX, status_page_serve, &status);
+		log_info("status page: serving on http://%s%s", a.config->agent.metrics_listen, STATUS_PAGE_PREFIX);
+	}
 	for (size_t i = 0; i < a.n_groups; i++)
 		group_rt_start(a.groups[i]);
 	if (a.n_groups == 0)

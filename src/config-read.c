@@ -15,6 +15,7 @@
  *   'KEY' must be an absolute path, not 'VALUE'
  *   'admin_socket' is longer than 107 characters
  *   'metrics_listen' must be HOST:PORT, such as "127.0.0.1:9851", not 'VALUE'
+ *   'status_page' needs 'metrics_listen' on a loopback address (127.0.0.1, [::1] or localhost), not 'VALUE'
  *   more than 100000 groups
  */
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "config-private.h"
+#include "status-page.h"
 #include "trace.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -54,7 +56,7 @@ static const char *const top_keys[] = { "agent", "groups" };
 
 static const char *const agent_keys[] = {
 	"interval", "state_directory", "admin_socket", "admin_group", "metrics_listen", "driver_directory", "dry_run",
-	"notifications", "hooks",
+	"notifications", "hooks", "status_page",
 };
 
 static const char *const group_keys[] = {
@@ -135,6 +137,12 @@ static void read_agent(struct config_ctx *x, const config_setting_t *s)
 		check_absolute(x, s, "driver_directory", a->driver_directory);
 	}
 	cfg_get_bool(x, s, "dry_run", &a->dry_run);
+	if (cfg_get_bool(x, s, "status_page", &a->status_page) > 0 && a->status_page &&
+	    (!a->metrics_listen || !listen_valid(a->metrics_listen) || !status_page_host_loopback(a->metrics_listen)))
+		cfg_error(x, config_setting_get_member(s, "status_page"),
+			  "'status_page' needs 'metrics_listen' on a loopback address (127.0.0.1, [::1] or localhost), "
+			  "not '%s'",
+			  a->metrics_listen ? a->metrics_listen : "");
 	cfg_read_notify(x, s, &a->notify, NULL);
 }
 

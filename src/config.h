@@ -266,6 +266,7 @@ struct agent_conf {
 	char *admin_socket;        /* default AUTOSCALED_ADMIN_SOCKET (configure), /run/autoscaled/admin.sock */
 	char *admin_group;         /* group owning the socket, NULL = root's */
 	char *metrics_listen;      /* "127.0.0.1:9851"; NULL = off */
+	bool status_page;          /* serve the status page under /status on metrics_listen (loopback only) */
 	char *driver_directory;    /* NULL = built-in default or AUTOSCALED_DRIVER_DIR */
 	bool dry_run;
 	struct notify_conf notify; /* the defaults of every group */

@@ -304,6 +304,7 @@ static bool add_signals(cJSON *root, const struct decision *d, const struct grou
 		if (!o || !cJSON_AddItemToArray(arr, o))
 			return cJSON_Delete(o), false;
 		if (!cJSON_AddStringToObject(o, "name", g->signals[i].name) ||
+		    !cJSON_AddStringToObject(o, "type", signal_type_name(g->signals[i].type)) ||
 		    !cJSON_AddBoolToObject(o, "valid", sd->valid) ||
 		    !add_number_or_null(o, "value", sd->valid, sd->value) ||
 		    !cJSON_AddNumberToObject(o, "target", sd->target) ||

@@ -42,6 +42,7 @@ struct httpd {
 	unsigned n_live;      /* links not cut */
 	struct MHD_Response *shared; /* the reply given to a GET of shared_path until shared_until */
 	char shared_path[64];
+	char shared_host[64];   /* and with this Host header ("" for none): a handler may answer by it */
 	uint64_t shared_until;
 };
 
@@ -211,7 +212,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct conn *k = *con_cls;
 	struct httpd_response resp = {.status = 200};
 	struct MHD_Response *r;
-	const char *cl;
+	const char *cl, *host;
 	bool shareable;
 	char *p;
 
@@ -260,14 +261,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		httpd_error(&resp, 400, "the request path is not valid UTF-8");
 		return queue(c, &resp);
 	}
+	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 	shareable = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-	if (shareable && h->shared && loop_now(h) < h->shared_until && strcmp(url, h->shared_path) == 0)
+	if (shareable && h->shared && loop_now(h) < h->shared_until && strcmp(url, h->shared_path) == 0 &&
+	    strcmp(host ? host : "", h->shared_host) == 0)
 		return MHD_queue_response(c, MHD_HTTP_OK, h->shared);
 	h->handler(h->userdata,
 		   &(struct httpd_request){.method = method, .path = url, .body = k->body ? k->body : "",
-					   .body_len = k->len, .peer = k->peer},
+					   .body_len = k->len, .peer = k->peer, .host = host},
 		   &resp);
-	if (!shareable || !resp.share_ms || resp.status != MHD_HTTP_OK || strlen(url) >= sizeof(h->shared_path))
+	if (!shareable || !resp.share_ms || resp.status != MHD_HTTP_OK || strlen(url) >= sizeof(h->shared_path) ||
+	    (host && strlen(host) >= sizeof(h->shared_host)))
 		return queue(c, &resp);
 	/* One reply for every client that asks within share_ms: MHD counts
 	 * its users, so however many read it, slowly or not, it is in memory
@@ -279,6 +283,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	h->shared = r;
 	h->shared_until = loop_now(h) + (uint64_t)resp.share_ms * 1000;
 	snprintf(h->shared_path, sizeof(h->shared_path), "%s", url);
+	snprintf(h->shared_host, sizeof(h->shared_host), "%s", host ? host : "");
 	return MHD_queue_response(c, MHD_HTTP_OK, r);
 }
 

@@ -52,6 +52,7 @@ struct httpd_request {
 	const char *body;     /* NUL-terminated; "" when there is none */
 	size_t body_len;
 	struct httpd_peer peer;
+	const char *host;     /* the Host header; NULL when there is none */
 };
 
 struct httpd_response {
@@ -59,7 +60,7 @@ struct httpd_response {
 	const char *content_type;
 	char *body;           /* malloc'ed; httpd frees it */
 	unsigned share_ms;    /* a 200 to a GET or HEAD: the same reply, made once, is given to every
-			       * request for the same path in the next share_ms; 0: made for each */
+			       * request for the same path and Host in the next share_ms; 0: made for each */
 };
 
 /* Fills `resp` for `req`. Runs on the loop's thread. A handler that leaves

@@ -104,6 +104,10 @@ struct metrics {
 	struct httpd *httpd;
 	struct group_metrics **groups;
 	size_t n_groups;
+	/* Requests at page_prefix and below go to page (metrics_set_page). */
+	const char *page_prefix;
+	httpd_handler_fn page;
+	void *page_userdata;
 	bool reload_ok;         /* whether the last configuration load succeeded */
 	double reload_success;  /* wall time of the last successful load */
 };
@@ -848,6 +852,11 @@ static void on_request(void *userdata, const struct httpd_request *req, struct h
 	size_t len = 0;
 	FILE *f;
 
+	if (m->page && strncmp(req->path, m->page_prefix, strlen(m->page_prefix)) == 0 &&
+	    (req->path[strlen(m->page_prefix)] == '\0' || req->path[strlen(m->page_prefix)] == '/')) {
+		m->page(m->page_userdata, req, resp);
+		return;
+	}
 	if (strcmp(req->path, "/metrics") != 0) {
 		httpd_error(resp, 404, "no such path '%s'; metrics are at /metrics", req->path);
 		return;
@@ -871,6 +880,17 @@ static void on_request(void *userdata, const struct httpd_request *req, struct h
 	 * costs the loop one rendering a second, and slow readers hold one
 	 * copy between them, not one each. */
 	resp->share_ms = METRICS_SHARE_MS;
+}
+
+void metrics_set_page(struct metrics *m, const char *prefix,
+		      void (*handler)(void *userdata, const struct httpd_request *req, struct httpd_response *resp),
+		      void *userdata)
+{
+	if (!m->httpd)
+		return;
+	m->page_prefix = prefix;
+	m->page = prefix ? handler : NULL;
+	m->page_userdata = userdata;
 }
 
 int metrics_new(sd_event *event, const char *listen, struct metrics **ret)

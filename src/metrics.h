@@ -79,6 +79,15 @@ void metrics_record_observation(struct metrics *m, const char *group);
 /* Records a good sample of `signal` of `group` from its source. */
 void metrics_record_sample(struct metrics *m, const char *group, const char *signal);
 
+/* Hands every request for `prefix` or below it ("/status", "/status/...")
+ * on the metrics listener to `handler` (the status page, status-page.h);
+ * NULL stops it. Does nothing without a listener. */
+struct httpd_request;
+struct httpd_response;
+void metrics_set_page(struct metrics *m, const char *prefix,
+		      void (*handler)(void *userdata, const struct httpd_request *req, struct httpd_response *resp),
+		      void *userdata);
+
 /* Writes the exposition to `f`, for the endpoint and the tests. Returns 0
  * or -EIO. */
 int metrics_write(const struct metrics *m, FILE *f);

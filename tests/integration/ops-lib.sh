@@ -82,7 +82,7 @@ start_daemon() {
 	wait_for 30 daemon_answers
 }
 
-# start_daemon_with_metrics [EXTRA_GROUP_OPTIONS]: starts the daemon with
+# start_daemon_with_metrics [EXTRA_GROUP_OPTIONS [EXTRA_AGENT_OPTIONS]]: starts the daemon with
 # the metrics listener on a free port (MPORT), trying another port if
 # something took the first before the daemon listened; fails the test if
 # it does not start.
@@ -90,7 +90,7 @@ start_daemon_with_metrics() {
 	local attempt
 	for attempt in 1 2 3; do
 		MPORT=$(free_port)
-		write_conf "${1-}" "metrics_listen = \"127.0.0.1:$MPORT\";"
+		write_conf "${1-}" "metrics_listen = \"127.0.0.1:$MPORT\"; ${2-}"
 		: >"$T/daemon.log"
 		start_daemon && break
 		grep -q "cannot listen on .*Address already in use" "$T/daemon.log" || break

@@ -1,7 +1,8 @@
 /* Unit tests for the admin API over its Unix socket: every endpoint, the
  * codes of bad requests (400, 404, 405, 409, 413), the socket's mode, and
- * the decision ring. The operations behind the endpoints are a small model
- * of one group here; the daemon's own are tested by the integration tests. */
+ * the decision ring; the status page's read-only view of them and its HTML.
+ * The operations behind the endpoints are a small model of one group here;
+ * the daemon's own are tested by the integration tests. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 
 #include "admin.h"
 #include "httpd.h"
+#include "status-page.h"
 #include "../helpers/loop-http.h"
 
 #define NOW INT64_C(1764680000000)
@@ -604,6 +606,102 @@ static void test_idle_clients_held(void **st)
 		close(fds[i]);
 }
 
+/* The status page's handler, called as the metrics listener would. */
+static int page_get(const char *method, const char *path, const char *host, char **body)
+{
+	struct status_page p = {.ops = &ops};
+	struct httpd_response resp = {.status = 200};
+
+	status_page_serve(&p, &(struct httpd_request){.method = method, .path = path, .body = "", .host = host},
+			  &resp);
+	if (body)
+		*body = resp.body;
+	else
+		free(resp.body);
+	return resp.status;
+}
+
+static void test_status_page_read_only(void **st)
+{
+	char *body;
+
+	(void)st;
+	assert_int_equal(page_get("GET", "/status/api/v1/groups", "127.0.0.1:9851", &body), 200);
+	assert_non_null(strstr(body, "\"name\":\"web\""));
+	free(body);
+	assert_int_equal(page_get("GET", "/status/api/v1/groups/web", "localhost", NULL), 200);
+	assert_int_equal(page_get("GET", "/status/api/v1/groups/web/decisions", "[::1]:1", NULL), 200);
+	assert_int_equal(page_get("GET", "/status/api/v1/health", "127.0.0.1", NULL), 200);
+	assert_int_equal(page_get("GET", "/status/api/v1/groups/nosuch", "127.0.0.1", NULL), 404);
+	/* Nothing that changes a group is reachable, by any method. */
+	assert_int_equal(page_get("GET", "/status/api/v1/groups/web/pause", "127.0.0.1", NULL), 404);
+	assert_int_equal(page_get("POST", "/status/api/v1/groups/web/pause", "127.0.0.1", NULL), 405);
+	assert_int_equal(page_get("POST", "/status/api/v1/reload", "127.0.0.1", NULL), 405);
+	assert_int_equal(page_get("PUT", "/status", "127.0.0.1", NULL), 405);
+	assert_false(M.paused);
+	assert_int_equal(M.reloads, 0);
+	assert_int_equal(page_get("GET", "/status/api/v1/reload", "127.0.0.1", NULL), 404);
+	assert_int_equal(page_get("GET", "/status/nosuch", "127.0.0.1", NULL), 404);
+	assert_int_equal(page_get("GET", "/status/status.js", "127.0.0.1", NULL), 200);
+	assert_int_equal(page_get("GET", "/status/status.css", "127.0.0.1", NULL), 200);
+	assert_int_equal(page_get("GET", "/status", "127.0.0.1", &body), 200);
+	assert_non_null(strstr(body, "<tr data-group=\"web\"><td data-label=Group>web"));
+	free(body);
+}
+
+static void test_status_page_host(void **st)
+{
+	static const char *const good[] = {"127.0.0.1", "127.0.0.1:9851", "127.1.2.3:80", "localhost", "LOCALHOST:1",
+					   "[::1]", "[::1]:9851"};
+	static const char *const bad[] = {"", ":80", "example.com", "127.0.0.1.example.com", "127.0.0.1:",
+					  "127.0.0.1:80x", "128.0.0.1", "127.0.0.256", "127.0.0", "127.0.0.1.2",
+					  "localhost.example.com", "[::2]", "[::1", "0x7f.0.0.1", "127.0.0.01x"};
+
+	(void)st;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!status_page_host_loopback(good[i]))
+			fail_msg("'%s' was not taken for this machine", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (status_page_host_loopback(bad[i]))
+			fail_msg("'%s' was taken for this machine", bad[i]);
+	assert_false(status_page_host_loopback(NULL));
+	/* Refused before anything is read, whatever the path. */
+	assert_int_equal(page_get("GET", "/status", "attacker.example", NULL), 403);
+	assert_int_equal(page_get("GET", "/status/api/v1/groups", NULL, NULL), 403);
+	assert_int_equal(page_get("GET", "/status/status.js", "127.0.0.1.attacker.example:80", NULL), 403);
+}
+
+/* A name the page quotes is escaped: the list of this model names a group
+ * with every character HTML gives a meaning. */
+static cJSON *op_list_odd(void *u)
+{
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "groups"), *g = cJSON_CreateObject();
+
+	(void)u;
+	cJSON_AddStringToObject(g, "name", "a<b>&\"c'");
+	cJSON_AddStringToObject(g, "explanation", "<script>alert(1)</script>");
+	cJSON_AddItemToArray(a, g);
+	return o;
+}
+
+static void test_status_page_escapes(void **st)
+{
+	struct admin_ops odd = ops;
+	struct status_page p = {.ops = &odd};
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+
+	(void)st;
+	odd.list = op_list_odd;
+	assert_int_equal(status_page_write(&p, f), 0);
+	fclose(f);
+	assert_non_null(strstr(body, "data-group=\"a&lt;b&gt;&amp;&quot;c&#39;\"><td data-label=Group>a&lt;b&gt;&amp;&quot;c&#39;"));
+	assert_non_null(strstr(body, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+	assert_null(strstr(body, "<script>alert"));
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -621,6 +719,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_clients_held, setup, teardown),
+		cmocka_unit_test(test_status_page_read_only),
+		cmocka_unit_test(test_status_page_host),
+		cmocka_unit_test(test_status_page_escapes),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
