@@ -475,7 +475,6 @@ static int read_cpu(struct autoscaled_driver_instance *h, autoscaled_sample_fn s
 	for (size_t i = 0; i < h->n_hosts && r == 0; i++) {
 		struct lv_host *host = &h->hosts[i];
 		virDomainStatsRecordPtr *recs = NULL;
-		struct timespec ts;
 		int64_t wall_ns;
 		int nr;
 
@@ -483,8 +482,7 @@ static int read_cpu(struct autoscaled_driver_instance *h, autoscaled_sample_fn s
 			continue;
 		nr = virConnectGetAllDomainStats(host->conn, VIR_DOMAIN_STATS_CPU_TOTAL | VIR_DOMAIN_STATS_VCPU, &recs,
 						 VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		wall_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		wall_ns = clock_mono_ns();
 		if (nr < 0) {
 			lv_log_virt(h, AUTOSCALED_LOG_WARNING, "reading CPU statistics of '%s' failed", host->uri);
 			continue;
