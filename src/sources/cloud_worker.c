@@ -8,8 +8,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "driver.h"
-#include "log.h"
+#include "agent/driver.h"
+#include "log/log.h"
 #include "sources/cloud_worker.h"
 
 struct cloud_job {

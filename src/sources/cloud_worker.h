@@ -1,4 +1,4 @@
-/* The blocking cloud REST code (drivers/cloud/) driven from the event loop:
+/* The blocking cloud REST code (src/cloud/) driven from the event loop:
  * each cloud monitoring source owns one worker thread that performs the
  * token and REST calls; results come back to the loop through an eventfd
  * and end the poll with source_complete(). sd-event is not thread-safe, so
@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "cloud/rest.h"
-#include "source.h"
+#include "sources/source.h"
 
 struct cloud_job;
 
