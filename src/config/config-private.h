@@ -1,6 +1,8 @@
-/* Internals shared by config.c (files, includes, errors, lookups) and
- * config-get.c, config-read.c and config-profile.c (the schema: turning
- * libconfig settings into the structs of config.h). Nothing else includes
+/* Internals shared by the files of the configuration, from the bottom up:
+ * config-error.c (the files read, errors, near misses), config-get.c (typed
+ * access to settings), config-read.c, config-profile.c and config-notify.c
+ * (the schema: turning libconfig settings into the structs of config.h)
+ * and config-load.c (reading files, includes, freeing). Nothing else includes
  * this header. Its functions are prefixed cfg_, as libconfig owns config_. */
 #ifndef AUTOSCALED_CONFIG_PRIVATE_H
 #define AUTOSCALED_CONFIG_PRIVATE_H
@@ -46,6 +48,16 @@ struct config_ctx {
 };
 
 /* Reports an error at a setting of the current unit, or at a file and line. */
+/* config-error.c: the files read, the errors found, near misses. */
+size_t cfg_intern_file(struct config_ctx *x, const char *path);
+/* DIR/NAME, or NAME when it is absolute or there is no directory. */
+char *cfg_path_join(const char *dir, const char *name);
+/* The name of a file libconfig read in unit u, as messages print it. */
+char *cfg_unit_file_name(const struct config_unit *u, const char *raw);
+/* Moves the errors into `out` as "FILE:LINE: message" lines, sorted by file
+ * (in the order the files were read) and line. */
+void cfg_errors_export(struct config_ctx *x, struct config_errors *out);
+void cfg_errors_free(struct config_ctx *x);
 void cfg_error(struct config_ctx *x, const config_setting_t *s, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void cfg_error_at(struct config_ctx *x, size_t file, int line, const char *fmt, ...)

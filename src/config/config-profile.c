@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "config/config-private.h"
-#include "engine/schedule.h"
+#include "config/schedule-tz.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 

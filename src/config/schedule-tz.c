@@ -1,15 +1,16 @@
 /* Time zones and date-times for schedules, with GLib's GTimeZone: IANA rules
  * from the system's tzdata, right across DST changes, without touching the
  * process's TZ. The configuration resolves every profile's zone and fixed
- * dates with these when it loads; schedule.c matches recurrences at run time.
- */
+ * dates with these when it loads; the engine's schedule.c matches
+ * recurrences at run time. */
 #include <errno.h>
 #include <glib.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/iso8601.h"
-#include "engine/schedule.h"
+#include "config/schedule-tz.h"
 
 int schedule_tz_open(const char *name, void **ret)
 {

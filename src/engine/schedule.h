@@ -12,20 +12,10 @@
 
 #include "config/config.h"
 
-/* Resolves an IANA zone name for profile_conf.tz. Returns 0 and stores an
- * owned handle in *ret, or -ENOENT for an unknown zone. */
-int schedule_tz_open(const char *name, void **ret);
-void schedule_tz_close(void *tz);
-
 /* Whether a recurrence profile covers now_ms (UTC epoch milliseconds). */
 bool schedule_recurrence_matches(const struct profile_conf *p, int64_t now_ms);
 
 /* Index into g->profiles of the profile active at now_ms. */
 int schedule_active_profile(const struct group_conf *g, int64_t now_ms);
-
-/* Parses an ISO 8601 date-time ("2026-11-27T08:00:00", optionally with "Z" or
- * "+01:00"); a time without an offset is read in zone `tz` (NULL = UTC).
- * Returns 0 or -EINVAL. */
-int schedule_parse_datetime(const char *s, void *tz, int64_t *ret_ms);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "engine/engine.h"
 #include "simulation/explain.h"
+#include "config/schedule-tz.h"
 #include "engine/schedule.h"
 #include "agent/state.h"
 

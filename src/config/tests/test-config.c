@@ -19,6 +19,7 @@
 
 #include "config/config.h"
 #include "agent/preflight.h"
+#include "config/schedule-tz.h"
 #include "engine/schedule.h"
 
 static char dir[PATH_MAX];

@@ -1,5 +1,6 @@
-/* The configuration: reading files, wildcard includes, collecting errors
- * and freeing. Lookups, names and durations are in config-model.c.
+/* The configuration: reading files, wildcard includes and freeing; the
+ * errors are collected by config-error.c. Lookups, names and durations are
+ * in config-model.c.
  * The schema itself (which key means what) is in config-read.c and
  * config-profile.c; typed access to settings in config-get.c.
  *
@@ -43,101 +44,15 @@
 
 #include "config/config-private.h"
 #include "base/file.h"
-#include "engine/schedule.h"
+#include "config/schedule-tz.h"
 
 /* A configuration file is written by an operator, but a mistake (pointing -c
  * at a log file) must not make the daemon read gigabytes. */
 #define CONFIG_MAX_FILE_SIZE (64 * 1024 * 1024)
 #define CONFIG_MAX_INCLUDE_DEPTH 8
 #define CONFIG_MAX_UNITS 20000
-#define CONFIG_MAX_ERRORS 1000
 
-/* ------------------------------------------------------------ near misses */
-
-/* Optimal string alignment distance (Levenshtein plus transpositions). */
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	size_t d[65][65];
-
-	if (la > 64 || lb > 64)
-		return SIZE_MAX;
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		for (size_t j = 1; j <= lb; j++) {
-			size_t cost = a[i - 1] != b[j - 1];
-			size_t v = d[i - 1][j] + 1;
-
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (d[i - 1][j - 1] + cost < v)
-				v = d[i - 1][j - 1] + cost;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-		}
-	}
-	return d[la][lb];
-}
-
-const char *config_near_miss(const char *word, const char *const *known, size_t n_known)
-{
-	size_t len = strlen(word), best = SIZE_MAX, limit;
-	const char *ret = NULL;
-
-	/* One edit in a short word is already a different word. */
-	limit = len <= 3 ? 1 : len <= 8 ? 2 : 3;
-	for (size_t i = 0; i < n_known; i++) {
-		size_t d = edit_distance(word, known[i]);
-
-		if (d < best) {
-			best = d;
-			ret = known[i];
-		}
-	}
-	return best <= limit ? ret : NULL;
-}
-
-const char *cfg_near_miss(const char *word, const char *const *known, size_t n_known)
-{
-	return config_near_miss(word, known, n_known);
-}
-
-/* ----------------------------------------------------------------- errors */
-
-static size_t intern_file(struct config_ctx *x, const char *path)
-{
-	struct config *c = x->c;
-	char **v;
-
-	for (size_t i = 0; i < c->n_files; i++)
-		if (strcmp(c->files[i], path) == 0)
-			return i;
-	v = realloc(c->files, (c->n_files + 1) * sizeof(*v));
-	if (!v || !(v[c->n_files] = strdup(path))) {
-		if (v)
-			c->files = v;
-		x->oom = true;
-		return 0;
-	}
-	c->files = v;
-	return c->n_files++;
-}
-
-/* DIR/NAME, or NAME when it is absolute or there is no directory. */
-static char *path_join(const char *dir, const char *name)
-{
-	char *p;
-
-	if (!dir || name[0] == '/')
-		return strdup(name);
-	if (asprintf(&p, "%s/%s", dir, name) < 0)
-		return NULL;
-	return p;
-}
+/* --------------------------------------------------------------- paths */
 
 static char *path_dir(const char *path)
 {
@@ -148,143 +63,6 @@ static char *path_dir(const char *path)
 	if (slash == path)
 		return strdup("/");
 	return strndup(path, (size_t)(slash - path));
-}
-
-/* The name of a file libconfig read, as messages print it. */
-static char *unit_file_name(const struct config_unit *u, const char *raw)
-{
-	for (size_t i = 0; i < u->n_abs; i++)
-		if (strcmp(u->abs[i].seen, raw) == 0)
-			return strdup(u->abs[i].path);
-	return path_join(u->dir, raw);
-}
-
-size_t cfg_setting_file(struct config_ctx *x, const config_setting_t *s)
-{
-	struct config_unit *u = x->unit;
-	const char *raw = s ? s->file : NULL;
-	char *path;
-
-	if (!raw)
-		return u->file;
-	if (raw == u->raw)
-		return u->raw_file;
-	path = unit_file_name(u, raw);
-	if (!path) {
-		x->oom = true;
-		return u->file;
-	}
-	u->raw = raw;
-	u->raw_file = intern_file(x, path);
-	free(path);
-	return u->raw_file;
-}
-
-size_t cfg_file_index(struct config_ctx *x, const char *file)
-{
-	for (size_t i = 0; i < x->c->n_files; i++)
-		if (x->c->files[i] == file)
-			return i;
-	return 0;
-}
-
-const char *cfg_file_name(struct config_ctx *x, const config_setting_t *s)
-{
-	size_t i = cfg_setting_file(x, s);
-
-	return i < x->c->n_files ? x->c->files[i] : x->c->path;
-}
-
-static void cfg_verror(struct config_ctx *x, size_t file, int line, const char *fmt, va_list ap)
-{
-	struct config_error *v;
-	char *msg;
-
-	if (x->n_errs >= CONFIG_MAX_ERRORS) {
-		x->n_errs++;
-		return;
-	}
-	if (vasprintf(&msg, fmt, ap) < 0) {
-		x->oom = true;
-		return;
-	}
-	v = realloc(x->errs, (x->n_errs + 1) * sizeof(*v));
-	if (!v) {
-		free(msg);
-		x->oom = true;
-		return;
-	}
-	x->errs = v;
-	v[x->n_errs] = (struct config_error){ .file = file, .line = line, .seq = x->n_errs, .msg = msg };
-	x->n_errs++;
-}
-
-void cfg_error_at(struct config_ctx *x, size_t file, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	cfg_verror(x, file, line, fmt, ap);
-	va_end(ap);
-}
-
-void cfg_error(struct config_ctx *x, const config_setting_t *s, const char *fmt, ...)
-{
-	size_t file = cfg_setting_file(x, s);
-	va_list ap;
-
-	va_start(ap, fmt);
-	cfg_verror(x, file, s ? (int)s->line : 0, fmt, ap);
-	va_end(ap);
-}
-
-static int error_cmp(const void *a, const void *b)
-{
-	const struct config_error *ea = a, *eb = b;
-
-	if (ea->file != eb->file)
-		return ea->file < eb->file ? -1 : 1;
-	if (ea->line != eb->line)
-		return ea->line < eb->line ? -1 : 1;
-	return ea->seq < eb->seq ? -1 : ea->seq > eb->seq;
-}
-
-/* Moves the errors into `out` as "FILE:LINE: message" lines, sorted by file
- * (in the order the files were read) and line. */
-static void errors_export(struct config_ctx *x, struct config_errors *out)
-{
-	size_t kept = x->n_errs < CONFIG_MAX_ERRORS ? x->n_errs : CONFIG_MAX_ERRORS;
-	char **v;
-
-	qsort(x->errs, kept, sizeof(*x->errs), error_cmp);
-	if (!out)
-		return;
-	v = calloc(kept + 1, sizeof(*v));
-	if (!v)
-		return;
-	out->v = v;
-	out->n = 0;
-	for (size_t i = 0; i < kept; i++) {
-		struct config_error *e = &x->errs[i];
-		const char *f = x->c->n_files > e->file ? x->c->files[e->file] : x->c->path;
-
-		if (asprintf(&v[out->n], "%s:%d: %s", f, e->line, e->msg) >= 0)
-			out->n++;
-	}
-	if (x->n_errs > kept &&
-	    asprintf(&v[out->n], "%s: too many errors; %zu more not shown", x->c->path, x->n_errs - kept) >= 0)
-		out->n++;
-}
-
-void config_errors_clear(struct config_errors *e)
-{
-	if (!e)
-		return;
-	for (size_t i = 0; i < e->n; i++)
-		free(e->v[i]);
-	free(e->v);
-	e->v = NULL;
-	e->n = 0;
 }
 
 /* ---------------------------------------------------------------- freeing */
@@ -495,7 +273,7 @@ static int check_include_file(struct include_check *c, const char *path, int fro
 		free(text);
 		return 0;
 	}
-	sub.file = intern_file(c->x, path);
+	sub.file = cfg_intern_file(c->x, path);
 	sub.level = c->level + 1;
 	sub.bad = false;
 	r = for_each_include(text, check_include, &sub);
@@ -518,7 +296,7 @@ static int check_include(void *ctx, char *line_start, const char *name, size_t l
 	 * below the unit libconfig 1.5 puts the include directory in front of
 	 * every name. */
 	if (c->level == 0 || !c->dir)
-		path = path_join(c->dir, n);
+		path = cfg_path_join(c->dir, n);
 	else if (asprintf(&path, "%s/%s", c->dir, n) < 0)
 		path = NULL;
 	free(n);
@@ -680,9 +458,9 @@ static void unit_parse(struct config_ctx *x, struct config_unit *u, const char *
 		size_t f = u->file;
 
 		if (ef) {
-			char *p = unit_file_name(u, ef);
+			char *p = cfg_unit_file_name(u, ef);
 
-			f = p ? intern_file(x, p) : u->file;
+			f = p ? cfg_intern_file(x, p) : u->file;
 			free(p);
 		}
 		cfg_error_at(x, f, config_error_line(&u->lc), "%s", config_error_text(&u->lc));
@@ -691,10 +469,10 @@ static void unit_parse(struct config_ctx *x, struct config_unit *u, const char *
 	}
 	/* Every plain include goes into the table of files read. */
 	for (unsigned i = 0; u->lc.filenames && i < u->lc.num_filenames; i++) {
-		char *p = unit_file_name(u, u->lc.filenames[i]);
+		char *p = cfg_unit_file_name(u, u->lc.filenames[i]);
 
 		if (p)
-			intern_file(x, p);
+			cfg_intern_file(x, p);
 		free(p);
 	}
 }
@@ -715,7 +493,7 @@ static int load_unit(struct config_ctx *x, struct loader *ld, const char *path, 
 static int load_wildcard(struct config_ctx *x, struct loader *ld, struct config_unit *u, size_t file,
 			 const struct wildcard *w, int depth)
 {
-	char *pattern = path_join(u->dir, w->pattern);
+	char *pattern = cfg_path_join(u->dir, w->pattern);
 	glob_t gl;
 	int r;
 
@@ -749,7 +527,7 @@ static int load_unit(struct config_ctx *x, struct loader *ld, const char *path, 
 		     int from_line)
 {
 	struct wildcard *wild = NULL;
-	size_t n_wild = 0, file = intern_file(x, path);
+	size_t n_wild = 0, file = cfg_intern_file(x, path);
 	struct config_unit *u;
 	char *text = NULL;
 	struct stat st;
@@ -820,9 +598,7 @@ static void ctx_clear(struct config_ctx *x)
 		unit_free(x->units[i]);
 	}
 	free(x->units);
-	for (size_t i = 0; i < x->n_errs && i < CONFIG_MAX_ERRORS; i++)
-		free(x->errs[i].msg);
-	free(x->errs);
+	cfg_errors_free(x);
 }
 
 int config_load(const char *path, struct config **ret, struct config_errors *errs)
@@ -857,7 +633,7 @@ int config_load(const char *path, struct config **ret, struct config_errors *err
 	if (r == 0 && x.oom)
 		r = -ENOMEM;
 	if (r == 0 && x.n_errs > 0) {
-		errors_export(&x, errs);
+		cfg_errors_export(&x, errs);
 		r = -EINVAL;
 	}
 	ctx_clear(&x);
