@@ -1,7 +1,8 @@
 /* The group runtime's insides, shared by its parts and by nothing else:
- * group.c (signals, evaluation, lifecycle, accessors), job.c (driver calls
- * on worker threads) and group-action.c (starting, draining for and
- * completing scale actions). See group.h for the public side. */
+ * group.c (signals, evaluation, scale actions, lifecycle, accessors),
+ * group-admin.c (the admin API's view) and job.c (driver calls on worker
+ * threads, below group.c: it calls back, and includes nothing of it). See
+ * group.h for the public side. */
 #ifndef AUTOSCALED_GROUP_PRIVATE_H
 #define AUTOSCALED_GROUP_PRIVATE_H
 
@@ -156,8 +157,11 @@ struct group_rt {
 };
 
 /* job.c. The pipe that carries finished jobs back to the loop is made once
- * per process, on the first call; returns 0 or a negative errno. */
-int job_pipe_init(sd_event *event);
+ * per process, on the first call; `done` is called on the loop's thread
+ * for each finished job of a group that still exists (the caller frees the
+ * job afterwards). Returns 0 or a negative errno. */
+typedef void (*job_done_fn)(struct job *j);
+int job_pipe_init(sd_event *event, job_done_fn done);
 /* Runs `j` on a worker thread for `g` and makes it g's job; a failure is
  * logged and leaves `j` to the caller. */
 int job_start(struct group_rt *g, struct job *j);
@@ -173,13 +177,12 @@ bool job_orphan_running(const char *group);
  * there is none); its caller makes it its group's job. */
 struct job *job_claim_orphan(const char *group);
 
-/* group.c. A finished job of a group that still exists, on the loop's
- * thread; the caller frees the job afterwards. */
+/* group.c. A finished job of a group that still exists: job.c's `done`. */
 void group_job_done(struct job *j);
 /* Writes the state file when the state changed; see group.c. */
 void group_save(struct group_rt *g);
 
-/* group-action.c, all on the loop's thread. T is monotonic time
+/* group.c, scale actions, all on the loop's thread. T is monotonic time
  * (clock.h) but in group_note_result, where it is shown. */
 enum scale_direction group_reconcile_in_flight(struct group_rt *g, int64_t t);
 

@@ -21,6 +21,8 @@
 /* The pipe that carries finished jobs back to the loop, one per process. */
 static int job_pipe[2] = {-1, -1};
 static sd_event_source *job_source;
+/* The group runtime's completion, called for a job whose group lives. */
+static job_done_fn job_done;
 /* Jobs still running for groups that are gone, on the loop's thread. */
 static struct job *orphans;
 
@@ -242,7 +244,7 @@ static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userd
 
 		/* The handle of a group that is gone is closed as soon as its
 		 * last call has ended; a group that lives on closes the handle
-		 * it no longer uses itself (group_job_done). */
+		 * it no longer uses itself (job_done). */
 		if (!g) {
 			orphan_unlink(j);
 			if (j->close_when_done) {
@@ -253,15 +255,16 @@ static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userd
 		}
 		if (g) {
 			g->job = NULL;
-			group_job_done(j);
+			job_done(j);
 		}
 		job_free(j);
 	}
 	return 0;
 }
 
-int job_pipe_init(sd_event *event)
+int job_pipe_init(sd_event *event, job_done_fn done)
 {
+	job_done = done;
 	if (job_pipe[0] >= 0)
 		return 0;
 	if (pipe2(job_pipe, O_CLOEXEC | O_NONBLOCK) < 0)

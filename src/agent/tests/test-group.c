@@ -1,4 +1,4 @@
-/* Unit tests of the group runtime (group.c, group-action.c, job.c): how
+/* Unit tests of the group runtime (group.c, job.c): how
  * it evaluates, starts driver calls, completes them, reconciles an action
  * from before a restart and hands a call in flight over on a reload.
  *
