@@ -1,6 +1,6 @@
 /* libvirt driver: its options, parsed from the ABI's plain key/value pairs
  * and checked as a whole; each problem is logged with the option's FILE:LINE. */
-#include "libvirt.h"
+#include "libvirt-internal.h"
 
 #include <errno.h>
 #include <math.h>

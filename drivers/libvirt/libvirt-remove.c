@@ -1,7 +1,7 @@
 /* libvirt driver, scale-in: graceful shutdown with a deadline, then destroy,
  * undefine (with fewer flags where the hypervisor refuses some) and delete
  * the member's own volumes. */
-#include "libvirt.h"
+#include "libvirt-internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* The libvirt driver's pure helpers: names, CPU arithmetic, victim order and
  * placement. No libvirt calls, no clock, so the unit tests can feed them
  * what a real hypervisor would report (the test hypervisor has no cpu.time). */
-#include "libvirt.h"
+#include "libvirt-internal.h"
 #include "base/iso8601.h"
 
 #include <errno.h>

@@ -30,7 +30,7 @@
 #include <libxml/tree.h>
 
 #include "agent/driver.h"
-#include "libvirt.h"
+#include "libvirt-internal.h"
 
 static const struct autoscaled_driver *drv;
 static virConnectPtr tc;

@@ -1,5 +1,6 @@
-/* The libvirt driver's internals, shared by drivers/libvirt*.c. Nothing here
- * is exported from the module (only autoscaled_driver_info() is).
+/* The libvirt driver's internals, shared by the files of drivers/libvirt/.
+ * Nothing here is exported from the module (only autoscaled_driver_info()
+ * is).
  *
  * Membership: a domain belongs to group G when its <metadata> holds
  *     <autoscaled:member xmlns:autoscaled="https://autoscaled.invalid/xmlns/member/1"
@@ -22,6 +23,7 @@
 #include <stdint.h>
 
 #include <libvirt/libvirt.h>
+#include <libxml/tree.h>
 
 #include "autoscaled/driver.h"
 #include "base/clock.h"
@@ -112,15 +114,15 @@ struct autoscaled_driver_instance {
 	size_t n_members;
 };
 
-/* Parses and checks the options (drivers/libvirt/libvirt-options.c); logs each
+/* Parses and checks the options (libvirt-options.c); logs each
  * problem and returns -EINVAL, or 0 with *ret filled (free with
  * lv_options_free). */
 int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled_option *v, size_t n,
 		     struct lv_options *ret);
 void lv_options_free(struct lv_options *o);
 
-/* Logging with the driver's name first; libvirt's last error is appended
- * by lv_log_virt(). */
+/* libvirt-host.c. Logging with the driver's name first; libvirt's last
+ * error is appended by lv_log_virt(). */
 void lv_log(struct autoscaled_driver_instance *h, enum autoscaled_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void lv_log_virt(struct autoscaled_driver_instance *h, enum autoscaled_log_level level, const char *fmt, ...)
@@ -139,7 +141,7 @@ virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *h
  * left half done. Sets *partial when a host could not be asked. */
 int lv_scan(struct autoscaled_driver_instance *h, bool *partial);
 
-/* Pure helpers (drivers/libvirt/libvirt-util.c), unit-tested without libvirt. */
+/* Pure helpers (libvirt-util.c), unit-tested without libvirt. */
 int lv_expand_name(const char *pattern, const char *group, int index, char *buf, size_t len);
 int lv_match_name(const char *pattern, const char *group, const char *name);
 int lv_volume_owner(const char *pattern, const char *group, const char *volume, char *member, size_t len);
@@ -153,22 +155,24 @@ void lv_ports_open(const char *const *addrs, size_t n, int port, int timeout_ms,
 struct lv_host *lv_place(struct lv_host *hosts, size_t n_hosts, const bool *eligible, const struct lv_member *m,
 			 size_t n_members);
 
-/* Parses a member tag; returns 0 when it is one of group's. */
+/* libvirt-tag.c. Parses a member tag; returns 0 when it is one of group's. */
 int lv_parse_tag(const char *xml, const char *group, struct lv_member *m);
+/* The tag as an element (without its namespace, which the caller adds). */
+xmlNodePtr lv_make_tag(const char *group, const struct lv_member *m);
+/* Writes the member's metadata element (config, and live when running). */
+int lv_set_tag(struct autoscaled_driver_instance *h, virDomainPtr dom, const struct lv_member *m);
 
-/* Scale-out (drivers/libvirt-clone.c): creates member `index` on host. */
+/* Scale-out (libvirt-clone.c): creates member `index` on host. */
 int lv_create_member(struct autoscaled_driver_instance *h, struct lv_host *host, int index,
 		     struct lv_member *ret);
 /* Deletes crash leftovers: volumes named for a member with no domain. */
 void lv_sweep_volumes(struct autoscaled_driver_instance *h, struct lv_host *host);
-/* Scale-in (drivers/libvirt-remove.c): removes the given members, graceful
+/* Scale-in (libvirt-remove.c): removes the given members, graceful
  * first; reports each one removed through fn. */
 int lv_remove_members(struct autoscaled_driver_instance *h, struct lv_member **v, size_t n, autoscaled_instance_fn fn,
 		      void *ctx);
 /* Destroys, undefines and deletes the volumes of one member now. */
 int lv_finish_removal(struct autoscaled_driver_instance *h, struct lv_host *host, virDomainPtr dom,
 		      const char *name);
-/* Writes the member's metadata element (config, and live when running). */
-int lv_set_tag(struct autoscaled_driver_instance *h, virDomainPtr dom, const struct lv_member *m);
 
 #endif
