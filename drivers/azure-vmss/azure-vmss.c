@@ -24,6 +24,7 @@
 
 struct autoscaled_driver_instance {
 	const struct autoscaled_host *host;
+	struct cloud_sink sink; /* the host, as the cloud code reports */
 	struct rest_client http;
 	struct azauth auth;
 	char name[128];
@@ -743,19 +744,21 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 static int init_auth(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n, const char *arm,
 		     struct azauth *a)
 {
+	struct cloud_sink sink;
 	const char *cred = cloud_opt(o, n, "credentials"), *tenant = cloud_opt(o, n, "tenant");
 	const char *id = cloud_opt(o, n, "client_id"), *secret = cloud_opt(o, n, "secret_file");
 	const char *scope = cloud_opt(o, n, "scope"), *login = cloud_opt(o, n, "login_host");
 	const char *resource = cloud_opt(o, n, "resource");
 	char def_scope[600], def_resource[600];
 
+	cloud_sink_init_host(&sink, host);
 	if (!cred)
 		cred = secret ? "client_secret" : "managed_identity";
 	/* A managed identity's token is for the ARM endpoint in use (a
 	 * sovereign cloud's ARM refuses one for the public cloud's). */
 	snprintf(def_resource, sizeof(def_resource), "%s/", arm);
 	if (strcmp(cred, "managed_identity") == 0)
-		return azauth_init_imds(a, host, WHO, cloud_opt(o, n, "imds_base"), resource ? resource : def_resource,
+		return azauth_init_imds(a, &sink, WHO, cloud_opt(o, n, "imds_base"), resource ? resource : def_resource,
 					id);
 	if (strcmp(cred, "client_secret") != 0 || !tenant || !id || !secret) {
 		host->log(host, AUTOSCALED_LOG_ERROR, WHO ": credentials = '%s' must be managed_identity, or "
@@ -763,7 +766,7 @@ static int init_auth(const struct autoscaled_host *host, const struct autoscaled
 		return -EINVAL;
 	}
 	snprintf(def_scope, sizeof(def_scope), "%s/.default", arm);
-	return azauth_init_secret(a, host, WHO, login ? login : "login.microsoftonline.com", tenant, id, secret,
+	return azauth_init_secret(a, &sink, WHO, login ? login : "login.microsoftonline.com", tenant, id, secret,
 				  scope ? scope : def_scope);
 }
 
@@ -787,10 +790,11 @@ static int az_open(const struct autoscaled_host *host, const struct autoscaled_o
 	if (!h)
 		return -ENOMEM;
 	rc = parse_options(host, o, n, h, arm, sizeof(arm));
+	cloud_sink_init_host(&h->sink, host);
 	if (rc == 0)
-		rc = rest_client_init(&h->http, host, WHO, REST_POLICY_AZURE);
+		rc = rest_client_init(&h->http, &h->sink, WHO, REST_POLICY_AZURE);
 	if (rc == 0)
-		rc = cloud_opt_retry(&h->http, o, n);
+		rc = cloud_opt_retry(host, &h->http, o, n);
 	if (rc == 0)
 		rc = init_auth(host, o, n, arm, &h->auth);
 	if (rc < 0) {
@@ -806,13 +810,13 @@ static int az_open(const struct autoscaled_host *host, const struct autoscaled_o
 static int az_check(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n)
 {
 	struct autoscaled_driver_instance h = { 0 };
-	struct rest_client c = { .host = host, .who = WHO };
+	struct rest_client c = { .who = WHO };
 	struct azauth a;
 	char arm[512];
 	int rc = parse_options(host, o, n, &h, arm, sizeof(arm));
 
 	if (rc == 0)
-		rc = cloud_opt_retry(&c, o, n);
+		rc = cloud_opt_retry(host, &c, o, n);
 	if (rc == 0 && (rc = init_auth(host, o, n, arm, &a)) == 0)
 		azauth_fini(&a);
 	return rc;

@@ -20,6 +20,7 @@
 
 struct autoscaled_driver_instance {
 	const struct autoscaled_host *host;
+	struct cloud_sink sink; /* the host, as the cloud code reports */
 	struct rest_client http;
 	struct gauth auth;
 	char name[128];
@@ -617,17 +618,19 @@ static int parse_options(const struct autoscaled_host *host, const struct autosc
 
 static int init_auth(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n, struct gauth *g)
 {
+	struct cloud_sink sink;
 	const char *cred = cloud_opt(o, n, "credentials"), *key = cloud_opt(o, n, "key_file");
 	const char *scopes = cloud_opt(o, n, "scopes");
 
+	cloud_sink_init_host(&sink, host);
 	if (!scopes)
 		scopes = "https://www.googleapis.com/auth/cloud-platform";
 	if (!cred)
 		cred = key ? "key_file" : "metadata";
 	if (strcmp(cred, "metadata") == 0)
-		return gauth_init_metadata(g, host, WHO, cloud_opt(o, n, "metadata_host"), scopes);
+		return gauth_init_metadata(g, &sink, WHO, cloud_opt(o, n, "metadata_host"), scopes);
 	if (strcmp(cred, "key_file") == 0 && key)
-		return gauth_init_key(g, host, WHO, key, scopes);
+		return gauth_init_key(g, &sink, WHO, key, scopes);
 	host->log(host, AUTOSCALED_LOG_ERROR, WHO ": credentials = '%s' must be metadata, or key_file with key_file set",
 		  cred);
 	return -EINVAL;
@@ -652,10 +655,11 @@ static int gce_open(const struct autoscaled_host *host, const struct autoscaled_
 	if (!h)
 		return -ENOMEM;
 	rc = parse_options(host, o, n, h);
+	cloud_sink_init_host(&h->sink, host);
 	if (rc == 0)
-		rc = rest_client_init(&h->http, host, WHO, REST_POLICY_GCE);
+		rc = rest_client_init(&h->http, &h->sink, WHO, REST_POLICY_GCE);
 	if (rc == 0)
-		rc = cloud_opt_retry(&h->http, o, n);
+		rc = cloud_opt_retry(host, &h->http, o, n);
 	if (rc == 0)
 		rc = init_auth(host, o, n, &h->auth);
 	if (rc < 0) {
@@ -671,12 +675,12 @@ static int gce_open(const struct autoscaled_host *host, const struct autoscaled_
 static int gce_check(const struct autoscaled_host *host, const struct autoscaled_option *o, size_t n)
 {
 	struct autoscaled_driver_instance h = { 0 };
-	struct rest_client c = { .host = host, .who = WHO };
+	struct rest_client c = { .who = WHO };
 	struct gauth g;
 	int rc = parse_options(host, o, n, &h);
 
 	if (rc == 0)
-		rc = cloud_opt_retry(&c, o, n);
+		rc = cloud_opt_retry(host, &c, o, n);
 	if (rc == 0 && (rc = init_auth(host, o, n, &g)) == 0)
 		gauth_fini(&g);
 	return rc;

@@ -438,17 +438,6 @@ void driver_capture_end(void)
 	capture_len = 0;
 }
 
-int driver_log_priority(enum autoscaled_log_level level)
-{
-	static const int prio[] = {
-		[AUTOSCALED_LOG_DEBUG] = LOG_DEBUG,     [AUTOSCALED_LOG_INFO] = LOG_INFO,
-		[AUTOSCALED_LOG_NOTICE] = LOG_NOTICE,   [AUTOSCALED_LOG_WARNING] = LOG_WARNING,
-		[AUTOSCALED_LOG_ERROR] = LOG_ERR,
-	};
-
-	return (unsigned)level < sizeof(prio) / sizeof(prio[0]) ? prio[level] : LOG_ERR;
-}
-
 static void host_log(const struct autoscaled_host *host, enum autoscaled_log_level level, const char *fmt, ...)
 {
 	char msg[2048];
@@ -459,7 +448,7 @@ static void host_log(const struct autoscaled_host *host, enum autoscaled_log_lev
 	va_end(ap);
 	if (capture_buf && level >= AUTOSCALED_LOG_WARNING)
 		snprintf(capture_buf, capture_len, "%s", msg);
-	log_group(driver_log_priority(level), host->group, NULL, NULL, "%s", msg);
+	log_group(log_driver_priority(level), host->group, NULL, NULL, "%s", msg);
 }
 
 /* A host as the daemon allocates it for one driver instance: the ABI

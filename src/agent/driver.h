@@ -110,9 +110,4 @@ void driver_section_where(const struct group_conf *gc, char *buf, size_t len);
 void driver_capture_begin(char *buf, size_t len);
 void driver_capture_end(void);
 
-/* The syslog priority of a driver's log level: the one mapping every host
- * (the daemon's, the cloud sources') logs driver messages with. A level the
- * host does not know is an error. */
-int driver_log_priority(enum autoscaled_log_level level);
-
 #endif

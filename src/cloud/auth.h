@@ -61,11 +61,11 @@ struct gauth {
 
 /* The metadata server at `metadata_host` (host[:port], or a URL), else
  * $GCE_METADATA_HOST, else metadata.google.internal. Returns 0 or -EINVAL. */
-int gauth_init_metadata(struct gauth *g, const struct autoscaled_host *host, const char *who,
+int gauth_init_metadata(struct gauth *g, const struct cloud_sink *sink, const char *who,
 			const char *metadata_host, const char *scopes);
 /* A service-account key file (refused when group/other can read it);
  * token_uri from the file. Returns 0 or a negative errno, logged. */
-int gauth_init_key(struct gauth *g, const struct autoscaled_host *host, const char *who, const char *path,
+int gauth_init_key(struct gauth *g, const struct cloud_sink *sink, const char *who, const char *path,
 		   const char *scopes);
 /* A valid access token in *ret (borrowed from g). Returns 0 or a negative
  * errno, logged. */
@@ -83,11 +83,11 @@ struct azauth {
 
 /* Client credentials against LOGIN_HOST/{tenant}/oauth2/v2.0/token, the
  * secret read from secret_file (refused when group/other can read it). */
-int azauth_init_secret(struct azauth *a, const struct autoscaled_host *host, const char *who, const char *login_host,
+int azauth_init_secret(struct azauth *a, const struct cloud_sink *sink, const char *who, const char *login_host,
 		       const char *tenant, const char *client_id, const char *secret_file, const char *scope);
 /* Managed identity through IMDS at imds_base (a URL, default
  * http://169.254.169.254); client_id may be NULL. */
-int azauth_init_imds(struct azauth *a, const struct autoscaled_host *host, const char *who, const char *imds_base,
+int azauth_init_imds(struct azauth *a, const struct cloud_sink *sink, const char *who, const char *imds_base,
 		     const char *resource, const char *client_id);
 int azauth_token(struct azauth *a, struct rest_client *c, const char **ret);
 void azauth_fini(struct azauth *a);

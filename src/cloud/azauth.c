@@ -11,7 +11,7 @@
 
 #define SECRET_MAX 4096
 
-int azauth_init_secret(struct azauth *a, const struct autoscaled_host *host, const char *who, const char *login_host,
+int azauth_init_secret(struct azauth *a, const struct cloud_sink *sink, const char *who, const char *login_host,
 		       const char *tenant, const char *client_id, const char *secret_file, const char *scope)
 {
 	static const struct azauth zero;
@@ -22,10 +22,10 @@ int azauth_init_secret(struct azauth *a, const struct autoscaled_host *host, con
 	*a = zero;
 	if (cloud_base_url(login_host, "https", base, sizeof(base)) < 0 || rest_escape(client_id, e_id, sizeof(e_id)) < 0 ||
 	    rest_escape(scope, e_scope, sizeof(e_scope)) < 0) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: login host, client_id or scope too long", who);
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: login host, client_id or scope too long", who);
 		return -EINVAL;
 	}
-	rc = rest_read_private_file(host, who, secret_file, &a->secret, SECRET_MAX);
+	rc = rest_read_private_file(sink, who, secret_file, &a->secret, SECRET_MAX);
 	if (rc < 0)
 		return rc;
 	n = strlen(base) + strlen(tenant) + 64;
@@ -40,7 +40,7 @@ int azauth_init_secret(struct azauth *a, const struct autoscaled_host *host, con
 	return 0;
 }
 
-int azauth_init_imds(struct azauth *a, const struct autoscaled_host *host, const char *who, const char *imds_base,
+int azauth_init_imds(struct azauth *a, const struct cloud_sink *sink, const char *who, const char *imds_base,
 		     const char *resource, const char *client_id)
 {
 	static const struct azauth zero;
@@ -52,7 +52,7 @@ int azauth_init_imds(struct azauth *a, const struct autoscaled_host *host, const
 	if (cloud_base_url(imds_base && *imds_base ? imds_base : "http://169.254.169.254", "http", base, sizeof(base)) < 0 ||
 	    rest_escape(resource, e_res, sizeof(e_res)) < 0 ||
 	    (client_id && rest_escape(client_id, e_id, sizeof(e_id)) < 0)) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: IMDS endpoint, resource or client_id too long", who);
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: IMDS endpoint, resource or client_id too long", who);
 		return -EINVAL;
 	}
 	n = strlen(base) + strlen(e_res) + strlen(e_id) + 128;
@@ -112,7 +112,7 @@ static int64_t expires_on_lifetime_ms(const cJSON *v, int64_t now_ms)
 int azauth_token(struct azauth *a, struct rest_client *c, const char **ret)
 {
 	static const char *const imds_hdrs[] = { "Metadata: true", NULL };
-	const struct autoscaled_host *host = c->host;
+	const struct cloud_sink *sink = c->sink;
 	enum rest_policy saved = c->policy;
 	struct rest_request req = { 0 };
 	struct rest_reply r;
@@ -160,7 +160,7 @@ int azauth_token(struct azauth *a, struct rest_client *c, const char **ret)
 		     ? 0
 		     : -EBADMSG;
 	if (rc < 0)
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: token reply without access_token or expiry", c->who);
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: token reply without access_token or expiry", c->who);
 	cloud_token_reply_clear(&r);
 	if (rc == 0)
 		*ret = a->tok.value;

@@ -96,7 +96,8 @@ int cloud_opt_require(const struct autoscaled_host *host, const char *who, const
 
 /* Applies retry_attempts, retry_base, retry_max and http_timeout to c.
  * Returns 0 or -EINVAL after logging the bad option. */
-int cloud_opt_retry(struct rest_client *c, const struct autoscaled_option *o, size_t n);
+int cloud_opt_retry(const struct autoscaled_host *host, struct rest_client *c, const struct autoscaled_option *o,
+		    size_t n);
 
 /* Parses a duration option into *ms (unchanged when absent), in the
  * host's one duration syntax (autoscaled_parse_duration). */

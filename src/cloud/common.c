@@ -266,7 +266,8 @@ int cloud_opt_bool(const struct autoscaled_host *host, const char *who, const st
 	return 0;
 }
 
-int cloud_opt_retry(struct rest_client *c, const struct autoscaled_option *o, size_t n)
+int cloud_opt_retry(const struct autoscaled_host *host, struct rest_client *c, const struct autoscaled_option *o,
+		    size_t n)
 {
 	const struct autoscaled_option *v = opt_find(o, n, "retry_attempts");
 	char *end;
@@ -275,14 +276,14 @@ int cloud_opt_retry(struct rest_client *c, const struct autoscaled_option *o, si
 		long a = strtol(v->value, &end, 10);
 
 		if (end == v->value || *end || a < 1 || a > 20) {
-			cloud_opt_error(c->host, c->who, v, "option retry_attempts = '%s' must be 1 to 20", v->value);
+			cloud_opt_error(host, c->who, v, "option retry_attempts = '%s' must be 1 to 20", v->value);
 			return -EINVAL;
 		}
 		c->attempts = (int)a;
 	}
-	if (cloud_opt_duration(c->host, c->who, o, n, "retry_base", &c->backoff_base_ms) < 0 ||
-	    cloud_opt_duration(c->host, c->who, o, n, "retry_max", &c->backoff_max_ms) < 0 ||
-	    cloud_opt_duration(c->host, c->who, o, n, "http_timeout", &c->timeout_ms) < 0)
+	if (cloud_opt_duration(host, c->who, o, n, "retry_base", &c->backoff_base_ms) < 0 ||
+	    cloud_opt_duration(host, c->who, o, n, "retry_max", &c->backoff_max_ms) < 0 ||
+	    cloud_opt_duration(host, c->who, o, n, "http_timeout", &c->timeout_ms) < 0)
 		return -EINVAL;
 	if (c->timeout_ms < 100)
 		c->timeout_ms = 100;

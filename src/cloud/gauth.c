@@ -75,7 +75,7 @@ void cloud_token_clear(struct cloud_token *tok)
 int cloud_token_request(struct rest_client *c, const struct rest_request *req, char *form, const char *endpoint,
 			struct rest_reply *r)
 {
-	const struct autoscaled_host *host = c->host;
+	const struct cloud_sink *sink = c->sink;
 	char msg[256];
 	int rc = rest_call(c, req, r);
 
@@ -85,7 +85,7 @@ int cloud_token_request(struct rest_client *c, const struct rest_request *req, c
 	}
 	if (rc < 0 || r->status == 200)
 		return rc;
-	host->log(host, AUTOSCALED_LOG_ERROR, "%s: token request to %s failed: %s", c->who, endpoint,
+	cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: token request to %s failed: %s", c->who, endpoint,
 		  rest_error_message(r, msg, sizeof(msg)));
 	rc = r->status == 400 || r->status == 401 || r->status == 403 ? -EACCES : rest_status_errno(r->status);
 	cloud_token_reply_clear(r);
@@ -114,7 +114,7 @@ int cloud_base_url(const char *in, const char *default_scheme, char *out, size_t
 	return 0;
 }
 
-int gauth_init_metadata(struct gauth *g, const struct autoscaled_host *host, const char *who,
+int gauth_init_metadata(struct gauth *g, const struct cloud_sink *sink, const char *who,
 			const char *metadata_host, const char *scopes)
 {
 	static const struct gauth zero;
@@ -127,7 +127,7 @@ int gauth_init_metadata(struct gauth *g, const struct autoscaled_host *host, con
 		h = "metadata.google.internal";
 	if (cloud_base_url(h, "http", g->metadata_base, sizeof(g->metadata_base)) < 0 ||
 	    snprintf(g->scopes, sizeof(g->scopes), "%s", scopes) >= (int)sizeof(g->scopes)) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: metadata host or scopes too long", who);
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: metadata host or scopes too long", who);
 		return -EINVAL;
 	}
 	return 0;
@@ -140,7 +140,7 @@ static char *json_strdup(const cJSON *o, const char *key)
 	return cJSON_IsString(v) && v->valuestring[0] ? strdup(v->valuestring) : NULL;
 }
 
-int gauth_init_key(struct gauth *g, const struct autoscaled_host *host, const char *who, const char *path,
+int gauth_init_key(struct gauth *g, const struct cloud_sink *sink, const char *who, const char *path,
 		   const char *scopes)
 {
 	static const struct gauth zero;
@@ -152,14 +152,14 @@ int gauth_init_key(struct gauth *g, const struct autoscaled_host *host, const ch
 	*g = zero;
 	g->use_key = true;
 	snprintf(g->scopes, sizeof(g->scopes), "%s", scopes);
-	rc = rest_read_private_file(host, who, path, &text, KEY_FILE_MAX);
+	rc = rest_read_private_file(sink, who, path, &text, KEY_FILE_MAX);
 	if (rc < 0)
 		return rc;
 	j = cJSON_Parse(text);
 	explicit_bzero(text, strlen(text));
 	free(text);
 	if (!j) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: key file '%s' is not JSON", who, path);
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: key file '%s' is not JSON", who, path);
 		return -EINVAL;
 	}
 	g->client_email = json_strdup(j, "client_email");
@@ -169,7 +169,7 @@ int gauth_init_key(struct gauth *g, const struct autoscaled_host *host, const ch
 		g->token_uri = strdup("https://oauth2.googleapis.com/token");
 	pem = json_strdup(j, "private_key");
 	if (!g->client_email || !pem || !g->token_uri) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: key file '%s' lacks client_email or private_key", who, path);
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: key file '%s' lacks client_email or private_key", who, path);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -177,7 +177,7 @@ int gauth_init_key(struct gauth *g, const struct autoscaled_host *host, const ch
 	g->pkey = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
 	BIO_free(bio);
 	if (!g->pkey || EVP_PKEY_base_id(g->pkey) != EVP_PKEY_RSA) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: key file '%s' has no usable RSA private_key", who, path);
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: key file '%s' has no usable RSA private_key", who, path);
 		rc = -EINVAL;
 	}
 out:
@@ -299,7 +299,7 @@ static int take_token(struct cloud_token *tok, const cJSON *j)
 
 int gauth_token(struct gauth *g, struct rest_client *c, const char **ret)
 {
-	const struct autoscaled_host *host = c->host;
+	const struct cloud_sink *sink = c->sink;
 	struct rest_request req = { 0 };
 	struct rest_reply r;
 	char url[1536];
@@ -325,7 +325,7 @@ int gauth_token(struct gauth *g, struct rest_client *c, const char **ret)
 
 		rc = make_jwt(g, jwt, sizeof(jwt));
 		if (rc < 0) {
-			host->log(host, AUTOSCALED_LOG_ERROR, "%s: cannot sign the token request for '%s'", c->who,
+			cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: cannot sign the token request for '%s'", c->who,
 				  g->client_email);
 			return rc;
 		}
@@ -346,7 +346,7 @@ int gauth_token(struct gauth *g, struct rest_client *c, const char **ret)
 		return rc;
 	rc = take_token(&g->tok, r.json);
 	if (rc < 0)
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: token reply without access_token or expires_in", c->who);
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: token reply without access_token or expires_in", c->who);
 	cloud_token_reply_clear(&r);
 	if (rc == 0)
 		*ret = g->tok.value;

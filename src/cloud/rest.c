@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,14 +163,50 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 	return n;
 }
 
-/* Publishes through host->metric when the host offers it: an older host's
- * struct ends before the member, and the sources' host leaves it NULL. */
+/* ----------------------------------------------------------------- sinks */
+
+static void host_sink_log(const struct cloud_sink *s, enum autoscaled_log_level level, const char *msg)
+{
+	const struct autoscaled_host *host = s->userdata;
+
+	host->log(host, level, "%s", msg);
+}
+
+/* Only where the host offers metric(): an older host's struct ends before
+ * the member. */
+static void host_sink_metric(const struct cloud_sink *s, enum autoscaled_metric metric, const char *label,
+			     double value)
+{
+	const struct autoscaled_host *host = s->userdata;
+
+	host->metric(host, metric, label, value);
+}
+
+void cloud_sink_init_host(struct cloud_sink *s, const struct autoscaled_host *host)
+{
+	*s = (struct cloud_sink){
+		.log = host_sink_log,
+		.metric = AUTOSCALED_HOST_HAS(host, metric) && host->metric ? host_sink_metric : NULL,
+		.userdata = host,
+	};
+}
+
+void cloud_log(const struct cloud_sink *s, enum autoscaled_log_level level, const char *fmt, ...)
+{
+	char msg[REST_MAX_MESSAGE];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s->log(s, level, msg);
+}
+
+/* Publishes through the sink's metric when it has one. */
 static void publish(const struct rest_client *c, enum autoscaled_metric metric, const char *label, double value)
 {
-	const struct autoscaled_host *host = c->host;
-
-	if (host && AUTOSCALED_HOST_HAS(host, metric))
-		host->metric(host, metric, label, value);
+	if (c->sink && c->sink->metric)
+		c->sink->metric(c->sink, metric, label, value);
 }
 
 /* Publishes one budget given as a bare count ("11998"); anything else is
@@ -256,7 +293,7 @@ static void curl_init(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-int rest_client_init(struct rest_client *c, const struct autoscaled_host *host, const char *who,
+int rest_client_init(struct rest_client *c, const struct cloud_sink *sink, const char *who,
 		     enum rest_policy policy)
 {
 	static const struct rest_client zero;
@@ -268,7 +305,7 @@ int rest_client_init(struct rest_client *c, const struct autoscaled_host *host, 
 	c->curl = curl_easy_init();
 	if (!c->curl)
 		return -ENOMEM;
-	c->host = host;
+	c->sink = sink;
 	c->who = who;
 	c->policy = policy;
 	c->attempts = 6;
@@ -451,7 +488,7 @@ static int perform_once(struct rest_client *c, const struct rest_request *req, s
 
 int rest_call(struct rest_client *c, const struct rest_request *req, struct rest_reply *reply)
 {
-	const struct autoscaled_host *host = c->host;
+	const struct cloud_sink *sink = c->sink;
 	char path[256], msg[256];
 	int attempts = req->no_retry ? 1 : (c->attempts > 0 ? c->attempts : 1);
 	int write = strcmp(req->method, "GET") != 0;
@@ -464,7 +501,7 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 		char until[32];
 
 		iso8601_format(c->throttled_until_ms[write], ISO8601_SECONDS, until, sizeof(until));
-		host->log(host, AUTOSCALED_LOG_WARNING, "%s: %s %s: throttled until %s (the server's Retry-After): "
+		cloud_log(sink, AUTOSCALED_LOG_WARNING, "%s: %s %s: throttled until %s (the server's Retry-After): "
 			  "no request before then", c->who, req->method, path, until);
 		return -EAGAIN;
 	}
@@ -480,7 +517,7 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 		 * published as metrics; each reply that carries them is logged
 		 * at debug. */
 		if (rc == 0 && reply->ratelimit) {
-			host->log(host, AUTOSCALED_LOG_DEBUG, "%s: %s %s: ratelimit remaining reads '%s' writes '%s' "
+			cloud_log(sink, AUTOSCALED_LOG_DEBUG, "%s: %s %s: ratelimit remaining reads '%s' writes '%s' "
 				  "global reads '%s' global writes '%s' resource '%s'", c->who, req->method, path,
 				  c->ratelimit_reads, c->ratelimit_writes, c->ratelimit_global_reads,
 				  c->ratelimit_global_writes, c->ratelimit_resource);
@@ -497,7 +534,7 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 
 			c->throttled_until_ms[write] = rest_now_ms() + reply->retry_after_ms;
 			iso8601_format(c->throttled_until_ms[write], ISO8601_SECONDS, until, sizeof(until));
-			host->log(host, AUTOSCALED_LOG_ERROR, "%s: %s %s: HTTP %ld (%s): throttled until %s (Retry-After "
+			cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: %s %s: HTTP %ld (%s): throttled until %s (Retry-After "
 				  "%lld s, longer than retry_max %lld s): no request before then", c->who, req->method,
 				  path, reply->status, rest_error_message(reply, msg, sizeof(msg)), until,
 				  (long long)(reply->retry_after_ms / 1000), (long long)(c->backoff_max_ms / 1000));
@@ -509,11 +546,11 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 			break;
 		wait = rest_retry_wait_ms(c, attempt, rc == 0 ? reply->retry_after_ms : -1);
 		if (rc == 0)
-			host->log(host, AUTOSCALED_LOG_WARNING, "%s: %s %s: HTTP %ld (%s), retrying in %lld ms (try %d of %d)",
+			cloud_log(sink, AUTOSCALED_LOG_WARNING, "%s: %s %s: HTTP %ld (%s), retrying in %lld ms (try %d of %d)",
 				  c->who, req->method, path, reply->status, rest_error_message(reply, msg, sizeof(msg)),
 				  (long long)wait, attempt, attempts);
 		else
-			host->log(host, AUTOSCALED_LOG_WARNING, "%s: %s %s: %s, retrying in %lld ms (try %d of %d)", c->who,
+			cloud_log(sink, AUTOSCALED_LOG_WARNING, "%s: %s %s: %s, retrying in %lld ms (try %d of %d)", c->who,
 				  req->method, path, curl_easy_strerror(cc), (long long)wait, attempt, attempts);
 		c->retries++;
 		publish(c, AUTOSCALED_METRIC_RETRIES, NULL, 1);
@@ -521,10 +558,10 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 	}
 	rest_count_error(c);
 	if (rc == 0)
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: %s %s: HTTP %ld (%s), giving up after %d tries", c->who,
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: %s %s: HTTP %ld (%s), giving up after %d tries", c->who,
 			  req->method, path, reply->status, rest_error_message(reply, msg, sizeof(msg)), attempts);
 	else
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: %s %s: %s, giving up after %d tries", c->who, req->method, path,
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: %s %s: %s, giving up after %d tries", c->who, req->method, path,
 			  strerror(-rc), attempts);
 	return rc;
 }
@@ -619,7 +656,7 @@ int rest_escape(const char *s, char *out, size_t size)
 	return 0;
 }
 
-int rest_read_private_file(const struct autoscaled_host *host, const char *who, const char *path, char **ret,
+int rest_read_private_file(const struct cloud_sink *sink, const char *who, const char *path, char **ret,
 			   size_t max)
 {
 	struct stat st;
@@ -630,24 +667,24 @@ int rest_read_private_file(const struct autoscaled_host *host, const char *who, 
 	/* A FIFO must not block the daemon: the daemon's own safe open. */
 	rc = file_read_all(path, FILE_PRIVATE, max, &buf, &read_len, &st);
 	if (rc == -EPERM) {
-		host->log(host, AUTOSCALED_LOG_ERROR,
+		cloud_log(sink, AUTOSCALED_LOG_ERROR,
 			  "%s: '%s' is accessible by group or others (mode %04o, owner %u:%u); refusing it: %s",
 			  who, path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)st.st_gid,
 			  FILE_PRIVATE_RULE);
 		return rc;
 	}
 	if (rc == -EINVAL || rc == -EISDIR) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: '%s' is not a regular file", who, path);
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: '%s' is not a regular file", who, path);
 		return -EINVAL;
 	}
 	if (rc == -EFBIG) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: '%s' is larger than %zu bytes", who, path, max);
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: '%s' is larger than %zu bytes", who, path, max);
 		return rc;
 	}
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc < 0) {
-		host->log(host, AUTOSCALED_LOG_ERROR, "%s: cannot read '%s': %s", who, path, strerror(-rc));
+		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: cannot read '%s': %s", who, path, strerror(-rc));
 		return rc;
 	}
 	len = read_len;

@@ -7,10 +7,11 @@
  * bounded. The Authorization header and tokens are never logged: messages
  * name the method, the URL path and the provider's error message.
  *
- * Logging goes through an autoscaled_host (the driver ABI's), so the daemon
- * passes a host whose log() forwards to log.h. When the host offers
- * metric(), the client publishes its retries, its final failures and the
- * throttling budgets of Azure's x-ms-ratelimit-remaining-* headers. */
+ * Messages and metrics go to a cloud_sink: a driver's forwards to its host
+ * (cloud_sink_init_host), the daemon's cloud sources' to its log. When the
+ * sink has metric(), the client publishes its retries, its final failures
+ * and the throttling budgets of Azure's x-ms-ratelimit-remaining-*
+ * headers. */
 #ifndef AUTOSCALED_CLOUD_REST_H
 #define AUTOSCALED_CLOUD_REST_H
 
@@ -23,6 +24,24 @@
 #include "autoscaled/driver.h"
 
 #define REST_MAX_BODY (8u * 1024u * 1024u)
+/* The longest message of the cloud code; a longer one is cut. */
+#define REST_MAX_MESSAGE 2048
+
+/* Where the cloud code reports: all it needs of whoever runs it. */
+struct cloud_sink {
+	/* One message, formatted. */
+	void (*log)(const struct cloud_sink *s, enum autoscaled_log_level level, const char *msg);
+	/* A metric; NULL where the runner keeps none. */
+	void (*metric)(const struct cloud_sink *s, enum autoscaled_metric metric, const char *label, double value);
+	const void *userdata;
+};
+
+/* A sink that forwards to a driver's host (its log, and its metric when the
+ * host has one). The host must outlive the sink. */
+void cloud_sink_init_host(struct cloud_sink *s, const struct autoscaled_host *host);
+/* Formats a message (bounded by REST_MAX_MESSAGE) and logs it to s. */
+void cloud_log(const struct cloud_sink *s, enum autoscaled_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 #define REST_MAX_TOKEN 8192
 
 enum rest_policy {
@@ -33,7 +52,7 @@ enum rest_policy {
 
 struct rest_client {
 	void *curl;
-	const struct autoscaled_host *host;
+	const struct cloud_sink *sink;
 	const char *who;          /* component name for messages, e.g. "gce-mig" */
 	enum rest_policy policy;
 	int attempts;             /* total tries per call, >= 1 */
@@ -88,7 +107,7 @@ struct rest_reply {
 #define REST_MAX_RETRY_AFTER_MS (24 * 3600 * INT64_C(1000))
 
 /* Sets defaults and creates the curl handle. Returns 0 or -ENOMEM. */
-int rest_client_init(struct rest_client *c, const struct autoscaled_host *host, const char *who,
+int rest_client_init(struct rest_client *c, const struct cloud_sink *sink, const char *who,
 		     enum rest_policy policy);
 void rest_client_fini(struct rest_client *c);
 
@@ -104,7 +123,7 @@ int rest_call(struct rest_client *c, const struct rest_request *req, struct rest
 void rest_reply_clear(struct rest_reply *r);
 
 /* Counts an operation that failed for good (errors) and publishes it
- * through host->metric. rest_call() counts its own final failures. */
+ * through the sink's metric. rest_call() counts its own final failures. */
 void rest_count_error(struct rest_client *c);
 
 /* The provider's error message of a reply body (GCE, ARM nested or flat,
@@ -143,7 +162,7 @@ int rest_escape(const char *s, char *out, size_t size);
 /* Reads a secret file that must be a regular file not readable by group or
  * others. Returns 0 with *ret malloc'ed (trailing newline stripped), or a
  * negative errno after logging why. */
-int rest_read_private_file(const struct autoscaled_host *host, const char *who, const char *path, char **ret,
+int rest_read_private_file(const struct cloud_sink *sink, const char *who, const char *path, char **ret,
 			   size_t max);
 
 #endif

@@ -238,6 +238,17 @@ DEFINE_LOG_ERRNO(log_notice_errno, LOG_NOTICE)
 DEFINE_LOG_ERRNO(log_warn_errno, LOG_WARNING)
 DEFINE_LOG_ERRNO(log_err_errno, LOG_ERR)
 
+int log_driver_priority(enum autoscaled_log_level level)
+{
+	static const int prio[] = {
+		[AUTOSCALED_LOG_DEBUG] = LOG_DEBUG,     [AUTOSCALED_LOG_INFO] = LOG_INFO,
+		[AUTOSCALED_LOG_NOTICE] = LOG_NOTICE,   [AUTOSCALED_LOG_WARNING] = LOG_WARNING,
+		[AUTOSCALED_LOG_ERROR] = LOG_ERR,
+	};
+
+	return (unsigned)level < sizeof(prio) / sizeof(prio[0]) ? prio[level] : LOG_ERR;
+}
+
 int log_group_errno(int priority, const char *group, int r, const char *fmt, ...)
 {
 	va_list ap;

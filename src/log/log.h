@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "autoscaled/driver.h"
+
 enum log_target {
 	LOG_TARGET_STDERR,
 	LOG_TARGET_JOURNAL,
@@ -53,6 +55,12 @@ __attribute__((noreturn)) void fatalx(const char *fmt, ...) __attribute__((forma
 /* With GROUP= (and an optional extra FIELD=value pair, e.g. "DECISION", json). */
 void log_group(int priority, const char *group, const char *field, const char *value, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
+
+/* The syslog priority of a driver's log level (include/autoscaled/driver.h):
+ * the one mapping with which the driver host and the cloud code of the
+ * sources log their messages. A level this daemon does not know is an
+ * error. */
+int log_driver_priority(enum autoscaled_log_level level);
 
 /* log_group() without the extra field, with ": <strerror(-r)>" appended;
  * returns r as the other *_errno() functions do. */

@@ -47,8 +47,8 @@ int cloud_source_get(struct rest_client *http, const char *url, const char *bear
 void cloud_source_cancel(struct source *s);
 void cloud_source_free(struct source *s);
 
-/* The host for the REST client's messages: forwards to log.h. */
-extern const struct autoscaled_host cloud_source_host;
+/* Where the cloud code of the sources reports: the daemon's log (log.h). */
+extern const struct cloud_sink cloud_source_sink;
 
 /* Registers gce_monitoring and azure_monitor with the source registry; the
  * daemon calls it once at start-up, before building sources. Returns 0 or

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "agent/driver.h"
+#include "log/log.h"
 
 static char tmpdir[256];
 static char modules[1024];
@@ -285,13 +286,13 @@ static void test_host(void **state)
 static void test_log_priority(void **state)
 {
 	(void)state;
-	assert_int_equal(driver_log_priority(AUTOSCALED_LOG_DEBUG), LOG_DEBUG);
-	assert_int_equal(driver_log_priority(AUTOSCALED_LOG_INFO), LOG_INFO);
-	assert_int_equal(driver_log_priority(AUTOSCALED_LOG_NOTICE), LOG_NOTICE);
-	assert_int_equal(driver_log_priority(AUTOSCALED_LOG_WARNING), LOG_WARNING);
-	assert_int_equal(driver_log_priority(AUTOSCALED_LOG_ERROR), LOG_ERR);
-	assert_int_equal(driver_log_priority((enum autoscaled_log_level)7), LOG_ERR);
-	assert_int_equal(driver_log_priority((enum autoscaled_log_level)-1), LOG_ERR);
+	assert_int_equal(log_driver_priority(AUTOSCALED_LOG_DEBUG), LOG_DEBUG);
+	assert_int_equal(log_driver_priority(AUTOSCALED_LOG_INFO), LOG_INFO);
+	assert_int_equal(log_driver_priority(AUTOSCALED_LOG_NOTICE), LOG_NOTICE);
+	assert_int_equal(log_driver_priority(AUTOSCALED_LOG_WARNING), LOG_WARNING);
+	assert_int_equal(log_driver_priority(AUTOSCALED_LOG_ERROR), LOG_ERR);
+	assert_int_equal(log_driver_priority((enum autoscaled_log_level)7), LOG_ERR);
+	assert_int_equal(log_driver_priority((enum autoscaled_log_level)-1), LOG_ERR);
 }
 
 int main(void)

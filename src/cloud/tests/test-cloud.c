@@ -32,6 +32,14 @@ static void test_log(const struct autoscaled_host *host, enum autoscaled_log_lev
 static const struct autoscaled_host host = { .abi_version = AUTOSCALED_DRIVER_ABI_VERSION, .struct_size = sizeof(host),
 					     .group = "t", .log = test_log };
 
+/* The REST client and the credentials report to a sink, not to a host. */
+static void test_sink_log(const struct cloud_sink *s, enum autoscaled_log_level level, const char *msg)
+{
+	snprintf(last_log, sizeof(last_log), "%s", msg);
+}
+
+static const struct cloud_sink sink = { .log = test_sink_log };
+
 /* Duration options of the cloud drivers go through the host's one parser:
  * every form autoscaled.conf(5) names, with the option's FILE:LINE first in
  * a message about a bad one. */
@@ -300,7 +308,7 @@ static void retry_after(void **state)
 	assert_int_equal(rest_parse_retry_after("", now), -1);
 	assert_int_equal(rest_parse_retry_after("soon", now), -1);
 	assert_int_equal(rest_parse_retry_after("-5", now), -1);
-	assert_int_equal(rest_client_init(&c, &host, "t", REST_POLICY_GCE), 0);
+	assert_int_equal(rest_client_init(&c, &sink, "t", REST_POLICY_GCE), 0);
 	c.backoff_base_ms = 1000;
 	c.backoff_max_ms = 32000;
 	assert_int_equal(rest_retry_wait_ms(&c, 1, rest_parse_retry_after("9223372036854775807", now)), 32000);
@@ -355,17 +363,17 @@ static void private_files(void **state)
 	assert_int_equal(write(fd, "s3cret\n", 7), 7);
 	close(fd);
 	assert_int_equal(chmod(path, 0600), 0);
-	assert_int_equal(rest_read_private_file(&host, "t", path, &text, 64), 0);
+	assert_int_equal(rest_read_private_file(&sink, "t", path, &text, 64), 0);
 	assert_string_equal(text, "s3cret");
 	free(text);
 	assert_int_equal(chmod(path, 0640), 0);
-	assert_int_equal(rest_read_private_file(&host, "t", path, &text, 64), -EPERM);
+	assert_int_equal(rest_read_private_file(&sink, "t", path, &text, 64), -EPERM);
 	assert_non_null(strstr(last_log, "accessible by group or others"));
 	assert_null(strstr(last_log, "s3cret"));
 	assert_int_equal(chmod(path, 0600), 0);
-	assert_int_equal(rest_read_private_file(&host, "t", path, &text, 3), -EFBIG);
+	assert_int_equal(rest_read_private_file(&sink, "t", path, &text, 3), -EFBIG);
 	unlink(path);
-	assert_int_equal(rest_read_private_file(&host, "t", path, &text, 64), -ENOENT);
+	assert_int_equal(rest_read_private_file(&sink, "t", path, &text, 64), -ENOENT);
 }
 
 static void base_urls(void **state)
