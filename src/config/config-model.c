@@ -110,6 +110,37 @@ int direction_from_name(const char *s, bool none_ok, enum scale_direction *ret)
 	return -EINVAL;
 }
 
+/* The names of the trace formats (config.h). */
+static const struct {
+	const char *name;
+	enum trace_format f;
+} formats[] = {
+	{"nasa", TRACE_NASA},
+	{"azure-llm", TRACE_AZURE_LLM},
+	{"bitbrains", TRACE_BITBRAINS},
+	{"csv", TRACE_CSV},
+	{"swf", TRACE_SWF},
+	{"requests", TRACE_REQUESTS},
+};
+
+int trace_format_parse(const char *name, enum trace_format *ret)
+{
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (strcmp(name, formats[i].name) == 0) {
+			*ret = formats[i].f;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *trace_format_name(enum trace_format f)
+{
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (formats[i].f == f)
+			return formats[i].name;
+	return "?";
+}
+
 /* -------------------------------------------------------------- durations */
 
 /* The units of the duration grammar, largest first; a duration names each

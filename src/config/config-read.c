@@ -27,7 +27,6 @@
 #include <unistd.h>
 
 #include "config/config-private.h"
-#include "simulation/trace.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 

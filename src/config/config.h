@@ -350,4 +350,23 @@ const char *direction_noun(enum scale_direction d);
  * Returns 0, or -EINVAL (also for NULL) with *ret untouched. */
 int direction_from_name(const char *s, bool none_ok, enum scale_direction *ret);
 
+/* The formats of a recorded demand series, which simulate reads
+ * (simulation/trace.h describes each) and a forecast's seed_file may be in
+ * (forecast.seed_format). Their names are here, below both, so that the
+ * configuration checks a name without the trace readers. */
+enum trace_format {
+	TRACE_NASA,
+	TRACE_AZURE_LLM,
+	TRACE_BITBRAINS,
+	TRACE_CSV,
+	TRACE_SWF,
+	TRACE_REQUESTS,
+};
+
+/* "nasa", "azure-llm", "bitbrains", "csv", "swf", "requests" -> the
+ * format. 0 or -EINVAL. */
+int trace_format_parse(const char *name, enum trace_format *ret);
+/* "?" for a value that is not a format. */
+const char *trace_format_name(enum trace_format f);
+
 #endif

@@ -885,36 +885,6 @@ static int step_requests(struct trace_reader *r)
 	return add_busy(r, t, t, t + llround(d * 1000), 1);
 }
 
-static const struct {
-	const char *name;
-	enum trace_format f;
-} formats[] = {
-	{"nasa", TRACE_NASA},
-	{"azure-llm", TRACE_AZURE_LLM},
-	{"bitbrains", TRACE_BITBRAINS},
-	{"csv", TRACE_CSV},
-	{"swf", TRACE_SWF},
-	{"requests", TRACE_REQUESTS},
-};
-
-int trace_format_parse(const char *name, enum trace_format *ret)
-{
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
-		if (strcmp(name, formats[i].name) == 0) {
-			*ret = formats[i].f;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-const char *trace_format_name(enum trace_format f)
-{
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
-		if (formats[i].f == f)
-			return formats[i].name;
-	return "?";
-}
-
 static int reader_new(enum trace_format fmt, const char *name, struct trace_reader **ret)
 {
 	struct trace_reader *r = calloc(1, sizeof(*r));

@@ -33,6 +33,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* enum trace_format and its names: the configuration names the formats
+ * too (a forecast's seed_format). */
+#include "config/config.h"
+
 /* A csv or bitbrains row's value holds until the next row, for at most
  * this long; a longer silence is a gap (no data) after it. */
 #define TRACE_MAX_HOLD_MS (3600 * INT64_C(1000))
@@ -48,15 +52,6 @@
  * is refused, which bounds the memory a file controls. */
 #define TRACE_MAX_IN_FLIGHT (4u * 1024 * 1024)
 
-enum trace_format {
-	TRACE_NASA,
-	TRACE_AZURE_LLM,
-	TRACE_BITBRAINS,
-	TRACE_CSV,
-	TRACE_SWF,
-	TRACE_REQUESTS,
-};
-
 /* Demand v (>= 0, finite) over [start_ms, end_ms), UTC epoch milliseconds.
  * A reader's segments are ordered and do not overlap. */
 struct trace_seg {
@@ -66,11 +61,6 @@ struct trace_seg {
 };
 
 struct trace_reader;
-
-/* "nasa", "azure-llm", "bitbrains", "csv", "swf", "requests" -> the
- * format. 0 or -EINVAL. */
-int trace_format_parse(const char *name, enum trace_format *ret);
-const char *trace_format_name(enum trace_format f);
 
 /* Opens PATH in format FMT (compressed or not). 0 or a negative errno,
  * logged with the file name. */
