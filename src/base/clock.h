@@ -17,7 +17,7 @@
  *
  * Nothing else in the tree reads either clock; sd-event's timers are armed
  * on CLOCK_MONOTONIC, the same clock. The driver plugins link this module
- * too (libhelpers), so a member's creation time and the daemon's "now" come
+ * too (src/base), so a member's creation time and the daemon's "now" come
  * from the same clock. */
 #ifndef AUTOSCALED_CLOCK_H
 #define AUTOSCALED_CLOCK_H
