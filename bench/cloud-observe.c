@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "autoscaled/driver.h"
-#include "driver.h"
+#include "agent/driver.h"
 
 #define MAX_GROUPS 2000
 #define MAX_OPTS 32

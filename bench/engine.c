@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
-#include "forecast.h"
+#include "engine/engine.h"
+#include "engine/forecast.h"
 
 #define N_SIGNALS 3
 #define N_PROFILES 3

@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
-#include "source.h"
+#include "sources/http.h"
+#include "sources/source.h"
 
 struct sig {
 	struct signal_conf sc;

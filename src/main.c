@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
-#include "config.h"
-#include "driver.h"
-#include "explain.h"
-#include "log.h"
-#include "preflight.h"
-#include "simulate.h"
+#include "agent/agent.h"
+#include "config/config.h"
+#include "agent/driver.h"
+#include "simulation/explain.h"
+#include "log/log.h"
+#include "agent/preflight.h"
+#include "simulation/simulate.h"
 
 #define DEFAULT_CONFIG AUTOSCALED_CONFIG_FILE
 

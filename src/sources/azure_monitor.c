@@ -153,9 +153,9 @@ static int az_init(struct source *s, const struct signal_conf *sc, char *err, si
 	if (!cred)
 		cred = strdup(secret ? "client_secret" : "managed_identity");
 	if (cred && strcmp(cred, "managed_identity") == 0) {
-		r = azauth_init_imds(&m->auth, &cloud_source_host, WHO, imds, resource, id);
+		r = azauth_init_imds(&m->auth, &cloud_source_sink, WHO, imds, resource, id);
 	} else if (cred && strcmp(cred, "client_secret") == 0 && tenant && id && secret) {
-		r = azauth_init_secret(&m->auth, &cloud_source_host, WHO, login, tenant, id, secret,
+		r = azauth_init_secret(&m->auth, &cloud_source_sink, WHO, login, tenant, id, secret,
 				       scope ? scope : def_scope);
 	} else {
 		r = source_opt_error(sc, source_option(sc, "credentials"), err, errlen,

@@ -1,15 +1,13 @@
 /* Worker threads of the cloud monitoring sources (cloud_worker.h). */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "driver.h"
-#include "log.h"
+#include "log/log.h"
 #include "sources/cloud_worker.h"
 
 struct cloud_job {
@@ -31,30 +29,16 @@ struct cloud_job {
 	cloud_state_free_fn free_state;
 };
 
-static void host_log(const struct autoscaled_host *host, enum autoscaled_log_level level, const char *fmt, ...)
+/* The cloud code's messages go to the daemon's log; the sources keep no
+ * metrics of the REST client. */
+static void sink_log(const struct cloud_sink *sink, enum autoscaled_log_level level, const char *msg)
 {
-	char buf[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	log_group(driver_log_priority(level), NULL, NULL, NULL, "%s", buf);
+	(void)sink;
+	log_group(log_driver_priority(level), NULL, NULL, NULL, "%s", msg);
 }
 
-/* The cloud code parses its duration options as the configuration does. */
-static int host_parse_duration(const struct autoscaled_host *host, const char *text, int64_t *ret_ms)
-{
-	(void)host;
-	return parse_duration_ms(text, ret_ms);
-}
-
-const struct autoscaled_host cloud_source_host = {
-	.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
-	.struct_size = sizeof(struct autoscaled_host),
-	.group = "",
-	.log = host_log,
-	.parse_duration = host_parse_duration,
+const struct cloud_sink cloud_source_sink = {
+	.log = sink_log,
 };
 
 static void job_unref(struct cloud_job *j)
@@ -194,7 +178,7 @@ int cloud_source_start(struct source *s, const char *who, void *state, cloud_fet
 	j->free_state = free_state;
 	snprintf(j->who, sizeof(j->who), "%s", who);
 	j->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	r = j->efd < 0 ? -errno : rest_client_init(&j->http, &cloud_source_host, who,
+	r = j->efd < 0 ? -errno : rest_client_init(&j->http, &cloud_source_sink, who,
 						   strcmp(who, "azure_monitor") == 0 ? REST_POLICY_AZURE : REST_POLICY_GCE);
 	if (r < 0) {
 		snprintf(err, errlen, "%s: cannot set up: %s", who, strerror(-r));

@@ -1,4 +1,4 @@
-/* The blocking cloud REST code (drivers/cloud/) driven from the event loop:
+/* The blocking cloud REST code (src/cloud/) driven from the event loop:
  * each cloud monitoring source owns one worker thread that performs the
  * token and REST calls; results come back to the loop through an eventfd
  * and end the poll with source_complete(). sd-event is not thread-safe, so
@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "cloud/rest.h"
-#include "source.h"
+#include "sources/source.h"
 
 struct cloud_job;
 
@@ -47,8 +47,8 @@ int cloud_source_get(struct rest_client *http, const char *url, const char *bear
 void cloud_source_cancel(struct source *s);
 void cloud_source_free(struct source *s);
 
-/* The host for the REST client's messages: forwards to log.h. */
-extern const struct autoscaled_host cloud_source_host;
+/* Where the cloud code of the sources reports: the daemon's log (log.h). */
+extern const struct cloud_sink cloud_source_sink;
 
 /* Registers gce_monitoring and azure_monitor with the source registry; the
  * daemon calls it once at start-up, before building sources. Returns 0 or

@@ -143,9 +143,9 @@ static int gce_init(struct source *s, const struct signal_conf *sc, char *err, s
 	if (!cred)
 		cred = strdup(key ? "key_file" : "metadata");
 	if (cred && strcmp(cred, "metadata") == 0) {
-		r = gauth_init_metadata(&m->auth, &cloud_source_host, WHO, mhost, scopes);
+		r = gauth_init_metadata(&m->auth, &cloud_source_sink, WHO, mhost, scopes);
 	} else if (cred && strcmp(cred, "key_file") == 0 && key) {
-		r = gauth_init_key(&m->auth, &cloud_source_host, WHO, key, scopes);
+		r = gauth_init_key(&m->auth, &cloud_source_sink, WHO, key, scopes);
 	} else {
 		r = source_opt_error(sc, source_option(sc, "credentials"), err, errlen,
 				     "credentials must be metadata, or key_file with key_file set");

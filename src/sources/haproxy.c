@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "sources/http_common.h"
 #include "sources/parse.h"
 #include "sources/registry.h"

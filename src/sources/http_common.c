@@ -6,7 +6,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "file.h"
+#include "base/file.h"
 #include "sources/http_common.h"
 
 #define TOKEN_FILE_MAX 16384

@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "http.h"
-#include "source.h"
+#include "sources/http.h"
+#include "sources/source.h"
 
 /* The option keys below, for a source_ops.options list. */
 #define SOURCE_HTTP_OPTION_KEYS \

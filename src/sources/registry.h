@@ -2,7 +2,7 @@
 #ifndef AUTOSCALED_SOURCES_REGISTRY_H
 #define AUTOSCALED_SOURCES_REGISTRY_H
 
-#include "source.h"
+#include "sources/source.h"
 
 extern const struct source_ops source_prometheus;
 extern const struct source_ops source_haproxy;

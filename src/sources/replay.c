@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "file.h"
+#include "base/file.h"
 #include "sources/parse.h"
 #include "sources/registry.h"
 

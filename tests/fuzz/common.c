@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "log.h"
+#include "log/log.h"
 
 /* The daemon's log writes to the stream stderr; libFuzzer took its own
  * copy of that pointer before main() and the sanitizers write to fd 2

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "driver-harness.h"
-#include "driver.h"
+#include "agent/driver.h"
 #include "fuzz.h"
 
 int fuzz_json_header_lines = 1;

@@ -18,7 +18,7 @@
 #include <cjson/cJSON.h>
 #include <systemd/sd-event.h>
 
-#include "admin.h"
+#include "admin/admin.h"
 #include "fuzz.h"
 
 /* A fixed "now" (2026-01-01), so that runs are reproducible. */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "fuzz.h"
 
 static char dir[] = "/tmp/autoscaled-fuzz-config.XXXXXX";

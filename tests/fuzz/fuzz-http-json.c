@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "source.h"
+#include "sources/source.h"
 #include "sources/parse.h"
 
 int fuzz_json_header_lines = 1;

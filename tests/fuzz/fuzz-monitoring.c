@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifdef FUZZ_AZURE_MONITOR
 	struct az_mon m = { .max_age_ms = 300000 };
 
-	if (azauth_init_imds(&m.auth, &cloud_source_host, WHO, NULL, "https://management.azure.com/", NULL) < 0)
+	if (azauth_init_imds(&m.auth, &cloud_source_sink, WHO, NULL, "https://management.azure.com/", NULL) < 0)
 		abort();
 	m.url = strdup("https://management.azure.com/subscriptions/0/resourceGroups/rg/providers/"
 		       "Microsoft.Compute/virtualMachineScaleSets/web/providers/microsoft.insights/metrics"
@@ -43,12 +43,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #else
 	struct gce_mon m = { .max_age_ms = 300000 };
 
-	if (gauth_init_metadata(&m.auth, &cloud_source_host, WHO, NULL,
+	if (gauth_init_metadata(&m.auth, &cloud_source_sink, WHO, NULL,
 				"https://www.googleapis.com/auth/monitoring.read") < 0)
 		abort();
 	m.url = strdup("https://monitoring.googleapis.com/v3/projects/p/timeSeries?filter=x");
 #endif
-	if (!m.url || rest_client_init(&http, &cloud_source_host, WHO, REST_POLICY_GCE) < 0)
+	if (!m.url || rest_client_init(&http, &cloud_source_sink, WHO, REST_POLICY_GCE) < 0)
 		abort();
 	fuzz_transport_start(data, size);
 	/* Three polls: the first fetches a token, the later ones reuse it or

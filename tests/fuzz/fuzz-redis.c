@@ -17,9 +17,9 @@
 
 #include <systemd/sd-event.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "fuzz.h"
-#include "source.h"
+#include "sources/source.h"
 
 static char dir[] = "/tmp/autoscaled-fuzz-redis.XXXXXX";
 static char sock[sizeof(dir) + 16];

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "trace.h"
+#include "simulation/trace.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

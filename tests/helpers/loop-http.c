@@ -7,7 +7,7 @@
 
 #include <curl/curl.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "loop-http.h"
 
 uint64_t loop_http_now(void)

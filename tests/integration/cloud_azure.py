@@ -7,7 +7,7 @@ import errno
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "cloud"))
+sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "helpers"))
 from cloudtest import Tap, check, check_refused, private_file, probe, tempdir  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
 

@@ -9,7 +9,7 @@ import re
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "cloud"))
+sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "helpers"))
 from cloudtest import Tap, check, check_refused, private_file, probe, rsa_key, tempdir  # noqa: E402
 from gce import GceEmulator  # noqa: E402
 

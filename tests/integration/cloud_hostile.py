@@ -24,14 +24,14 @@ import queue
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "cloud"))
+sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "helpers"))
 from cloudtest import Tap, check, probe, top_builddir  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
 from emulator import Reply  # noqa: E402
 from gce import GceEmulator  # noqa: E402
 
 tap = Tap()
-SOURCE_PROBE = os.path.join(top_builddir, "tests", "cloud", "cloud-source-probe")
+SOURCE_PROBE = os.path.join(top_builddir, "tests", "helpers", "cloud-source-probe")
 WORKERS = 3
 SWAPS = [("object", {"k": 1}), ("array", [1]), ("string", "x"), ("number", 7), ("boolean", True), ("null", None)]
 NUMBERS = [1e300, -1e300, 9223372036854775807, -1, 0.5]

@@ -9,7 +9,7 @@ import time
 import urllib.parse
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "cloud"))
+sys.path.insert(0, os.path.join(os.environ.get("top_srcdir", "."), "tests", "helpers"))
 from cloudtest import Tap, check, private_file, rsa_key, tempdir, top_builddir  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
 from gce import GceEmulator  # noqa: E402
@@ -19,7 +19,7 @@ TMP = tempdir()
 PEM, PUBKEY = rsa_key(TMP.name)
 EMAIL = "mon@p1.iam.gserviceaccount.com"
 SECRET = "mon-secret-" + os.urandom(6).hex()
-PROBE = os.path.join(top_builddir, "tests", "cloud", "cloud-source-probe")
+PROBE = os.path.join(top_builddir, "tests", "helpers", "cloud-source-probe")
 
 
 class Ctx:

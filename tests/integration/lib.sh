@@ -6,7 +6,7 @@
 # (wait_for, watch_pid, stop_pid) come from tap.sh.
 . "${top_srcdir:?}/tests/integration/tap.sh"
 
-PROBE="${top_builddir:?}/tests/integration/source-probe"
+PROBE="${top_builddir:?}/tests/helpers/source-probe"
 FIXTURE="${top_srcdir:?}/tests/integration/fixture-server.py"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/autoscaled-test.XXXXXX")
 PIDS=""

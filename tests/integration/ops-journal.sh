@@ -71,7 +71,7 @@ check "the first decision after the resume is at INFO" \
 check "the daemon stops cleanly" stop_daemon
 
 # The ids operators select with are documented, each of them.
-ids=$(sed -n 's/^#define LOG_ID_[A-Z_]* "\([0-9a-f]*\)"$/\1/p' "$top_srcdir/src/log-ids.h")
+ids=$(sed -n 's/^#define LOG_ID_[A-Z_]* "\([0-9a-f]*\)"$/\1/p' "$top_srcdir/src/log/log-ids.h")
 check "four message ids are defined" test "$(echo "$ids" | wc -l)" -eq 4
 for id in $ids; do
 	check "message id $id is in autoscaled(8) and the README" \

@@ -16,7 +16,7 @@ import sys
 import time
 
 top_srcdir = os.environ.get("top_srcdir", ".")
-sys.path.insert(0, os.path.join(top_srcdir, "tests", "cloud"))
+sys.path.insert(0, os.path.join(top_srcdir, "tests", "helpers"))
 from cloudtest import private_file, rsa_key, start_daemon, stop, tempdir, wait_evaluations, wait_for  # noqa: E402
 from gce import GceEmulator  # noqa: E402
 from azure import AzureEmulator  # noqa: E402

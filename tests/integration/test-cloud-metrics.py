@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 top_srcdir = os.environ.get("top_srcdir", ".")
-sys.path.insert(0, os.path.join(top_srcdir, "tests", "cloud"))
+sys.path.insert(0, os.path.join(top_srcdir, "tests", "helpers"))
 from cloudtest import Tap, check, free_port, start_daemon, stop, tempdir, wait_for  # noqa: E402
 from azure import AzureEmulator  # noqa: E402
 

@@ -16,7 +16,7 @@ import time
 
 TOP_SRCDIR = os.environ.get("top_srcdir", ".")
 DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
-sys.path.insert(0, os.path.join(TOP_SRCDIR, "tests", "cloud"))
+sys.path.insert(0, os.path.join(TOP_SRCDIR, "tests", "helpers"))
 from cloudtest import dead, unwatch, watch  # noqa: E402
 from tap import done, ok as check  # noqa: E402
 

@@ -144,7 +144,7 @@ def requirements():
         if not shutil.which(cmd, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin"):
             skip_all("'%s' is not in PATH although its package is installed" % cmd)
     if not os.path.exists(os.path.join(DRIVER_DIR, "libvirt.so")):
-        skip_all("the libvirt driver was not built (%s/libvirt.so): configure --with-libvirt" % DRIVER_DIR)
+        skip_all("the libvirt driver was not built (%s/libvirt.so): configure --enable-libvirt-driver" % DRIVER_DIR)
     if not kernels():
         skip_all("no /boot/vmlinuz-*-cloud-amd64 (linux-image-cloud-amd64)")
 

@@ -82,7 +82,7 @@ check "stop_pid gives the exit status the wait saw (SIGKILL: 137)" eval 'stop_pi
 # 5. The Python helpers (cloudtest.py) do the same for the Python tests.
 cat >"$T/py-test.py" <<'PY'
 import os, subprocess, sys, time
-sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "cloud"))
+sys.path.insert(0, os.path.join(os.environ["top_srcdir"], "tests", "helpers"))
 import cloudtest
 log = sys.argv[1]
 with open(log, "w") as f:

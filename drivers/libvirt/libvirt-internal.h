@@ -1,0 +1,178 @@
+/* The libvirt driver's internals, shared by the files of drivers/libvirt/.
+ * Nothing here is exported from the module (only autoscaled_driver_info()
+ * is).
+ *
+ * Membership: a domain belongs to group G when its <metadata> holds
+ *     <autoscaled:member xmlns:autoscaled="https://autoscaled.invalid/xmlns/member/1"
+ *         group="G" index="3" created="2026-12-02T14:00:00Z" started="..." state="active"/>
+ * `state` is "creating" from define until the first start has been recorded,
+ * "active" afterwards and "removing" once a scale-in has chosen it, so that a
+ * crash at any point leaves a mark saying how to finish the job.
+ *
+ * Names are deterministic: member N of group G is the name pattern expanded
+ * (default "%g-%n": "web-3"), its volumes are "<member><ext>" and
+ * "<member>-disk<k><ext>" in the pool of the template's disk. Volumes with
+ * such names and no domain of that name are leftovers of a crash and are
+ * deleted; the group owns these names.
+ */
+#ifndef AUTOSCALED_DRIVER_LIBVIRT_H
+#define AUTOSCALED_DRIVER_LIBVIRT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libvirt/libvirt.h>
+#include <libxml/tree.h>
+
+#include "autoscaled/driver.h"
+#include "base/clock.h"
+
+#define LV_NS "https://autoscaled.invalid/xmlns/member/1"
+#define LV_NS_PREFIX "autoscaled"
+#define LV_NAME_MAX 128     /* domain and volume names we make */
+#define LV_MAX_HOSTS 64     /* URIs per group */
+#define LV_MAX_MEMBERS 4096 /* members per group */
+#define LV_MAX_DISKS 16     /* disks cloned per member */
+
+enum lv_phase {
+	LV_CREATING,
+	LV_ACTIVE,
+	LV_REMOVING,
+};
+
+enum lv_policy {
+	LV_NEWEST,
+	LV_OLDEST,
+	LV_LEAST_BUSY,
+};
+
+enum lv_volume_mode {
+	LV_CLONE,
+	LV_OVERLAY,
+};
+
+enum lv_shutdown_mode {
+	LV_SHUTDOWN_ACPI,
+	LV_SHUTDOWN_AGENT,
+};
+
+struct lv_host {
+	char *uri;
+	double weight;
+	virConnectPtr conn;
+	int failures;           /* consecutive failed opens, for the backoff */
+	int64_t retry_at_ms;    /* monotonic; no reopen before this */
+	bool reported_down;     /* the outage was logged once */
+	/* Indices of this host's members at its last successful scan, kept
+	 * while it is down so that no new member takes one of their names. */
+	int *indices;
+	size_t n_indices;
+};
+
+/* The source the driver feeds: each domain's CPU utilisation. */
+#define LV_CPU_SOURCE "libvirt_cpu"
+
+struct lv_member {
+	char name[LV_NAME_MAX];
+	int index;
+	struct lv_host *host;
+	enum lv_phase phase;
+	int dom_state;          /* VIR_DOMAIN_RUNNING, ... */
+	bool port_open;         /* ready_port answered at the last observe */
+	int64_t created_ms;     /* epoch ms, 0 unknown */
+	int64_t started_ms;     /* epoch ms, 0 never started */
+	/* CPU, for the libvirt_cpu source and the least-busy policy. */
+	bool have_cpu;
+	uint64_t cpu_ns;
+	int64_t cpu_wall_ns;
+	double cpu_percent;     /* < 0: no value yet */
+};
+
+struct lv_options {
+	char *template_name;
+	char *name_pattern;
+	char *pool;             /* NULL: the template volume's pool */
+	enum lv_volume_mode volume_mode;
+	enum lv_policy policy;
+	enum lv_shutdown_mode shutdown_mode;
+	int64_t shutdown_timeout_ms;
+	int ready_port;         /* 0: ready when running; else also this TCP port answers */
+	int64_t ready_timeout_ms;
+	char **uris;
+	double *weights;
+	size_t n_uris;
+};
+
+struct autoscaled_driver_instance {
+	const struct autoscaled_host *host;
+	struct lv_options opt;
+	struct lv_host hosts[LV_MAX_HOSTS];
+	size_t n_hosts;
+	/* The members as of the last scan; CPU samples carry over by name. */
+	struct lv_member *members;
+	size_t n_members;
+};
+
+/* Parses and checks the options (libvirt-options.c); logs each
+ * problem and returns -EINVAL, or 0 with *ret filled (free with
+ * lv_options_free). */
+int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled_option *v, size_t n,
+		     struct lv_options *ret);
+void lv_options_free(struct lv_options *o);
+
+/* libvirt-host.c. Logging with the driver's name first; libvirt's last
+ * error is appended by lv_log_virt(). */
+void lv_log(struct autoscaled_driver_instance *h, enum autoscaled_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void lv_log_virt(struct autoscaled_driver_instance *h, enum autoscaled_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Maps libvirt's last error to a negative errno. */
+int lv_virt_errno(void);
+
+void lv_format_time(int64_t ms, char *buf, size_t len);
+int64_t lv_parse_time(const char *s);
+
+/* The connection of host, reopened with backoff when it dropped; NULL when
+ * the host is down (logged once per outage). */
+virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *host);
+
+/* Rebuilds h->members from every reachable host, finishing what a crash
+ * left half done. Sets *partial when a host could not be asked. */
+int lv_scan(struct autoscaled_driver_instance *h, bool *partial);
+
+/* Pure helpers (libvirt-util.c), unit-tested without libvirt. */
+int lv_expand_name(const char *pattern, const char *group, int index, char *buf, size_t len);
+int lv_match_name(const char *pattern, const char *group, const char *name);
+int lv_volume_owner(const char *pattern, const char *group, const char *volume, char *member, size_t len);
+int lv_cpu_percent(uint64_t prev_ns, int64_t prev_wall_ns, uint64_t cur_ns, int64_t cur_wall_ns, unsigned vcpus,
+		   double *ret);
+void lv_order_victims(struct lv_member **v, size_t n, enum lv_policy policy);
+int lv_lowest_free_index(const struct lv_member *m, size_t n, const int *taken, size_t n_taken);
+/* Connects to port on every address at once (numeric IPv4 or IPv6, NULL
+ * for none) and sets open[i] for those that accept within timeout_ms. */
+void lv_ports_open(const char *const *addrs, size_t n, int port, int timeout_ms, bool *open);
+struct lv_host *lv_place(struct lv_host *hosts, size_t n_hosts, const bool *eligible, const struct lv_member *m,
+			 size_t n_members);
+
+/* libvirt-tag.c. Parses a member tag; returns 0 when it is one of group's. */
+int lv_parse_tag(const char *xml, const char *group, struct lv_member *m);
+/* The tag as an element (without its namespace, which the caller adds). */
+xmlNodePtr lv_make_tag(const char *group, const struct lv_member *m);
+/* Writes the member's metadata element (config, and live when running). */
+int lv_set_tag(struct autoscaled_driver_instance *h, virDomainPtr dom, const struct lv_member *m);
+
+/* Scale-out (libvirt-clone.c): creates member `index` on host. */
+int lv_create_member(struct autoscaled_driver_instance *h, struct lv_host *host, int index,
+		     struct lv_member *ret);
+/* Deletes crash leftovers: volumes named for a member with no domain. */
+void lv_sweep_volumes(struct autoscaled_driver_instance *h, struct lv_host *host);
+/* Scale-in (libvirt-remove.c): removes the given members, graceful
+ * first; reports each one removed through fn. */
+int lv_remove_members(struct autoscaled_driver_instance *h, struct lv_member **v, size_t n, autoscaled_instance_fn fn,
+		      void *ctx);
+/* Destroys, undefines and deletes the volumes of one member now. */
+int lv_finish_removal(struct autoscaled_driver_instance *h, struct lv_host *host, virDomainPtr dom,
+		      const char *name);
+
+#endif

@@ -1,0 +1,1072 @@
+/* The libvirt driver, loaded as the daemon loads it (src/agent/driver.c from
+ * $AUTOSCALED_DRIVER_DIR), driven on libvirt's test hypervisor.
+ *
+ * The test keeps its own connection to test:///default open for the whole
+ * run, so the driver's connections to test:///default share its state: the
+ * test sets up templates and volumes (copied from tests/data/libvirt/
+ * node.xml) and checks what the driver did, domain by domain and volume by
+ * volume. test:///PATH/node.xml serves as a second host of a multi-host pool
+ * (each connection to a file gets its own state). The driver's pure helpers
+ * are linked in to test the CPU arithmetic and victim order with values the
+ * test hypervisor cannot report (it has no cpu.time). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#include "agent/driver.h"
+#include "libvirt-internal.h"
+
+static const struct autoscaled_driver *drv;
+static virConnectPtr tc;
+static char node_uri[1200], data_dir[1024];
+static char logbuf[16384];
+
+static void capture_log(const struct autoscaled_host *host, enum autoscaled_log_level level, const char *fmt, ...)
+{
+	size_t len = strlen(logbuf);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (len + 2 < sizeof(logbuf)) {
+		vsnprintf(logbuf + len, sizeof(logbuf) - len - 1, fmt, ap);
+		strcat(logbuf, "\n");
+		/* The driver's messages, for a person reading the test log. */
+		fprintf(stderr, "# %s", logbuf + len);
+	}
+	va_end(ap);
+}
+
+static struct autoscaled_host host = {
+	.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
+	.struct_size = sizeof(struct autoscaled_host),
+	.group = "web",
+	.log = capture_log,
+};
+
+static void silent(void *userdata, virErrorPtr e)
+{
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 65536);
+	size_t n;
+
+	assert_non_null(f);
+	assert_non_null(buf);
+	n = fread(buf, 1, 65535, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Copies node.xml's templates and volumes into test:///default. */
+static void populate(void)
+{
+	char path[1200];
+	xmlDocPtr doc;
+	virStoragePoolPtr pool = virStoragePoolLookupByName(tc, "default-pool");
+
+	assert_non_null(pool);
+	snprintf(path, sizeof(path), "%s/node.xml", data_dir);
+	doc = xmlReadFile(path, NULL, XML_PARSE_NONET);
+	assert_non_null(doc);
+	for (xmlNodePtr n = xmlDocGetRootElement(doc)->children; n; n = n->next) {
+		if (n->type != XML_ELEMENT_NODE)
+			continue;
+		if (xmlStrcmp(n->name, BAD_CAST "domain") == 0) {
+			xmlChar *file = xmlGetProp(n, BAD_CAST "file");
+			char p[1200], *xml;
+			virDomainPtr d;
+
+			if (!file)
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", data_dir, (const char *)file);
+			xml = read_file(p);
+			d = virDomainDefineXML(tc, xml);
+			assert_non_null(d);
+			virDomainFree(d);
+			free(xml);
+			xmlFree(file);
+		} else if (xmlStrcmp(n->name, BAD_CAST "pool") == 0) {
+			for (xmlNodePtr v = n->children; v; v = v->next) {
+				xmlBufferPtr b;
+				virStorageVolPtr vol;
+
+				if (v->type != XML_ELEMENT_NODE || xmlStrcmp(v->name, BAD_CAST "volume") != 0)
+					continue;
+				/* The pool gives the path; libvirt 9.0's test driver
+				 * leaks one it is given. */
+				for (xmlNodePtr t = v->children; t; t = t->next)
+					if (t->type == XML_ELEMENT_NODE && xmlStrcmp(t->name, BAD_CAST "target") == 0)
+						for (xmlNodePtr q = t->children; q; q = q->next)
+							if (q->type == XML_ELEMENT_NODE &&
+							    xmlStrcmp(q->name, BAD_CAST "path") == 0) {
+								xmlUnlinkNode(q);
+								xmlFreeNode(q);
+								break;
+							}
+				b = xmlBufferCreate();
+				xmlNodeDump(b, doc, v, 0, 0);
+				vol = virStorageVolCreateXML(pool, (const char *)xmlBufferContent(b), 0);
+				assert_non_null(vol);
+				virStorageVolFree(vol);
+				xmlBufferFree(b);
+			}
+		}
+	}
+	xmlFreeDoc(doc);
+	virStoragePoolFree(pool);
+}
+
+/* Puts test:///default back to its own contents plus node.xml's templates. */
+static int reset(void **state)
+{
+	virDomainPtr *doms;
+	virStorageVolPtr *vols;
+	virStoragePoolPtr pool = virStoragePoolLookupByName(tc, "default-pool");
+	int n;
+
+	n = virConnectListAllDomains(tc, &doms, 0);
+	for (int i = 0; i < n; i++) {
+		if (strcmp(virDomainGetName(doms[i]), "test") != 0) {
+			if (virDomainIsActive(doms[i]) == 1)
+				virDomainDestroy(doms[i]);
+			virDomainUndefine(doms[i]);
+		}
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	n = virStoragePoolListAllVolumes(pool, &vols, 0);
+	for (int i = 0; i < n; i++) {
+		virStorageVolDelete(vols[i], 0);
+		virStorageVolFree(vols[i]);
+	}
+	free(vols);
+	virStoragePoolFree(pool);
+	populate();
+	logbuf[0] = '\0';
+	return 0;
+}
+
+static int setup(void **state)
+{
+	const char *src = getenv("top_srcdir");
+	char err[1024];
+	const struct driver *d;
+
+	virSetErrorFunc(NULL, silent);
+	snprintf(data_dir, sizeof(data_dir), "%s/tests/data/libvirt", src ? src : "..");
+	snprintf(node_uri, sizeof(node_uri), "test://%s/node.xml", data_dir);
+	if (driver_load("libvirt", NULL, &d, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	drv = d->ops;
+	tc = virConnectOpen("test:///default");
+	return tc ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	if (tc)
+		virConnectClose(tc);
+	return 0;
+}
+
+/* Options as "key=value" strings; "key=[a,b]" makes a list. */
+struct opts {
+	struct autoscaled_option v[16];
+	char *lists[16][4];
+	char store[16][256];
+	size_t n;
+};
+
+static void opts_set(struct opts *o, const char *kv)
+{
+	struct autoscaled_option *p = &o->v[o->n];
+	char *s = o->store[o->n], *eq;
+
+	snprintf(s, sizeof(o->store[0]), "%s", kv);
+	eq = strchr(s, '=');
+	assert_non_null(eq);
+	*eq = '\0';
+	*p = (struct autoscaled_option){ .key = s };
+	if (eq[1] == '[') {
+		char *save = NULL, *t;
+		size_t k = 0;
+
+		eq[strlen(eq + 1)] = '\0';
+		for (t = strtok_r(eq + 2, ",", &save); t && k < 4; t = strtok_r(NULL, ",", &save))
+			o->lists[o->n][k++] = t;
+		p->list = (const char *const *)o->lists[o->n];
+		p->n_list = k;
+	} else {
+		p->value = eq + 1;
+	}
+	o->n++;
+}
+
+static struct autoscaled_driver_instance *open_with(int *ret, ...)
+{
+	struct opts o = { .n = 0 };
+	struct autoscaled_driver_instance *h = NULL;
+	const char *kv;
+	va_list ap;
+
+	va_start(ap, ret);
+	while ((kv = va_arg(ap, const char *)))
+		opts_set(&o, kv);
+	va_end(ap);
+	*ret = drv->open(&host, o.v, o.n, &h);
+	return h;
+}
+
+struct seen {
+	char id[32][LV_NAME_MAX];
+	char loc[32][1200];
+	int state[32];
+	bool ready[32];
+	int64_t created[32], since[32];
+	int n;
+};
+
+static int collect(void *ctx, const struct autoscaled_instance *in)
+{
+	struct seen *s = ctx;
+
+	assert_true(s->n < 32);
+	snprintf(s->id[s->n], sizeof(s->id[0]), "%s", in->id);
+	snprintf(s->loc[s->n], sizeof(s->loc[0]), "%s", in->location ? in->location : "");
+	s->state[s->n] = in->state;
+	s->ready[s->n] = in->ready;
+	s->created[s->n] = in->created_ms;
+	s->since[s->n] = in->running_since_ms;
+	s->n++;
+	return 0;
+}
+
+static bool seen_has(const struct seen *s, const char *id)
+{
+	for (int i = 0; i < s->n; i++)
+		if (strcmp(s->id[i], id) == 0)
+			return true;
+	return false;
+}
+
+static bool domain_exists(const char *name)
+{
+	virDomainPtr d = virDomainLookupByName(tc, name);
+
+	if (d)
+		virDomainFree(d);
+	return d != NULL;
+}
+
+static bool volume_exists(const char *name)
+{
+	virStoragePoolPtr p = virStoragePoolLookupByName(tc, "default-pool");
+	virStorageVolPtr v = virStorageVolLookupByName(p, name);
+
+	virStoragePoolFree(p);
+	if (v)
+		virStorageVolFree(v);
+	return v != NULL;
+}
+
+static int count_domains(void)
+{
+	virDomainPtr *d;
+	int n = virConnectListAllDomains(tc, &d, 0);
+
+	for (int i = 0; i < n; i++)
+		virDomainFree(d[i]);
+	free(d);
+	return n;
+}
+
+static int count_volumes(void)
+{
+	virStoragePoolPtr p = virStoragePoolLookupByName(tc, "default-pool");
+	int n = virStoragePoolNumOfVolumes(p);
+
+	virStoragePoolFree(p);
+	return n;
+}
+
+/* Checks that NAME is a running member of "web" with index idx, cloned
+ * properly: its own volume, a new uuid and MAC, the ISO shared. */
+static void check_member(const char *name, int idx)
+{
+	virDomainPtr d = virDomainLookupByName(tc, name), t = virDomainLookupByName(tc, "web-template");
+	char *md, *xml, want[64], vol[LV_NAME_MAX + 16], tu[VIR_UUID_STRING_BUFLEN], du[VIR_UUID_STRING_BUFLEN];
+	int st, reason;
+
+	assert_non_null(d);
+	assert_non_null(t);
+	assert_int_equal(virDomainGetState(d, &st, &reason, 0), 0);
+	assert_int_equal(st, VIR_DOMAIN_RUNNING);
+	md = virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, LV_NS, 0);
+	assert_non_null(md);
+	assert_non_null(strstr(md, "group=\"web\""));
+	snprintf(want, sizeof(want), "index=\"%d\"", idx);
+	assert_non_null(strstr(md, want));
+	assert_non_null(strstr(md, "state=\"active\""));
+	assert_non_null(strstr(md, "created=\""));
+	assert_non_null(strstr(md, "started=\""));
+	xml = virDomainGetXMLDesc(d, 0);
+	snprintf(vol, sizeof(vol), "/default-pool/%s.qcow2", name);
+	assert_non_null(strstr(xml, vol));
+	assert_non_null(strstr(xml, "/default-pool/seed.iso"));
+	assert_null(strstr(xml, "52:54:00:aa:bb:cc"));
+	virDomainGetUUIDString(d, du);
+	virDomainGetUUIDString(t, tu);
+	assert_string_not_equal(du, tu);
+	snprintf(vol, sizeof(vol), "%s.qcow2", name);
+	assert_true(volume_exists(vol));
+	free(md);
+	free(xml);
+	virDomainFree(d);
+	virDomainFree(t);
+}
+
+static void observe_into(struct autoscaled_driver_instance *h, struct seen *s, struct autoscaled_observation *obs)
+{
+	memset(s, 0, sizeof(*s));
+	assert_int_equal(drv->observe(h, collect, NULL, s, obs), 0);
+}
+
+/* Scales 2 -> 5 -> 3 with `policy` and returns the members left. */
+static void scale_out_in(const char *policy, const char *gone1, const char *gone2)
+{
+	char pol[64];
+	int r;
+	struct autoscaled_driver_instance *h;
+	struct seen s, removed = { .n = 0 };
+	struct autoscaled_observation obs;
+	int base_domains = count_domains(), base_volumes = count_volumes();
+
+	snprintf(pol, sizeof(pol), "victim_policy=%s", policy);
+	h = open_with(&r, "uri=test:///default", "template=web-template", pol, "shutdown_timeout=2", NULL);
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 2, NULL, NULL), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->set_capacity(h, 5, collect, &s), 0);
+	/* Only the three new ones are reported, with the lowest free names. */
+	assert_int_equal(s.n, 3);
+	assert_string_equal(s.id[0], "web-3");
+	assert_string_equal(s.id[2], "web-5");
+	for (int i = 1; i <= 5; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "web-%d", i);
+		check_member(name, i);
+	}
+	assert_int_equal(count_domains(), base_domains + 5);
+	assert_int_equal(count_volumes(), base_volumes + 5);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 5);
+	assert_int_equal(obs.target_size, 5);
+	assert_true(obs.stable);
+	assert_false(obs.partial);
+	for (int i = 0; i < s.n; i++) {
+		assert_int_equal(s.state[i], AUTOSCALED_INSTANCE_RUNNING);
+		assert_true(s.ready[i]);
+		assert_true(s.created[i] > 0);
+		assert_true(s.since[i] >= s.created[i] / 1000 * 1000);
+		assert_string_equal(s.loc[i], "test:///default");
+	}
+
+	assert_int_equal(drv->remove_instances(h, 2, NULL, 0, collect, &removed), 0);
+	assert_int_equal(removed.n, 2);
+	assert_true(seen_has(&removed, gone1));
+	assert_true(seen_has(&removed, gone2));
+	for (int i = 0; i < 2; i++) {
+		char vol[64];
+
+		snprintf(vol, sizeof(vol), "%s.qcow2", removed.id[i]);
+		assert_false(domain_exists(removed.id[i]));
+		assert_false(volume_exists(vol));
+	}
+	/* The ISO every member shares is not a member's volume. */
+	assert_true(volume_exists("seed.iso"));
+	assert_true(volume_exists("web-template.qcow2"));
+	observe_into(h, &s, &obs);
+	assert_int_equal(obs.target_size, 3);
+	assert_int_equal(s.n, 3);
+	assert_false(seen_has(&s, gone1));
+	assert_int_equal(count_domains(), base_domains + 3);
+	assert_int_equal(count_volumes(), base_volumes + 3);
+	drv->close(h);
+}
+
+static void test_newest(void **state)
+{
+	/* Created in the same second: the higher index is the newer. */
+	scale_out_in("newest", "web-5", "web-4");
+}
+
+static void test_oldest(void **state)
+{
+	scale_out_in("oldest", "web-1", "web-2");
+	/* The next member takes the lowest free name again. */
+	int r;
+	struct autoscaled_driver_instance *h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
+	struct seen s = { .n = 0 };
+
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 4, collect, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.id[0], "web-1");
+	check_member("web-1", 1);
+	drv->close(h);
+}
+
+static void test_least_busy(void **state)
+{
+	/* The test hypervisor reports no cpu.time, so no member has a value
+	 * and least-busy falls back to the newest, as documented. */
+	scale_out_in("least-busy", "web-5", "web-4");
+}
+
+/* set_capacity only grows: a smaller count is refused and removes nothing,
+ * so that a scale-out decided on an older observation cannot shrink. */
+static void test_set_capacity_only_grows(void **state)
+{
+	int r;
+	struct autoscaled_driver_instance *h = open_with(&r, "uri=test:///default", "template=web-template",
+							 "victim_policy=oldest", NULL);
+	struct seen s;
+	struct autoscaled_observation obs;
+
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 3, NULL, NULL), 0);
+	logbuf[0] = '\0';
+	assert_int_equal(drv->set_capacity(h, 1, NULL, NULL), -ERANGE);
+	assert_non_null(strstr(logbuf, "set_capacity to 1 refused: the group has 3 members"));
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(obs.target_size, 3);
+	/* The size it has already is no change at all. */
+	assert_int_equal(drv->set_capacity(h, 3, NULL, NULL), 0);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(drv->set_capacity(h, -1, NULL, NULL), -EINVAL);
+	drv->close(h);
+}
+
+static void test_remove_by_id(void **state)
+{
+	int r;
+	struct autoscaled_driver_instance *h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
+	const char *ids[] = { "web-2", "db-9" };
+	struct seen s = { .n = 0 };
+
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 3, NULL, NULL), 0);
+	assert_int_equal(drv->remove_instances(h, 0, ids, 2, collect, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.id[0], "web-2");
+	assert_false(domain_exists("web-2"));
+	assert_true(domain_exists("web-1"));
+	assert_true(domain_exists("web-3"));
+	assert_non_null(strstr(logbuf, "'db-9' is not a member"));
+	drv->close(h);
+}
+
+static void test_overlay(void **state)
+{
+	int r;
+	struct autoscaled_driver_instance *h = open_with(&r, "uri=test:///default", "template=web-template",
+							 "volume_mode=overlay", NULL);
+	virStoragePoolPtr p = virStoragePoolLookupByName(tc, "default-pool");
+	virStorageVolPtr v;
+	char *xml;
+
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 1, NULL, NULL), 0);
+	v = virStorageVolLookupByName(p, "web-1.qcow2");
+	assert_non_null(v);
+	xml = virStorageVolGetXMLDesc(v, 0);
+	assert_non_null(strstr(xml, "<backingStore>"));
+	assert_non_null(strstr(xml, "<path>/default-pool/web-template.qcow2</path>"));
+	free(xml);
+	virStorageVolFree(v);
+	/* The template's console log file is not shared with the clone. */
+	{
+		virDomainPtr d = virDomainLookupByName(tc, "web-1");
+
+		assert_non_null(d);
+		xml = virDomainGetXMLDesc(d, VIR_DOMAIN_XML_INACTIVE);
+		assert_non_null(strstr(xml, "/var/log/web/web-1-console.log"));
+		assert_null(strstr(xml, "'/var/log/web/console.log'"));
+		free(xml);
+		virDomainFree(d);
+	}
+	virStoragePoolFree(p);
+	drv->close(h);
+}
+
+static void test_template_missing(void **state)
+{
+	int r, domains = count_domains(), volumes = count_volumes();
+	struct autoscaled_driver_instance *h = open_with(&r, "uri=test:///default", "template=no-such-template", NULL);
+
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 2, NULL, NULL), -ENOENT);
+	assert_non_null(strstr(logbuf, "libvirt: template domain 'no-such-template' not found on 'test:///default'"));
+	assert_int_equal(count_domains(), domains);
+	assert_int_equal(count_volumes(), volumes);
+	drv->close(h);
+}
+
+static void test_pool_full(void **state)
+{
+	int r, domains = count_domains(), volumes = count_volumes();
+	struct autoscaled_driver_instance *h = open_with(&r, "uri=test:///default", "template=big-template", NULL);
+
+	assert_int_equal(r, 0);
+	assert_true(drv->set_capacity(h, 2, NULL, NULL) < 0);
+	assert_non_null(strstr(logbuf, "creating volume 'web-1.img' (clone of 'big.img') in pool 'default-pool'"));
+	assert_non_null(strstr(logbuf, "space"));
+	assert_int_equal(count_domains(), domains);
+	assert_int_equal(count_volumes(), volumes);
+	drv->close(h);
+}
+
+static void test_define_refused(void **state)
+{
+	int r, domains, volumes;
+	struct autoscaled_driver_instance *h;
+	virDomainPtr squatter;
+
+	/* A domain that is not a member holds the name the next member gets. */
+	squatter = virDomainDefineXML(tc, "<domain type='test'><name>web-1</name><memory>1024</memory>"
+					  "<os><type>hvm</type></os></domain>");
+	assert_non_null(squatter);
+	domains = count_domains();
+	volumes = count_volumes();
+	h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
+	assert_int_equal(r, 0);
+	assert_true(drv->set_capacity(h, 1, NULL, NULL) < 0);
+	assert_non_null(strstr(logbuf, "defining 'web-1' on 'test:///default' was refused: "));
+	/* The volume made for it is gone; the squatter is untouched. */
+	assert_int_equal(count_volumes(), volumes);
+	assert_false(volume_exists("web-1.qcow2"));
+	assert_int_equal(count_domains(), domains);
+	assert_int_equal(virDomainIsActive(squatter), 0);
+	virDomainFree(squatter);
+	drv->close(h);
+}
+
+static void define_member(const char *name, int idx, const char *phase, bool start, bool with_volume)
+{
+	char xml[2048], vol[512];
+	virDomainPtr d;
+
+	snprintf(xml, sizeof(xml),
+		 "<domain type='test'><name>%s</name><metadata><autoscaled:member xmlns:autoscaled='%s' group='web' "
+		 "index='%d' created='2026-01-01T00:00:00Z' state='%s'/></metadata><memory>1024</memory>"
+		 "<os><type>hvm</type></os><devices><disk type='file' device='disk'>"
+		 "<source file='/default-pool/%s.qcow2'/><target dev='vda' bus='virtio'/></disk></devices></domain>",
+		 name, LV_NS, idx, phase, name);
+	d = virDomainDefineXML(tc, xml);
+	assert_non_null(d);
+	if (start)
+		assert_int_equal(virDomainCreate(d), 0);
+	virDomainFree(d);
+	if (with_volume) {
+		virStoragePoolPtr p = virStoragePoolLookupByName(tc, "default-pool");
+		virStorageVolPtr v;
+
+		snprintf(vol, sizeof(vol), "<volume><name>%s.qcow2</name><capacity>1024</capacity></volume>", name);
+		v = virStorageVolCreateXML(p, vol, 0);
+		assert_non_null(v);
+		virStorageVolFree(v);
+		virStoragePoolFree(p);
+	}
+}
+
+static void test_crash_repair(void **state)
+{
+	virStoragePoolPtr p = virStoragePoolLookupByName(tc, "default-pool");
+	virStorageVolPtr v;
+	struct autoscaled_driver_instance *h;
+	struct autoscaled_observation obs;
+	struct seen s;
+	char *md;
+	virDomainPtr d;
+	int r;
+
+	/* A volume whose domain was never defined, or already undefined. */
+	v = virStorageVolCreateXML(p, "<volume><name>web-4.qcow2</name><capacity>1024</capacity></volume>", 0);
+	assert_non_null(v);
+	virStorageVolFree(v);
+	v = virStorageVolCreateXML(p, "<volume><name>other.qcow2</name><capacity>1024</capacity></volume>", 0);
+	assert_non_null(v);
+	virStorageVolFree(v);
+	virStoragePoolFree(p);
+	/* Defined and tagged but never started; and a removal cut short. */
+	define_member("web-2", 2, "creating", false, true);
+	define_member("web-3", 3, "removing", true, true);
+	define_member("web-1", 1, "active", true, true);
+	/* Started but the start never recorded; and a member stopped outside. */
+	define_member("web-5", 5, "creating", true, true);
+	define_member("web-6", 6, "active", false, true);
+
+	h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
+	assert_int_equal(r, 0);
+	assert_false(volume_exists("web-4.qcow2"));
+	assert_true(volume_exists("other.qcow2"));
+	assert_true(volume_exists("web-template.qcow2"));
+	assert_false(domain_exists("web-3"));
+	assert_false(volume_exists("web-3.qcow2"));
+	d = virDomainLookupByName(tc, "web-2");
+	assert_non_null(d);
+	assert_int_equal(virDomainIsActive(d), 1);
+	md = virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, LV_NS, 0);
+	assert_non_null(strstr(md, "state=\"active\""));
+	free(md);
+	virDomainFree(d);
+	assert_non_null(strstr(logbuf, "deleting volume 'web-4.qcow2'"));
+	assert_non_null(strstr(logbuf, "finishing the half-made member 'web-2'"));
+	assert_non_null(strstr(logbuf, "finishing the removal of 'web-3'"));
+	assert_non_null(strstr(logbuf, "restarting the stopped member 'web-6'"));
+	d = virDomainLookupByName(tc, "web-5");
+	md = virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, LV_NS, 0);
+	assert_non_null(strstr(md, "state=\"active\""));
+	assert_non_null(strstr(md, "started=\""));
+	free(md);
+	virDomainFree(d);
+
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 4);
+	assert_true(seen_has(&s, "web-1"));
+	assert_true(seen_has(&s, "web-2"));
+	assert_true(seen_has(&s, "web-5"));
+	assert_true(seen_has(&s, "web-6"));
+	assert_int_equal(obs.target_size, 4);
+	assert_true(obs.stable);
+	for (int i = 0; i < s.n; i++)
+		assert_int_equal(s.state[i], AUTOSCALED_INSTANCE_RUNNING);
+	/* The next member reuses the freed name. */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->set_capacity(h, 5, collect, &s), 0);
+	assert_string_equal(s.id[0], "web-3");
+	check_member("web-3", 3);
+	drv->close(h);
+}
+
+static void test_multi_host(void **state)
+{
+	char uris[2600];
+	int r;
+	struct autoscaled_driver_instance *h;
+	struct autoscaled_observation obs;
+	struct seen s;
+	int on_node = 0;
+
+	snprintf(uris, sizeof(uris), "uri=[test:///default,%s]", node_uri);
+	h = open_with(&r, uris, "template=web-template", NULL);
+	assert_int_equal(r, 0);
+	observe_into(h, &s, &obs);
+	/* node.xml brings one member, web-7. */
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.id[0], "web-7");
+	assert_string_equal(s.loc[0], node_uri);
+	assert_int_equal(s.created[0], INT64_C(1767607200000));
+	assert_int_equal(s.since[0], INT64_C(1767607205000));
+	/* Four members: the hosts with the fewest get each new one. */
+	assert_int_equal(drv->set_capacity(h, 4, NULL, NULL), 0);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 4);
+	for (int i = 0; i < s.n; i++)
+		on_node += strcmp(s.loc[i], node_uri) == 0;
+	assert_int_equal(on_node, 2);
+	assert_true(domain_exists("web-1"));
+	assert_true(domain_exists("web-2"));
+	assert_false(domain_exists("web-3"));
+	assert_true(seen_has(&s, "web-3"));
+	drv->close(h);
+
+	/* A weight of 0 takes a host out of placement. */
+	reset(state);
+	snprintf(uris, sizeof(uris), "uri=[test:///default,%s]", node_uri);
+	h = open_with(&r, uris, "weights=[0,1]", "template=web-template", NULL);
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 3, NULL, NULL), 0);
+	assert_false(domain_exists("web-1"));
+	drv->close(h);
+}
+
+static void test_host_down(void **state)
+{
+	char uris[2600];
+	int r;
+	struct autoscaled_driver_instance *h;
+	struct autoscaled_observation obs;
+	struct seen s;
+
+	snprintf(uris, sizeof(uris), "uri=[test:///default,test://%s/no-such-node.xml]", data_dir);
+	h = open_with(&r, uris, "template=web-template", NULL);
+	assert_int_equal(r, 0);
+	/* The first retry comes after half to all of a second (the jitter). */
+	{
+		const char *w = strstr(logbuf, "no-such-node.xml' is unreachable, retrying in ");
+		double secs = -1;
+
+		assert_non_null(w);
+		assert_int_equal(sscanf(strchr(w, ',') + strlen(", retrying in "), "%lf s", &secs), 1);
+		assert_true(secs >= 0.5 && secs <= 1.0);
+	}
+	assert_int_equal(drv->set_capacity(h, 2, NULL, NULL), 0);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 2);
+	assert_true(obs.partial);
+	assert_non_null(strstr(logbuf, "observed without host 'test://"));
+	drv->close(h);
+
+	/* No host at all: open fails and says so. */
+	logbuf[0] = '\0';
+	snprintf(uris, sizeof(uris), "uri=test://%s/no-such-node.xml", data_dir);
+	h = open_with(&r, uris, "template=web-template", NULL);
+	assert_int_equal(r, -EHOSTUNREACH);
+	assert_null(h);
+	assert_non_null(strstr(logbuf, "no host of the pool could be reached"));
+}
+
+struct samples {
+	int n;
+	int n_other;             /* of another source, or of no member */
+	double min, max;
+};
+
+static int count_sample(void *ctx, const char *source, const char *id, double value)
+{
+	struct samples *s = ctx;
+
+	if (strcmp(source, "libvirt_cpu") != 0 || strncmp(id, "web-", 4) != 0)
+		s->n_other++;
+	if (s->n == 0 || value < s->min)
+		s->min = value;
+	if (s->n == 0 || value > s->max)
+		s->max = value;
+	s->n++;
+	return 0;
+}
+
+/* libvirt_cpu is the driver's source, declared in its descriptor and fed
+ * through observe(): a rate, so the first observation of a member only
+ * takes its baseline. (The test hypervisor may have no cpu.time at all;
+ * then no observation carries a value.) */
+static void test_cpu_source(void **state)
+{
+	int r;
+	struct autoscaled_driver_instance *h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
+	struct autoscaled_observation obs;
+	struct samples smp = { 0 };
+	struct seen s;
+
+	assert_int_equal(drv->n_sources, 1);
+	assert_string_equal(drv->sources[0].name, "libvirt_cpu");
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 2, NULL, NULL), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->observe(h, NULL, count_sample, &smp, &obs), 0);
+	assert_int_equal(smp.n, 0);
+	assert_int_equal(drv->observe(h, NULL, count_sample, &smp, &obs), 0);
+	assert_int_equal(smp.n_other, 0);
+	assert_true(smp.n <= 2);
+	if (smp.n)
+		assert_true(smp.min >= 0 && smp.max <= 200);
+	/* Without a sample callback nothing is read for the source. */
+	assert_int_equal(drv->observe(h, NULL, NULL, NULL, &obs), 0);
+	drv->close(h);
+}
+
+static void test_bad_options(void **state)
+{
+	struct opts o = { .n = 0 };
+	struct autoscaled_host h;
+	struct lv_options parsed;
+
+	/* The daemon's own host: durations and near misses are the core's,
+	 * and a missing option is reported at the driver section. */
+	driver_host_init(&h, "web", NULL);
+	h.log = capture_log;
+	h.where = "/etc/a.conf:5";
+	opts_set(&o, "template=t");
+	opts_set(&o, "victim_policy=random");
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "option 'victim_policy': 'random' is not one of newest, oldest, least-busy"));
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "name_pattern=%g-x");
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "must contain %n exactly once"));
+	o.n = 0;
+	logbuf[0] = '\0';
+	opts_set(&o, "uri=test:///default");
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_string_equal(logbuf, "/etc/a.conf:5: libvirt: missing required option 'template' (the domain to clone)\n");
+	o.n = 0;
+	logbuf[0] = '\0';
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timout=30");
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "libvirt: unknown option 'shutdown_timout' (did you mean 'shutdown_timeout'?)"));
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "colour=blue");
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "libvirt: unknown option 'colour'"));
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "uri=[test:///default,test:///x]");
+	opts_set(&o, "weights=[1]");
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "give one weight per uri"));
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timeout=-3");
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timeout=2h");
+	assert_int_equal(drv->check(&h, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "'2h' is not a duration from 0 to 1h"));
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "volume_mode=overlay");
+	opts_set(&o, "shutdown_mode=agent");
+	assert_int_equal(drv->check(&h, o.v, o.n), 0);
+
+	/* Durations in the one grammar of autoscaled.conf(5). */
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timeout=1m30s");
+	opts_set(&o, "ready_timeout=500ms");
+	assert_int_equal(lv_options_parse(&h, o.v, o.n, &parsed), 0);
+	assert_int_equal(parsed.shutdown_timeout_ms, 90000);
+	assert_int_equal(parsed.ready_timeout_ms, 500);
+	lv_options_free(&parsed);
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timeout=2min");
+	assert_int_equal(lv_options_parse(&h, o.v, o.n, &parsed), 0);
+	assert_int_equal(parsed.shutdown_timeout_ms, 120000);
+	lv_options_free(&parsed);
+	/* Bare seconds, as before, in this host and in one without
+	 * parse_duration. */
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "shutdown_timeout=45");
+	assert_int_equal(lv_options_parse(&h, o.v, o.n, &parsed), 0);
+	assert_int_equal(parsed.shutdown_timeout_ms, 45000);
+	lv_options_free(&parsed);
+	assert_int_equal(lv_options_parse(&host, o.v, o.n, &parsed), 0);
+	assert_int_equal(parsed.shutdown_timeout_ms, 45000);
+	lv_options_free(&parsed);
+}
+
+static void test_names(void **state)
+{
+	char buf[LV_NAME_MAX], member[LV_NAME_MAX];
+
+	assert_int_equal(lv_expand_name("%g-%n", "web", 3, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "web-3");
+	assert_int_equal(lv_expand_name("vm%%%n.%g", "db", 12, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "vm%12.db");
+	assert_int_equal(lv_expand_name("%g-%n", "web", 3, buf, 4), -ENAMETOOLONG);
+	assert_int_equal(lv_expand_name("%x%n", "web", 3, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(lv_match_name("%g-%n", "web", "web-17"), 17);
+	assert_int_equal(lv_match_name("%g-%n", "web", "web-template"), -1);
+	assert_int_equal(lv_match_name("%g-%n", "web", "web-07"), -1);
+	assert_int_equal(lv_match_name("%g-%n", "web", "web-"), -1);
+	assert_int_equal(lv_match_name("%g-%n", "web", "webb-1"), -1);
+	assert_int_equal(lv_match_name("%g-%n-vm", "web", "web-2-vm"), 2);
+	assert_int_equal(lv_volume_owner("%g-%n", "web", "web-3.qcow2", member, sizeof(member)), 3);
+	assert_string_equal(member, "web-3");
+	assert_int_equal(lv_volume_owner("%g-%n", "web", "web-3-disk1.qcow2", member, sizeof(member)), 3);
+	assert_string_equal(member, "web-3");
+	assert_int_equal(lv_volume_owner("%g-%n", "web", "web-12", member, sizeof(member)), 12);
+	assert_int_equal(lv_volume_owner("%g-%n", "web", "web-template.qcow2", member, sizeof(member)), -1);
+	assert_int_equal(lv_volume_owner("%g-%n", "web", "db-3.qcow2", member, sizeof(member)), -1);
+	assert_int_equal(lv_volume_owner("%g-%n", "web", "seed.iso", member, sizeof(member)), -1);
+}
+
+/* The member tag keeps milliseconds, so an initialization period is never
+ * cut short by a truncated second; tags without them still read. */
+static void test_tag_times(void **state)
+{
+	char buf[64];
+
+	lv_format_time(INT64_C(1767607205123), buf, sizeof(buf));
+	assert_string_equal(buf, "2026-01-05T10:00:05.123Z");
+	assert_int_equal(lv_parse_time(buf), INT64_C(1767607205123));
+	assert_int_equal(lv_parse_time("2026-01-05T10:00:05Z"), INT64_C(1767607205000));
+	assert_int_equal(lv_parse_time("2026-01-05T10:00:05.5Z"), INT64_C(1767607205500));
+	assert_int_equal(lv_parse_time("2026-01-05T10:00:05"), 0);
+	assert_int_equal(lv_parse_time("yesterday"), 0);
+}
+
+static void test_cpu_percent(void **state)
+{
+	double pct = -1;
+
+	/* 1 s of CPU over 1 s of wall time on 2 vCPUs: half busy. */
+	assert_int_equal(lv_cpu_percent(5000000000u, 1000000000, 6000000000u, 2000000000, 2, &pct), 0);
+	assert_float_equal(pct, 50.0, 1e-9);
+	/* 3 s over 2 s on 4 vCPUs. */
+	assert_int_equal(lv_cpu_percent(0, 0, 3000000000u, 2000000000, 4, &pct), 0);
+	assert_float_equal(pct, 37.5, 1e-9);
+	/* A restarted domain's counter goes back: no value, not a negative. */
+	assert_int_equal(lv_cpu_percent(9000000000u, 0, 1000000, 1000000000, 1, &pct), -EAGAIN);
+	assert_int_equal(lv_cpu_percent(0, 5, 10, 5, 1, &pct), -EAGAIN);
+	assert_int_equal(lv_cpu_percent(0, 0, 10, 5, 0, &pct), -EAGAIN);
+}
+
+static void test_victim_order(void **state)
+{
+	struct lv_member m[6] = {
+		{ .name = "a", .index = 1, .created_ms = 100, .cpu_percent = 50, .dom_state = VIR_DOMAIN_RUNNING,
+		  .phase = LV_ACTIVE },
+		{ .name = "b", .index = 2, .created_ms = 200, .cpu_percent = 10, .dom_state = VIR_DOMAIN_RUNNING,
+		  .phase = LV_ACTIVE },
+		{ .name = "c", .index = 3, .created_ms = 300, .cpu_percent = -1, .dom_state = VIR_DOMAIN_RUNNING,
+		  .phase = LV_ACTIVE },
+		{ .name = "d", .index = 4, .created_ms = 50, .cpu_percent = 80, .dom_state = VIR_DOMAIN_RUNNING,
+		  .phase = LV_ACTIVE },
+		{ .name = "e", .index = 5, .created_ms = 250, .cpu_percent = 30, .dom_state = VIR_DOMAIN_RUNNING,
+		  .phase = LV_ACTIVE },
+		{ .name = "f", .index = 6, .created_ms = 10, .cpu_percent = 90, .dom_state = VIR_DOMAIN_SHUTOFF,
+		  .phase = LV_CREATING },
+	};
+	struct lv_member *v[6];
+	const char *least[] = { "f", "b", "e", "a", "d", "c" };
+	const char *newest[] = { "f", "c", "e", "b", "a", "d" };
+	const char *oldest[] = { "f", "d", "a", "b", "e", "c" };
+
+	for (int i = 0; i < 6; i++)
+		v[i] = &m[i];
+	lv_order_victims(v, 6, LV_LEAST_BUSY);
+	for (int i = 0; i < 6; i++)
+		assert_string_equal(v[i]->name, least[i]);
+	lv_order_victims(v, 6, LV_NEWEST);
+	for (int i = 0; i < 6; i++)
+		assert_string_equal(v[i]->name, newest[i]);
+	lv_order_victims(v, 6, LV_OLDEST);
+	for (int i = 0; i < 6; i++)
+		assert_string_equal(v[i]->name, oldest[i]);
+}
+
+static void test_placement(void **state)
+{
+	struct lv_host hosts[3] = { { .weight = 1 }, { .weight = 2 }, { .weight = 1 } };
+	bool eligible[3] = { true, true, false };
+	struct lv_member m[3] = { { .host = &hosts[0] }, { .host = &hosts[1] }, { .host = &hosts[1] } };
+	int taken[] = { 1, 2 };
+
+	/* Host 1 weighs twice as much: (2+1)/2 = 1.5 beats (1+1)/1 = 2. */
+	assert_ptr_equal(lv_place(hosts, 3, eligible, m, 3), &hosts[1]);
+	m[2].host = &hosts[0];
+	assert_ptr_equal(lv_place(hosts, 3, eligible, m, 3), &hosts[1]);
+	eligible[1] = false;
+	assert_ptr_equal(lv_place(hosts, 3, eligible, m, 3), &hosts[0]);
+	eligible[0] = false;
+	assert_null(lv_place(hosts, 3, eligible, m, 3));
+	m[0].index = 1;
+	m[1].index = 3;
+	m[2].index = 4;
+	assert_int_equal(lv_lowest_free_index(m, 3, NULL, 0), 2);
+	assert_int_equal(lv_lowest_free_index(m, 3, taken, 2), 5);
+}
+
+/* A listening socket on a free loopback port; the port in *port. */
+static int listen_loopback(int *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void test_ready_port(void **state)
+{
+	int open_port, closed_port, lfd = listen_loopback(&open_port), cfd = listen_loopback(&closed_port);
+	const char *addrs[] = { "127.0.0.1", NULL, "not-an-address", "127.0.0.1" };
+	bool open[4];
+	struct opts o = { .n = 0 };
+
+	/* A port nobody listens on any more refuses. */
+	close(cfd);
+	lv_ports_open(addrs, 4, open_port, 500, open);
+	assert_true(open[0]);
+	assert_false(open[1]);
+	assert_false(open[2]);
+	assert_true(open[3]);
+	lv_ports_open(addrs, 1, closed_port, 500, open);
+	assert_false(open[0]);
+	close(lfd);
+
+	opts_set(&o, "template=t");
+	opts_set(&o, "ready_port=0");
+	assert_int_equal(drv->check(&host, o.v, o.n), -EINVAL);
+	assert_non_null(strstr(logbuf, "option 'ready_port': give a TCP port from 1 to 65535"));
+	o.n = 0;
+	opts_set(&o, "template=t");
+	opts_set(&o, "ready_port=22");
+	opts_set(&o, "ready_timeout=0.5");
+	assert_int_equal(drv->check(&host, o.v, o.n), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_newest, reset),
+		cmocka_unit_test_setup(test_oldest, reset),
+		cmocka_unit_test_setup(test_least_busy, reset),
+		cmocka_unit_test_setup(test_set_capacity_only_grows, reset),
+		cmocka_unit_test_setup(test_remove_by_id, reset),
+		cmocka_unit_test_setup(test_overlay, reset),
+		cmocka_unit_test_setup(test_template_missing, reset),
+		cmocka_unit_test_setup(test_pool_full, reset),
+		cmocka_unit_test_setup(test_define_refused, reset),
+		cmocka_unit_test_setup(test_crash_repair, reset),
+		cmocka_unit_test_setup(test_multi_host, reset),
+		cmocka_unit_test_setup(test_host_down, reset),
+		cmocka_unit_test_setup(test_cpu_source, reset),
+		cmocka_unit_test_setup(test_bad_options, reset),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_tag_times),
+		cmocka_unit_test(test_cpu_percent),
+		cmocka_unit_test(test_victim_order),
+		cmocka_unit_test(test_placement),
+		cmocka_unit_test_setup(test_ready_port, reset),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,645 @@
+/* A small HTTP server on the sd-event loop; see httpd.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+
+#include "admin/httpd.h"
+#include "log/log.h"
+
+/* One accepted connection, from MHD's notice that it started to the one
+ * that it closed. */
+struct link {
+	struct link *prev, *next;
+	struct MHD_Connection *c;
+	int fd;
+	uint64_t since;       /* when its current exchange began, loop time (usec) */
+	bool cut;             /* shut down by us; MHD has yet to close it */
+};
+
+struct httpd {
+	sd_event *event;
+	struct MHD_Daemon *mhd;
+	sd_event_source *io;
+	sd_event_source *timer;
+	char name[32];
+	size_t max_body;
+	httpd_handler_fn handler;
+	void *userdata;
+	struct link *links;   /* oldest first */
+	unsigned n_live;      /* links not cut */
+	struct MHD_Response *shared; /* the reply given to a GET of shared_path until shared_until */
+	char shared_path[64];
+	char shared_host[64];   /* and with this Host header ("" for none): a handler may answer by it */
+	uint64_t shared_until;
+};
+
+/* What is known of one request between MHD's calls. */
+struct conn {
+	char *body;
+	size_t len;
+	bool too_large;
+	struct httpd_peer peer;
+};
+
+/* The credentials of the process that connected, from the kernel; unknown
+ * on a TCP connection. */
+static struct httpd_peer peer_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (!ci || getsockopt(ci->connect_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred) ||
+	    cred.pid <= 0)
+		return (struct httpd_peer){.known = false, .pid = -1, .uid = -1, .gid = -1};
+	return (struct httpd_peer){.known = true, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid};
+}
+
+void httpd_error(struct httpd_response *resp, int status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	cJSON *o;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	resp->status = status;
+	resp->content_type = "application/json";
+	free(resp->body);
+	resp->body = NULL;
+	o = cJSON_CreateObject();
+	if (o && cJSON_AddStringToObject(o, "error", msg))
+		resp->body = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+}
+
+/* The length of the well-formed UTF-8 sequence at P (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), or 0 when there is none. */
+static size_t utf8_seq_len(const unsigned char *p)
+{
+	unsigned c = *p, n, min, cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 1, min = 0x80, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 2, min = 0x800, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 3, min = 0x10000, cp = c & 0x07;
+	else
+		return 0;
+	for (unsigned i = 1; i <= n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n + 1;
+}
+
+static bool utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	for (; *p; p += n)
+		if (!(n = utf8_seq_len(p)))
+			return false;
+	return true;
+}
+
+/* A copy of S with each byte that starts no well-formed sequence replaced
+ * by U+FFFD; NULL when out of memory. */
+static char *utf8_repair(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *out = malloc(strlen(s) * 3 + 1), *o = out;
+	size_t n;
+
+	if (!out)
+		return NULL;
+	for (; *p; p += n ? n : 1) {
+		n = utf8_seq_len(p);
+		if (n) {
+			memcpy(o, p, n);
+			o += n;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* MHD's response for RESP (its body taken over), or NULL. */
+static struct MHD_Response *response_of(struct httpd_response *resp)
+{
+	struct MHD_Response *r;
+	char *body = resp->body ? resp->body : strdup("");
+
+	resp->body = NULL;
+	if (!body)
+		return NULL;
+	/* Replies are JSON or Prometheus text, both UTF-8. A value quoted in
+	 * them (a command's stderr, a driver's message, a label) may not be:
+	 * such bytes become U+FFFD rather than make the reply unreadable. */
+	if (!utf8_valid(body)) {
+		char *fixed = utf8_repair(body);
+
+		free(body);
+		if (!fixed)
+			return NULL;
+		body = fixed;
+	}
+	r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return NULL;
+	}
+	if (resp->content_type)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+	return r;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *resp)
+{
+	struct MHD_Response *r = response_of(resp);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	ret = MHD_queue_response(c, (unsigned)resp->status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void shared_drop(struct httpd *h)
+{
+	if (h->shared)
+		MHD_destroy_response(h->shared);
+	h->shared = NULL;
+}
+
+static uint64_t loop_now(struct httpd *h)
+{
+	uint64_t now = 0;
+
+	sd_event_now(h->event, CLOCK_MONOTONIC, &now);
+	return now;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct httpd *h = cls;
+	struct conn *k = *con_cls;
+	struct httpd_response resp = {.status = 200};
+	struct MHD_Response *r;
+	const char *cl, *host;
+	bool shareable;
+	char *p;
+
+	(void)version;
+	if (!k) {
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return MHD_NO;
+		*con_cls = k;
+		k->peer = peer_of(c);
+		/* A declared length over the limit is answered at once, and
+		 * none of the body is read: MHD closes the connection after
+		 * the reply instead. */
+		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > h->max_body) {
+			k->too_large = true;
+			httpd_error(&resp, 413, "request body larger than %zu bytes", h->max_body);
+			return queue(c, &resp);
+		}
+		return MHD_YES;
+	}
+	if (*upload_size > 0) {
+		/* A body of no declared length (chunked) that outgrows the
+		 * limit: the connection is closed rather than read on. */
+		if (k->too_large || k->len + *upload_size > h->max_body) {
+			log_debug("%s: closed a connection: its request body is larger than %zu bytes", h->name,
+				  h->max_body);
+			return MHD_NO;
+		}
+		p = realloc(k->body, k->len + *upload_size + 1);
+		if (!p)
+			return MHD_NO;
+		k->body = p;
+		memcpy(k->body + k->len, upload, *upload_size);
+		k->len += *upload_size;
+		k->body[k->len] = '\0';
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	/* The 413 was queued on the first call. */
+	if (k->too_large)
+		return MHD_YES;
+	/* Handlers quote the path in their JSON replies, and JSON is UTF-8: a
+	 * path that is not is refused here, without being echoed. */
+	if (!utf8_valid(url)) {
+		httpd_error(&resp, 400, "the request path is not valid UTF-8");
+		return queue(c, &resp);
+	}
+	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	shareable = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	if (shareable && h->shared && loop_now(h) < h->shared_until && strcmp(url, h->shared_path) == 0 &&
+	    strcmp(host ? host : "", h->shared_host) == 0)
+		return MHD_queue_response(c, MHD_HTTP_OK, h->shared);
+	h->handler(h->userdata,
+		   &(struct httpd_request){.method = method, .path = url, .body = k->body ? k->body : "",
+					   .body_len = k->len, .peer = k->peer, .host = host},
+		   &resp);
+	if (!shareable || !resp.share_ms || resp.status != MHD_HTTP_OK || strlen(url) >= sizeof(h->shared_path) ||
+	    (host && strlen(host) >= sizeof(h->shared_host)))
+		return queue(c, &resp);
+	/* One reply for every client that asks within share_ms: MHD counts
+	 * its users, so however many read it, slowly or not, it is in memory
+	 * once, and made once. */
+	r = response_of(&resp);
+	if (!r)
+		return MHD_NO;
+	shared_drop(h);
+	h->shared = r;
+	h->shared_until = loop_now(h) + (uint64_t)resp.share_ms * 1000;
+	snprintf(h->shared_path, sizeof(h->shared_path), "%s", url);
+	snprintf(h->shared_host, sizeof(h->shared_host), "%s", host ? host : "");
+	return MHD_queue_response(c, MHD_HTTP_OK, r);
+}
+
+static void link_remove(struct httpd *h, struct link *l)
+{
+	if (l->prev)
+		l->prev->next = l->next;
+	else
+		h->links = l->next;
+	if (l->next)
+		l->next->prev = l->prev;
+	l->prev = l->next = NULL;
+}
+
+/* Appends L, the newest exchange, so that the list stays oldest first. */
+static void link_append(struct httpd *h, struct link *l)
+{
+	struct link **p = &h->links, *prev = NULL;
+
+	while (*p) {
+		prev = *p;
+		p = &(*p)->next;
+	}
+	l->prev = prev;
+	*p = l;
+}
+
+/* Closes a connection under MHD's feet: shut down, its socket reads as
+ * closed, and MHD drops it on its next run as it does any client that
+ * went away. */
+static void link_cut(struct httpd *h, struct link *l, const char *why)
+{
+	shutdown(l->fd, SHUT_RDWR);
+	l->cut = true;
+	h->n_live--;
+	log_debug("%s: closed a connection: %s", h->name, why);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct httpd *h = cls;
+	struct link *l = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (l) {
+			link_remove(h, l);
+			if (!l->cut)
+				h->n_live--;
+			free(l);
+			*socket_context = NULL;
+		}
+		return;
+	}
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		/* A connection without a deadline would escape the limits. */
+		shutdown(ci->connect_fd, SHUT_RDWR);
+		return;
+	}
+	l->c = c;
+	l->fd = ci->connect_fd;
+	l->since = loop_now(h);
+	link_append(h, l);
+	h->n_live++;
+	*socket_context = l;
+	/* At the limit, MHD would stop accepting, and a client that asks
+	 * and goes would wait behind those that hold a connection and send
+	 * nothing (or a byte a second) until their deadline. The oldest
+	 * exchange makes room instead: a well-behaved one is over within
+	 * milliseconds, so the oldest is one that stalls. */
+	if (h->n_live >= HTTPD_MAX_CONNECTIONS)
+		for (struct link *o = h->links; o; o = o->next)
+			if (!o->cut && o != l) {
+				link_cut(h, o, "the oldest at the connection limit");
+				break;
+			}
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
+{
+	struct httpd *h = cls;
+	struct conn *k = *con_cls;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct link *l = ci ? ci->socket_context : NULL;
+
+	/* A kept-alive connection's next exchange has a deadline of its own. */
+	if (l && !l->cut && t == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+		link_remove(h, l);
+		l->since = loop_now(h);
+		link_append(h, l);
+	}
+	if (k) {
+		free(k->body);
+		free(k);
+		*con_cls = NULL;
+	}
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct httpd *h = cls;
+	char msg[512];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	log_debug("%s: %s", h->name, msg);
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* The connections MHD holds; asking also lets it drop the closed ones. */
+static unsigned n_connections(struct httpd *h)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return i ? i->num_connections : 0;
+}
+
+/* Lets MHD do its work, then arms the timer for its next deadline.
+ *
+ * At its connection limit MHD takes the listening socket out of its epoll
+ * set (clients wait in the kernel's backlog), and puts it back only at the
+ * start of a later run. If the last connections close during a run, no
+ * later run would come: the listening socket is in no set, and no
+ * connection is left to wake the loop or to time out, so the server would
+ * never accept again. A run that closed connections is therefore followed
+ * by another; it re-arms the listening socket and takes the clients that
+ * waited. The loop ends, as each pass must close one more connection to
+ * go on. */
+static void run(struct httpd *h)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+	uint64_t now = loop_now(h), next = UINT64_MAX;
+	const uint64_t timeout = (uint64_t)HTTPD_REQUEST_TIMEOUT_S * 1000000;
+	unsigned before;
+
+	if (h->shared && now >= h->shared_until)
+		shared_drop(h);
+	for (struct link *l = h->links; l; l = l->next)
+		if (!l->cut && now >= l->since + timeout)
+			link_cut(h, l, "its request and reply took longer than the time allowed");
+	do {
+		before = n_connections(h);
+		MHD_run(h->mhd);
+	} while (n_connections(h) < before);
+	for (struct link *l = h->links; l; l = l->next)
+		if (!l->cut) {
+			next = l->since + timeout;
+			break;
+		}
+	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES && now + (uint64_t)ms * 1000 < next)
+		next = now + (uint64_t)ms * 1000;
+	if (next == UINT64_MAX) {
+		sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+		return;
+	}
+	sd_event_source_set_time(h->timer, next);
+	sd_event_source_set_enabled(h->timer, SD_EVENT_ONESHOT);
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	(void)s;
+	(void)fd;
+	(void)revents;
+	run(userdata);
+	return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	(void)s;
+	(void)usec;
+	run(userdata);
+	return 0;
+}
+
+int httpd_new(sd_event *event, int listen_fd, const char *name, size_t max_body, httpd_handler_fn handler,
+	      void *userdata, struct httpd **ret)
+{
+	const union MHD_DaemonInfo *info;
+	struct httpd *h;
+	int r;
+
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		close(listen_fd);
+		return -ENOMEM;
+	}
+	h->event = event;
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	h->max_body = max_body;
+	h->handler = handler;
+	h->userdata = userdata;
+	/* The logger comes first, so that MHD's messages about the other
+	 * options go through it too. */
+	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
+				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
+				  MHD_OPTION_LISTEN_SOCKET, listen_fd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTPD_MAX_CONNECTIONS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_CONNECTION_TIMEOUT_S,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_CONNECTION_MEMORY,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+	if (!h->mhd) {
+		log_errx("%s: cannot start the HTTP server", name);
+		close(listen_fd);
+		free(h);
+		return -EIO;
+	}
+	/* From here MHD owns the socket and closes it when stopped. */
+	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info) {
+		r = -EIO;
+		goto fail;
+	}
+	r = sd_event_add_io(event, &h->io, info->epoll_fd, EPOLLIN, on_io, h);
+	if (r < 0)
+		goto fail;
+	r = sd_event_add_time(event, &h->timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_timer, h);
+	if (r < 0)
+		goto fail;
+	sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
+	*ret = h;
+	return 0;
+fail:
+	log_err_errno(r, "%s: cannot attach the HTTP server to the event loop", name);
+	httpd_free(h);
+	return r;
+}
+
+void httpd_free(struct httpd *h)
+{
+	if (!h)
+		return;
+	sd_event_source_disable_unref(h->io);
+	sd_event_source_disable_unref(h->timer);
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	shared_drop(h);
+	free(h);
+}
+
+int httpd_listen_unix(const char *path, unsigned mode, const char *group)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		log_errx("admin: socket path '%s' is too long", path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	/* Only a stale socket is replaced, never another kind of file. */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			log_errx("admin: '%s' exists and is not a socket", path);
+			return -EEXIST;
+		}
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		log_err_errno(r, "admin: cannot bind '%s'", path);
+		close(fd);
+		return r;
+	}
+	if (group) {
+		struct group *gr = getgrnam(group);
+
+		if (!gr) {
+			log_errx("admin: group '%s' of the socket does not exist", group);
+			r = -ENOENT;
+			goto fail;
+		}
+		/* Without CAP_CHOWN (the unit's empty bounding set) the owner
+		 * may still give the socket to a group it is a member of. */
+		if (chown(path, (uid_t)-1, gr->gr_gid) < 0) {
+			r = -errno;
+			if (r == -EPERM)
+				log_errx("admin: cannot give '%s' to group '%s': the daemon is not a member of that "
+					 "group and may not change owners (under systemd: SupplementaryGroups=%s)",
+					 path, group, group);
+			else
+				log_err_errno(r, "admin: cannot give '%s' to group '%s'", path, group);
+			goto fail;
+		}
+	}
+	if (chmod(path, mode) < 0 || listen(fd, HTTPD_BACKLOG) < 0) {
+		r = -errno;
+		log_err_errno(r, "admin: cannot set up '%s'", path);
+		goto fail;
+	}
+	return fd;
+fail:
+	unlink(path);
+	close(fd);
+	return r;
+}
+
+int httpd_listen_tcp(const char *address)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
+	struct addrinfo *ai = NULL;
+	char host[256];
+	const char *colon = strrchr(address, ':');
+	const char *h = address;
+	size_t hl;
+	int fd, r, one = 1;
+
+	if (!colon || colon == address) {
+		log_errx("metrics: listen address '%s' is not HOST:PORT", address);
+		return -EINVAL;
+	}
+	hl = (size_t)(colon - address);
+	if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
+		h++;
+		hl -= 2;
+	}
+	if (hl >= sizeof(host)) {
+		log_errx("metrics: listen address '%s' is too long", address);
+		return -EINVAL;
+	}
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	r = getaddrinfo(host, colon + 1, &hints, &ai);
+	if (r != 0) {
+		log_errx("metrics: listen address '%s': %s", address, gai_strerror(r));
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		r = -errno;
+		freeaddrinfo(ai);
+		return r;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, HTTPD_BACKLOG) < 0) {
+		r = -errno;
+		log_err_errno(r, "metrics: cannot listen on '%s'", address);
+		close(fd);
+		freeaddrinfo(ai);
+		return r;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}

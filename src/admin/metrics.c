@@ -1,0 +1,937 @@
+/* Prometheus metrics; see metrics.h.
+ *
+ * Names follow the Prometheus conventions: the autoscaled_ prefix, base
+ * units (seconds), _total for counters, one metric family per name with its
+ * HELP and TYPE before the samples, and label values escaped. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "admin/httpd.h"
+#include "log/log.h"
+#include "admin/metrics.h"
+
+/* Bounds on what the configuration and the code can make the registry
+ * hold. */
+#define METRICS_MAX_KINDS 16       /* error kinds per group */
+#define METRICS_MAX_OPERATIONS 8   /* driver operations per group */
+#define METRICS_MAX_BUDGETS 16     /* throttling budgets a driver reports per group */
+#define METRICS_MAX_LABEL 128      /* a longer label is not recorded */
+#define METRICS_MAX_BODY 1024
+#define METRICS_SHARE_MS 1000
+
+static const double eval_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
+static const double driver_buckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+#define N_EVAL_BUCKETS (sizeof(eval_buckets) / sizeof(eval_buckets[0]))
+#define N_DRIVER_BUCKETS (sizeof(driver_buckets) / sizeof(driver_buckets[0]))
+/* Hold reasons are counted by their enum value (the unit test checks that
+ * the one after the last has no name). */
+#define N_HOLDS HOLD_REASON_COUNT
+
+struct histogram {
+	unsigned long long buckets[16]; /* cumulative counts are computed when written */
+	unsigned long long count;
+	double sum;
+};
+
+struct named_counter {
+	char *name;
+	unsigned long long n;
+};
+
+struct named_histogram {
+	char *name;
+	struct histogram h;
+};
+
+struct named_gauge {
+	char *name;
+	double value;
+};
+
+struct signal_metric {
+	char *name;
+	bool valid; /* false until an evaluation found it valid */
+	double value;
+	int recommendation;
+	double last_sample; /* wall time of the last good sample, 0: none yet */
+	/* The forecast one boot time ahead (group total) and the instances
+	 * it needs, in observe and in on mode; absent without one. */
+	bool have_forecast;
+	double forecast;
+	int forecast_recommendation;
+};
+
+struct group_metrics {
+	char *name;
+	bool have_decision;
+	int current, desired;
+	double boot_seconds; /* the boot time in force at the last evaluation */
+	bool paused, pinned, in_flight;
+	/* The active profile and its bounds: the default profile's until
+	 * the first evaluation; have_bounds is false for a group recorded
+	 * before its configuration was (the unit tests do that). */
+	bool have_bounds;
+	int min, max, def;
+	char *profile;
+	double last_evaluation;  /* wall time, 0: none yet */
+	double last_observation; /* wall time of the last successful driver observe, 0: none */
+	unsigned long long holds[N_HOLDS];
+	struct signal_metric signals[CONFIG_MAX_SIGNALS];
+	size_t n_signals;
+	unsigned long long actions_out, actions_in;
+	struct named_counter errors[METRICS_MAX_KINDS];
+	size_t n_errors;
+	struct histogram eval;
+	struct named_histogram driver[METRICS_MAX_OPERATIONS];
+	size_t n_driver;
+	/* What the driver published through host->metric; driver_name is NULL
+	 * until it published anything. */
+	char *driver_name;
+	struct named_gauge budgets[METRICS_MAX_BUDGETS];
+	size_t n_budgets;
+	unsigned long long driver_retries, driver_api_errors;
+};
+
+struct metrics {
+	/* Drivers publish from their worker threads while the loop records and
+	 * serves: every entry point takes the lock. */
+	pthread_mutex_t lock;
+	struct httpd *httpd;
+	struct group_metrics **groups;
+	size_t n_groups;
+	/* Requests at page_prefix and below go to page (metrics_set_page). */
+	const char *page_prefix;
+	httpd_handler_fn page;
+	void *page_userdata;
+	bool reload_ok;         /* whether the last configuration load succeeded */
+	double reload_success;  /* wall time of the last successful load */
+};
+
+/* Seconds since the epoch: the timestamps are compared with PromQL's
+ * time(), so they are wall-clock time, not the loop's monotonic clock. */
+static double wall_seconds(void)
+{
+	return (double)clock_wall_ms() / 1000.0;
+}
+
+static void observe(struct histogram *h, const double *bounds, size_t n, double v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v <= bounds[i]) {
+			h->buckets[i]++;
+			break;
+		}
+	h->count++;
+	h->sum += v;
+}
+
+static void group_free(struct group_metrics *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->n_signals; i++)
+		free(g->signals[i].name);
+	for (size_t i = 0; i < g->n_errors; i++)
+		free(g->errors[i].name);
+	for (size_t i = 0; i < g->n_driver; i++)
+		free(g->driver[i].name);
+	for (size_t i = 0; i < g->n_budgets; i++)
+		free(g->budgets[i].name);
+	free(g->driver_name);
+	free(g->profile);
+	free(g->name);
+	free(g);
+}
+
+/* Makes `name` the group's active profile; false on ENOMEM. */
+static bool set_profile(struct group_metrics *g, const char *name)
+{
+	char *n;
+
+	if (!name || (g->profile && strcmp(g->profile, name) == 0))
+		return true;
+	n = strdup(name);
+	if (!n)
+		return false;
+	free(g->profile);
+	g->profile = n;
+	return true;
+}
+
+/* Makes the group's signal slots those `gc` configures, in its order. A
+ * signal kept across a reload keeps what it recorded; a new one starts
+ * invalid (nothing has been evaluated yet), so that its validity series
+ * exists from the start and never vanishes while it is configured. False
+ * on ENOMEM, with the slots unchanged. */
+static bool sync_signals(struct group_metrics *g, const struct group_conf *gc)
+{
+	struct signal_metric v[CONFIG_MAX_SIGNALS] = {0};
+	bool used[CONFIG_MAX_SIGNALS] = {false}, fresh[CONFIG_MAX_SIGNALS] = {false};
+	size_t n = gc->n_signals < CONFIG_MAX_SIGNALS ? gc->n_signals : CONFIG_MAX_SIGNALS;
+	bool same = n == g->n_signals;
+
+	for (size_t i = 0; same && i < n; i++)
+		same = strcmp(g->signals[i].name, gc->signals[i].name) == 0;
+	if (same)
+		return true;
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < g->n_signals; k++)
+			if (!used[k] && strcmp(g->signals[k].name, gc->signals[i].name) == 0) {
+				v[i] = g->signals[k];
+				used[k] = true;
+				break;
+			}
+		if (v[i].name)
+			continue;
+		fresh[i] = true;
+		if (!(v[i].name = strdup(gc->signals[i].name))) {
+			for (size_t k = 0; k < i; k++)
+				if (fresh[k])
+					free(v[k].name);
+			return false;
+		}
+	}
+	for (size_t k = 0; k < g->n_signals; k++)
+		if (!used[k])
+			free(g->signals[k].name);
+	memcpy(g->signals, v, sizeof(v));
+	g->n_signals = n;
+	return true;
+}
+
+/* The entry of `name`, created when missing; NULL on ENOMEM. */
+static struct group_metrics *group_get(struct metrics *m, const char *name)
+{
+	struct group_metrics *g, **v;
+
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (strcmp(m->groups[i]->name, name) == 0)
+			return m->groups[i];
+	v = realloc(m->groups, (m->n_groups + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	m->groups = v;
+	g = calloc(1, sizeof(*g));
+	if (!g || !(g->name = strdup(name))) {
+		free(g);
+		return NULL;
+	}
+	m->groups[m->n_groups++] = g;
+	return g;
+}
+
+static void record_decision(struct group_metrics *g, const struct group_conf *gc, const struct decision *d,
+			    const struct metrics_group_status *st);
+
+void metrics_record_decision(struct metrics *m, const struct group_conf *gc, const struct decision *d,
+			     const struct metrics_group_status *st)
+{
+	struct group_metrics *g;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, gc->name);
+	if (g)
+		record_decision(g, gc, d, st);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void record_decision(struct group_metrics *g, const struct group_conf *gc, const struct decision *d,
+			    const struct metrics_group_status *st)
+{
+	g->have_decision = true;
+	g->current = d->current;
+	g->desired = d->desired;
+	g->paused = st->paused;
+	g->pinned = st->pinned;
+	g->in_flight = st->in_flight;
+	g->last_evaluation = wall_seconds();
+	if (d->hold > HOLD_NONE && d->hold < N_HOLDS)
+		g->holds[d->hold]++;
+	/* The decision carries the active profile's bounds; a decision
+	 * without a profile (the tests build some) leaves them as they are. */
+	if (d->profile && set_profile(g, d->profile)) {
+		g->have_bounds = true;
+		g->min = d->min;
+		g->max = d->max;
+		g->def = d->def;
+	}
+	if (st->evaluation_seconds >= 0)
+		observe(&g->eval, eval_buckets, N_EVAL_BUCKETS, st->evaluation_seconds);
+	/* A reload may rename signals: the slots follow the config. */
+	if (!sync_signals(g, gc))
+		return;
+	for (size_t i = 0; i < g->n_signals; i++) {
+		struct signal_metric *s = &g->signals[i];
+
+		s->valid = i < d->n_signals && d->signals[i].valid;
+		s->value = i < d->n_signals ? d->signals[i].value : NAN;
+		s->recommendation = i < d->n_signals ? d->signals[i].recommendation : 0;
+		s->have_forecast = i < d->n_signals && d->signals[i].forecast;
+		s->forecast = s->have_forecast ? d->signals[i].forecast_value : NAN;
+		s->forecast_recommendation = s->have_forecast ? d->signals[i].forecast_recommendation : 0;
+	}
+	g->boot_seconds = (double)d->boot_ms / 1000.0;
+}
+
+void metrics_record_action(struct metrics *m, const char *group, enum scale_direction dir)
+{
+	struct group_metrics *g;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	if (g && dir == DIR_OUT)
+		g->actions_out++;
+	else if (g && dir == DIR_IN)
+		g->actions_in++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* The slot named `name` in a group's bounded array of named entries
+ * (named_counter, named_histogram, named_gauge: `char *name` first, `stride`
+ * bytes apart, *n in use), appended when missing; NULL when the array is
+ * full, the name longer than METRICS_MAX_LABEL, or on ENOMEM. A new slot
+ * is zeroed but for its name. */
+static void *slot(void *array, size_t stride, size_t *n, size_t max, const char *name)
+{
+	char *base = array;
+
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(*(char **)(base + i * stride), name) == 0)
+			return base + i * stride;
+	if (*n == max || strnlen(name, METRICS_MAX_LABEL + 1) > METRICS_MAX_LABEL)
+		return NULL;
+	memset(base + *n * stride, 0, stride);
+	if (!(*(char **)(base + *n * stride) = strdup(name)))
+		return NULL;
+	return base + (*n)++ * stride;
+}
+
+#define SLOT(arr, n, max, name) slot((arr), sizeof((arr)[0]), (n), (max), (name))
+
+static void record_error(struct group_metrics *g, const char *kind)
+{
+	struct named_counter *c = SLOT(g->errors, &g->n_errors, METRICS_MAX_KINDS, kind);
+
+	if (c)
+		c->n++;
+}
+
+void metrics_record_error(struct metrics *m, const char *group, const char *kind)
+{
+	struct group_metrics *g;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	if (g)
+		record_error(g, kind);
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void record_driver_call(struct group_metrics *g, const char *operation, double seconds)
+{
+	struct named_histogram *h = SLOT(g->driver, &g->n_driver, METRICS_MAX_OPERATIONS, operation);
+
+	if (h)
+		observe(&h->h, driver_buckets, N_DRIVER_BUCKETS, seconds);
+}
+
+void metrics_record_driver_call(struct metrics *m, const char *group, const char *operation, double seconds)
+{
+	struct group_metrics *g;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	if (g)
+		record_driver_call(g, operation, seconds);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Makes `driver` the group's publishing driver; a group moved to another
+ * driver by a reload starts new series: the old driver's budgets are
+ * forgotten and its counters start again from zero. False on ENOMEM. */
+static bool set_driver(struct group_metrics *g, const char *driver)
+{
+	char *n;
+
+	if (g->driver_name && strcmp(g->driver_name, driver) == 0)
+		return true;
+	n = strdup(driver);
+	if (!n)
+		return false;
+	for (size_t i = 0; i < g->n_budgets; i++)
+		free(g->budgets[i].name);
+	g->n_budgets = 0;
+	g->driver_retries = g->driver_api_errors = 0;
+	free(g->driver_name);
+	g->driver_name = n;
+	return true;
+}
+
+static void record_budget(struct group_metrics *g, const char *label, double value)
+{
+	struct named_gauge *b = SLOT(g->budgets, &g->n_budgets, METRICS_MAX_BUDGETS, label);
+
+	if (b)
+		b->value = value;
+}
+
+/* A counter increment as a driver sent it: whole, non-negative, finite. */
+static unsigned long long increment(double value)
+{
+	return isfinite(value) && value >= 1 ? (unsigned long long)value : 0;
+}
+
+void metrics_record_driver_metric(struct metrics *m, const char *group, const char *driver,
+				  enum autoscaled_metric metric, const char *label, double value)
+{
+	struct group_metrics *g;
+
+	if (!m || !driver)
+		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	if (!g || !set_driver(g, driver))
+		goto out;
+	switch (metric) {
+	case AUTOSCALED_METRIC_RATELIMIT_REMAINING:
+		if (label && *label && !isnan(value))
+			record_budget(g, label, value);
+		break;
+	case AUTOSCALED_METRIC_RETRIES:
+		g->driver_retries += increment(value);
+		break;
+	case AUTOSCALED_METRIC_API_ERRORS:
+		g->driver_api_errors += increment(value);
+		break;
+	}
+out:
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* The group's entry follows its configuration: the signals it configures,
+ * and the bounds of its active profile (the default one until an
+ * evaluation names another). */
+static void follow_config(struct group_metrics *g, const struct group_conf *gc)
+{
+	const struct profile_conf *p = NULL;
+
+	for (size_t i = 0; g->profile && i < gc->n_profiles; i++)
+		if (gc->profiles[i].name && strcmp(gc->profiles[i].name, g->profile) == 0)
+			p = &gc->profiles[i];
+	if (!p)
+		p = group_default_profile(gc);
+	if (p && set_profile(g, p->name ? p->name : "default")) {
+		g->have_bounds = true;
+		g->min = p->min;
+		g->max = p->max;
+		g->def = p->def;
+	}
+	sync_signals(g, gc);
+}
+
+void metrics_prune(struct metrics *m, const struct config *c)
+{
+	size_t k = 0;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->n_groups; i++) {
+		if (config_find_group(c, m->groups[i]->name))
+			m->groups[k++] = m->groups[i];
+		else
+			group_free(m->groups[i]);
+	}
+	m->n_groups = k;
+	for (size_t i = 0; i < c->n_groups; i++) {
+		struct group_metrics *g = group_get(m, c->groups[i].name);
+
+		if (g)
+			follow_config(g, &c->groups[i]);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_record_reload(struct metrics *m, bool ok)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->reload_ok = ok;
+	if (ok)
+		m->reload_success = wall_seconds();
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_record_observation(struct metrics *m, const char *group)
+{
+	struct group_metrics *g;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	if (g)
+		g->last_observation = wall_seconds();
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_record_sample(struct metrics *m, const char *group, const char *signal)
+{
+	struct group_metrics *g;
+
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	g = group_get(m, group);
+	/* Only a configured signal has a slot: a sample of one a reload just
+	 * removed is dropped. */
+	for (size_t i = 0; g && i < g->n_signals; i++)
+		if (strcmp(g->signals[i].name, signal) == 0) {
+			g->signals[i].last_sample = wall_seconds();
+			break;
+		}
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* ------------------------------------------------------------- output */
+
+/* A label value with \, " and newline escaped, as the format requires. */
+static void put_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '"')
+			fputs("\\\"", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void put_value(FILE *f, double v)
+{
+	if (isnan(v))
+		fputs("NaN", f);
+	else if (isinf(v))
+		fputs(v > 0 ? "+Inf" : "-Inf", f);
+	else {
+		/* The shortest form that reads back as the same double. */
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%.15g", v);
+		if (strtod(buf, NULL) != v)
+			snprintf(buf, sizeof(buf), "%.17g", v);
+		fputs(buf, f);
+	}
+}
+
+static void header(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void group_sample(FILE *f, const char *name, const struct group_metrics *g, double v)
+{
+	fprintf(f, "%s{group=\"", name);
+	put_label(f, g->name);
+	fputs("\"} ", f);
+	put_value(f, v);
+	fputc('\n', f);
+}
+
+static void histogram_samples(FILE *f, const char *name, const struct group_metrics *g, const char *operation,
+			      const struct histogram *h, const double *bounds, size_t n)
+{
+	unsigned long long cum = 0;
+
+	for (size_t i = 0; i <= n; i++) {
+		cum += i < n ? h->buckets[i] : 0;
+		fprintf(f, "%s_bucket{group=\"", name);
+		put_label(f, g->name);
+		if (operation) {
+			fputs("\",operation=\"", f);
+			put_label(f, operation);
+		}
+		fputs("\",le=\"", f);
+		if (i < n)
+			put_value(f, bounds[i]);
+		else
+			fputs("+Inf", f);
+		fprintf(f, "\"} %llu\n", i < n ? cum : h->count);
+	}
+	fprintf(f, "%s_sum{group=\"", name);
+	put_label(f, g->name);
+	if (operation) {
+		fputs("\",operation=\"", f);
+		put_label(f, operation);
+	}
+	fputs("\"} ", f);
+	put_value(f, h->sum);
+	fprintf(f, "\n%s_count{group=\"", name);
+	put_label(f, g->name);
+	if (operation) {
+		fputs("\",operation=\"", f);
+		put_label(f, operation);
+	}
+	fprintf(f, "\"} %llu\n", h->count);
+}
+
+static void signal_family(FILE *f, const struct metrics *m, const char *name, const char *help, bool rec)
+{
+	header(f, name, "gauge", help);
+	for (size_t i = 0; i < m->n_groups; i++) {
+		const struct group_metrics *g = m->groups[i];
+
+		for (size_t s = 0; s < g->n_signals; s++) {
+			/* An invalid signal has no value: the series is absent,
+			 * never a made-up zero. */
+			if (!g->signals[s].valid)
+				continue;
+			fprintf(f, "%s{group=\"", name);
+			put_label(f, g->name);
+			fputs("\",signal=\"", f);
+			put_label(f, g->signals[s].name);
+			fputs("\"} ", f);
+			put_value(f, rec ? g->signals[s].recommendation : g->signals[s].value);
+			fputc('\n', f);
+		}
+	}
+}
+
+static void signal_labels(FILE *f, const char *name, const struct group_metrics *g, const struct signal_metric *s);
+
+/* The forecasts, beside the values they will be compared with: a signal
+ * without a forecaster has no series. */
+static void forecast_families(FILE *f, const struct metrics *m)
+{
+	header(f, "autoscaled_signal_forecast", "gauge",
+	       "The signal's forecast one boot time ahead, as a group total (the quantile provisioned for).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t s = 0; s < m->groups[i]->n_signals; s++)
+			if (m->groups[i]->signals[s].have_forecast) {
+				signal_labels(f, "autoscaled_signal_forecast", m->groups[i], &m->groups[i]->signals[s]);
+				put_value(f, m->groups[i]->signals[s].forecast);
+				fputc('\n', f);
+			}
+	header(f, "autoscaled_signal_forecast_recommendation", "gauge",
+	       "Instances the signal's forecast needs, whether or not it is acted on (mode observe).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t s = 0; s < m->groups[i]->n_signals; s++)
+			if (m->groups[i]->signals[s].have_forecast) {
+				signal_labels(f, "autoscaled_signal_forecast_recommendation", m->groups[i],
+					      &m->groups[i]->signals[s]);
+				fprintf(f, "%d\n", m->groups[i]->signals[s].forecast_recommendation);
+			}
+	header(f, "autoscaled_group_boot_seconds", "gauge",
+	       "Launch to ready: measured from the group's own scale-outs, else the configured boot_time.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->have_decision)
+			group_sample(f, "autoscaled_group_boot_seconds", m->groups[i], m->groups[i]->boot_seconds);
+}
+
+static void signal_labels(FILE *f, const char *name, const struct group_metrics *g, const struct signal_metric *s)
+{
+	fprintf(f, "%s{group=\"", name);
+	put_label(f, g->name);
+	fputs("\",signal=\"", f);
+	put_label(f, s->name);
+	fputs("\"} ", f);
+}
+
+/* The families an operator alerts on: validity, freshness, bounds,
+ * profile, holds. */
+static void alerting_families(FILE *f, const struct metrics *m)
+{
+	static const char *const bound_names[] = {"autoscaled_group_min_instances", "autoscaled_group_max_instances",
+						  "autoscaled_group_default_instances"};
+	static const char *const bound_help[] = {"The active profile's minimum count.",
+						 "The active profile's maximum count.",
+						 "The active profile's default count."};
+
+	header(f, "autoscaled_signal_valid", "gauge",
+	       "1 when the last evaluation found the signal valid, 0 when not (or before the first evaluation).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t s = 0; s < m->groups[i]->n_signals; s++) {
+			signal_labels(f, "autoscaled_signal_valid", m->groups[i], &m->groups[i]->signals[s]);
+			fprintf(f, "%d\n", m->groups[i]->signals[s].valid ? 1 : 0);
+		}
+	header(f, "autoscaled_signal_last_sample_timestamp_seconds", "gauge",
+	       "When the signal's source last returned a good sample (Unix time).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t s = 0; s < m->groups[i]->n_signals; s++)
+			if (m->groups[i]->signals[s].last_sample > 0) {
+				signal_labels(f, "autoscaled_signal_last_sample_timestamp_seconds", m->groups[i],
+					      &m->groups[i]->signals[s]);
+				put_value(f, m->groups[i]->signals[s].last_sample);
+				fputc('\n', f);
+			}
+	header(f, "autoscaled_group_last_evaluation_timestamp_seconds", "gauge",
+	       "When the group was last evaluated (Unix time).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->last_evaluation > 0)
+			group_sample(f, "autoscaled_group_last_evaluation_timestamp_seconds", m->groups[i],
+				     m->groups[i]->last_evaluation);
+	header(f, "autoscaled_group_last_observation_success_timestamp_seconds", "gauge",
+	       "When the driver last observed the group successfully (Unix time).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->last_observation > 0)
+			group_sample(f, "autoscaled_group_last_observation_success_timestamp_seconds", m->groups[i],
+				     m->groups[i]->last_observation);
+	for (size_t b = 0; b < 3; b++) {
+		header(f, bound_names[b], "gauge", bound_help[b]);
+		for (size_t i = 0; i < m->n_groups; i++) {
+			const struct group_metrics *g = m->groups[i];
+
+			if (g->have_bounds)
+				group_sample(f, bound_names[b], g, b == 0 ? g->min : b == 1 ? g->max : g->def);
+		}
+	}
+	header(f, "autoscaled_group_profile_info", "gauge", "The group's active profile, as a label; always 1.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->profile) {
+			fputs("autoscaled_group_profile_info{group=\"", f);
+			put_label(f, m->groups[i]->name);
+			fputs("\",profile=\"", f);
+			put_label(f, m->groups[i]->profile);
+			fputs("\"} 1\n", f);
+		}
+	header(f, "autoscaled_holds_total", "counter", "Evaluations that held the count, by reason.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (int h = HOLD_NONE + 1; h < N_HOLDS; h++) {
+			fputs("autoscaled_holds_total{group=\"", f);
+			put_label(f, m->groups[i]->name);
+			fprintf(f, "\",reason=\"%s\"} %llu\n", decision_hold_name((enum hold_reason)h),
+				m->groups[i]->holds[h]);
+		}
+}
+
+static void driver_labels(FILE *f, const char *name, const struct group_metrics *g)
+{
+	fprintf(f, "%s{group=\"", name);
+	put_label(f, g->name);
+	fputs("\",driver=\"", f);
+	put_label(f, g->driver_name);
+	fputc('"', f);
+}
+
+static void driver_families(FILE *f, const struct metrics *m)
+{
+	header(f, "autoscaled_driver_ratelimit_remaining", "gauge",
+	       "Requests left in a cloud provider's throttling budget, as its last reply said.");
+	for (size_t i = 0; i < m->n_groups; i++) {
+		const struct group_metrics *g = m->groups[i];
+
+		for (size_t k = 0; g->driver_name && k < g->n_budgets; k++) {
+			driver_labels(f, "autoscaled_driver_ratelimit_remaining", g);
+			fputs(",bucket=\"", f);
+			put_label(f, g->budgets[k].name);
+			fputs("\"} ", f);
+			put_value(f, g->budgets[k].value);
+			fputc('\n', f);
+		}
+	}
+	header(f, "autoscaled_driver_retries_total", "counter", "Cloud API requests the driver retried.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->driver_name) {
+			driver_labels(f, "autoscaled_driver_retries_total", m->groups[i]);
+			fprintf(f, "} %llu\n", m->groups[i]->driver_retries);
+		}
+	header(f, "autoscaled_driver_api_errors_total", "counter",
+	       "Cloud API requests and long-running operations that failed after all retries.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->driver_name) {
+			driver_labels(f, "autoscaled_driver_api_errors_total", m->groups[i]);
+			fprintf(f, "} %llu\n", m->groups[i]->driver_api_errors);
+		}
+}
+
+static void write_locked(const struct metrics *m, FILE *f)
+{
+	header(f, "autoscaled_build_info", "gauge", "The daemon's version, as a label; always 1.");
+	fputs("autoscaled_build_info{version=\"", f);
+	put_label(f, PACKAGE_VERSION);
+	fputs("\"} 1\n", f);
+	header(f, "autoscaled_config_last_reload_successful", "gauge",
+	       "1 when the last load of the configuration succeeded, 0 when it failed.");
+	fprintf(f, "autoscaled_config_last_reload_successful %d\n", m->reload_ok ? 1 : 0);
+	header(f, "autoscaled_config_last_reload_success_timestamp_seconds", "gauge",
+	       "When the configuration was last loaded successfully (Unix time).");
+	fputs("autoscaled_config_last_reload_success_timestamp_seconds ", f);
+	put_value(f, m->reload_success);
+	fputc('\n', f);
+	header(f, "autoscaled_group_current_instances", "gauge", "Instances in the group as last observed.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->have_decision)
+			group_sample(f, "autoscaled_group_current_instances", m->groups[i], m->groups[i]->current);
+	header(f, "autoscaled_group_desired_instances", "gauge",
+	       "Instances the last evaluation decided on, after pins and pauses.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->have_decision)
+			group_sample(f, "autoscaled_group_desired_instances", m->groups[i], m->groups[i]->desired);
+	signal_family(f, m, "autoscaled_signal_value", "The signal's aggregate over its window.", false);
+	signal_family(f, m, "autoscaled_signal_recommendation", "Instances the signal alone recommends.", true);
+	forecast_families(f, m);
+
+	header(f, "autoscaled_actions_total", "counter", "Scaling actions handed to the driver.");
+	for (size_t i = 0; i < m->n_groups; i++) {
+		const struct group_metrics *g = m->groups[i];
+
+		fputs("autoscaled_actions_total{group=\"", f);
+		put_label(f, g->name);
+		fprintf(f, "\",direction=\"out\"} %llu\n", g->actions_out);
+		fputs("autoscaled_actions_total{group=\"", f);
+		put_label(f, g->name);
+		fprintf(f, "\",direction=\"in\"} %llu\n", g->actions_in);
+	}
+	header(f, "autoscaled_errors_total", "counter", "Errors by kind (observe, scale_out, scale_in, state, hook).");
+	for (size_t i = 0; i < m->n_groups; i++) {
+		const struct group_metrics *g = m->groups[i];
+
+		for (size_t k = 0; k < g->n_errors; k++) {
+			fputs("autoscaled_errors_total{group=\"", f);
+			put_label(f, g->name);
+			fputs("\",kind=\"", f);
+			put_label(f, g->errors[k].name);
+			fprintf(f, "\"} %llu\n", g->errors[k].n);
+		}
+	}
+	header(f, "autoscaled_evaluation_duration_seconds", "histogram", "Time taken by one evaluation.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		histogram_samples(f, "autoscaled_evaluation_duration_seconds", m->groups[i], NULL, &m->groups[i]->eval,
+				  eval_buckets, N_EVAL_BUCKETS);
+	header(f, "autoscaled_driver_call_duration_seconds", "histogram", "Time taken by driver calls.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t k = 0; k < m->groups[i]->n_driver; k++)
+			histogram_samples(f, "autoscaled_driver_call_duration_seconds", m->groups[i],
+					  m->groups[i]->driver[k].name, &m->groups[i]->driver[k].h, driver_buckets,
+					  N_DRIVER_BUCKETS);
+	header(f, "autoscaled_inflight_actions", "gauge", "Actions handed to the driver and not yet complete.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		group_sample(f, "autoscaled_inflight_actions", m->groups[i], m->groups[i]->in_flight);
+	header(f, "autoscaled_group_paused", "gauge", "1 while the group is paused.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		group_sample(f, "autoscaled_group_paused", m->groups[i], m->groups[i]->paused);
+	header(f, "autoscaled_group_pinned", "gauge", "1 while the group is pinned to a count.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		group_sample(f, "autoscaled_group_pinned", m->groups[i], m->groups[i]->pinned);
+	alerting_families(f, m);
+	driver_families(f, m);
+}
+
+int metrics_write(const struct metrics *m, FILE *f)
+{
+	/* The lock guards the registry's consistency, not its value: taking
+	 * it does not change what a const registry holds. */
+	pthread_mutex_t *lock = (pthread_mutex_t *)&m->lock;
+
+	pthread_mutex_lock(lock);
+	write_locked(m, f);
+	pthread_mutex_unlock(lock);
+	return ferror(f) ? -EIO : 0;
+}
+
+static void on_request(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
+{
+	struct metrics *m = userdata;
+	size_t len = 0;
+	FILE *f;
+
+	if (m->page && strncmp(req->path, m->page_prefix, strlen(m->page_prefix)) == 0 &&
+	    (req->path[strlen(m->page_prefix)] == '\0' || req->path[strlen(m->page_prefix)] == '/')) {
+		m->page(m->page_userdata, req, resp);
+		return;
+	}
+	if (strcmp(req->path, "/metrics") != 0) {
+		httpd_error(resp, 404, "no such path '%s'; metrics are at /metrics", req->path);
+		return;
+	}
+	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+		httpd_error(resp, 405, "method '%s' not allowed on /metrics", req->method);
+		return;
+	}
+	f = open_memstream(&resp->body, &len);
+	if (!f) {
+		httpd_error(resp, 500, "out of memory");
+		return;
+	}
+	if (metrics_write(m, f) < 0 || fclose(f) != 0) {
+		httpd_error(resp, 500, "cannot format the metrics");
+		return;
+	}
+	resp->status = 200;
+	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	/* Scrapes that come together share one exposition: a flood of them
+	 * costs the loop one rendering a second, and slow readers hold one
+	 * copy between them, not one each. */
+	resp->share_ms = METRICS_SHARE_MS;
+}
+
+void metrics_set_page(struct metrics *m, const char *prefix,
+		      void (*handler)(void *userdata, const struct httpd_request *req, struct httpd_response *resp),
+		      void *userdata)
+{
+	if (!m->httpd)
+		return;
+	m->page_prefix = prefix;
+	m->page = prefix ? handler : NULL;
+	m->page_userdata = userdata;
+}
+
+int metrics_new(sd_event *event, const char *listen, struct metrics **ret)
+{
+	struct metrics *m = calloc(1, sizeof(*m));
+	int fd, r;
+
+	if (!m)
+		return -ENOMEM;
+	pthread_mutex_init(&m->lock, NULL);
+	/* The registry is made after the configuration was read: that first
+	 * load counts as a successful one. */
+	m->reload_ok = true;
+	m->reload_success = wall_seconds();
+	if (listen) {
+		fd = httpd_listen_tcp(listen);
+		if (fd < 0) {
+			pthread_mutex_destroy(&m->lock);
+			free(m);
+			return fd;
+		}
+		r = httpd_new(event, fd, "metrics", METRICS_MAX_BODY, on_request, m, &m->httpd);
+		if (r < 0) {
+			pthread_mutex_destroy(&m->lock);
+			free(m);
+			return r;
+		}
+		log_info("metrics: serving on http://%s/metrics", listen);
+	}
+	*ret = m;
+	return 0;
+}
+
+void metrics_free(struct metrics *m)
+{
+	if (!m)
+		return;
+	httpd_free(m->httpd);
+	for (size_t i = 0; i < m->n_groups; i++)
+		group_free(m->groups[i]);
+	free(m->groups);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}

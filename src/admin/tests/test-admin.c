@@ -1,0 +1,730 @@
+/* Unit tests for the admin API over its Unix socket: every endpoint, the
+ * codes of bad requests (400, 404, 405, 409, 413), the socket's mode, and
+ * the decision ring; the status page's read-only view of them and its HTML.
+ * The operations behind the endpoints are a small model of one group here;
+ * the daemon's own are tested by the integration tests. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "admin/admin.h"
+#include "admin/httpd.h"
+#include "admin/status-page.h"
+#include "base/host.h"
+#include "loop-http.h"
+
+#define NOW INT64_C(1764680000000)
+
+/* The model: one group "web" with bounds [1, 10]. */
+struct model {
+	bool paused;
+	int64_t pause_until;
+	bool pinned;
+	int pin;
+	int64_t pin_until;
+	bool force;
+	int dry;
+	int reloads;
+	bool reload_fails;
+	struct admin_what_if what_if; /* the last one asked (its names copied) */
+	char what_if_names[ADMIN_WHAT_IF_MAX_VALUES][32];
+};
+
+static struct model M;
+static struct admin_ring ring;
+
+static bool known(const char *g)
+{
+	return strcmp(g, "web") == 0;
+}
+
+static cJSON *op_health(void *u)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "status", "ok");
+	return o;
+}
+
+static cJSON *op_list(void *u)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *a = cJSON_AddArrayToObject(o, "groups");
+	cJSON *g = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(g, "name", "web");
+	cJSON_AddItemToArray(a, g);
+	return o;
+}
+
+static cJSON *op_show(void *u, const char *g)
+{
+	cJSON *o;
+
+	if (!known(g))
+		return NULL;
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", g);
+	cJSON_AddBoolToObject(o, "paused", M.paused);
+	return o;
+}
+
+static cJSON *op_decisions(void *u, const char *g)
+{
+	return known(g) ? admin_ring_json(&ring) : NULL;
+}
+
+static int op_pause(void *u, const char *g, int64_t until, char *err, size_t len)
+{
+	if (!known(g))
+		return -ENOENT;
+	M.paused = true;
+	M.pause_until = until;
+	return 0;
+}
+
+static int op_resume(void *u, const char *g, char *err, size_t len)
+{
+	if (!known(g))
+		return -ENOENT;
+	if (!M.paused) {
+		snprintf(err, len, "'%s' is not paused", g);
+		return -EALREADY;
+	}
+	M.paused = false;
+	return 0;
+}
+
+static int op_pin(void *u, const char *g, int count, int64_t until, bool force, char *err, size_t len)
+{
+	if (!known(g))
+		return -ENOENT;
+	if (!force && (count < 1 || count > 10)) {
+		snprintf(err, len, "%d is outside [1, 10]; use force", count);
+		return -ERANGE;
+	}
+	M.pinned = true;
+	M.pin = count;
+	M.pin_until = until;
+	M.force = force;
+	return 0;
+}
+
+static int op_unpin(void *u, const char *g, char *err, size_t len)
+{
+	if (!known(g))
+		return -ENOENT;
+	if (!M.pinned) {
+		snprintf(err, len, "'%s' is not pinned", g);
+		return -EALREADY;
+	}
+	M.pinned = false;
+	return 0;
+}
+
+static int op_dry_run(void *u, const char *g, bool on, char *err, size_t len)
+{
+	if (!known(g))
+		return -ENOENT;
+	M.dry = on ? 1 : 0;
+	return 0;
+}
+
+static int op_reload(void *u, char *err, size_t len)
+{
+	M.reloads++;
+	if (M.reload_fails) {
+		snprintf(err, len, "conf:3: bad");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int op_what_if(void *u, const char *g, const struct admin_what_if *w, cJSON **ret, char *err, size_t len)
+{
+	if (!known(g))
+		return -ENOENT;
+	for (size_t i = 0; i < w->n_values; i++)
+		if (strcmp(w->signal[i], "queue") != 0) {
+			snprintf(err, len, "group 'web' has no signal '%s'", w->signal[i]);
+			return -EINVAL;
+		}
+	M.what_if = *w;
+	for (size_t i = 0; i < w->n_values; i++) {
+		snprintf(M.what_if_names[i], sizeof(M.what_if_names[i]), "%s", w->signal[i]);
+		M.what_if.signal[i] = M.what_if_names[i];
+	}
+	*ret = cJSON_CreateObject();
+	cJSON_AddStringToObject(*ret, "hold", "none");
+	return 0;
+}
+
+static int64_t op_now(void *u)
+{
+	return NOW;
+}
+
+static const struct admin_ops ops = {
+	.health = op_health,
+	.list = op_list,
+	.show = op_show,
+	.decisions = op_decisions,
+	.pause = op_pause,
+	.resume = op_resume,
+	.pin = op_pin,
+	.unpin = op_unpin,
+	.dry_run = op_dry_run,
+	.reload = op_reload,
+	.what_if = op_what_if,
+	.now_ms = op_now,
+};
+
+static char sock[128];
+static sd_event *event;
+static struct admin *admin;
+
+/* Makes one request while the loop serves it; returns the status and
+ * leaves the body in *out (caller frees). */
+static long req(const char *method, const char *path, const char *body, char **out)
+{
+	char url[256];
+	struct loop_http c = {.url = url, .unix_socket = sock, .method = method, .body = body};
+
+	snprintf(url, sizeof(url), "http://localhost%s", path);
+	assert_int_equal(loop_http(event, &c), 0);
+	if (out)
+		*out = c.reply ? c.reply : strdup("");
+	else
+		free(c.reply);
+	return c.status;
+}
+
+/* The status, with the error message checked to be JSON naming `word`. */
+static void expect_error(const char *method, const char *path, const char *body, long status, const char *word)
+{
+	char *out;
+	cJSON *o;
+
+	assert_int_equal(req(method, path, body, &out), status);
+	o = cJSON_Parse(out);
+	assert_non_null(o);
+	assert_true(cJSON_IsString(cJSON_GetObjectItem(o, "error")));
+	if (word && !strstr(cJSON_GetObjectItem(o, "error")->valuestring, word))
+		fail_msg("error '%s' does not mention '%s'", cJSON_GetObjectItem(o, "error")->valuestring, word);
+	cJSON_Delete(o);
+	free(out);
+}
+
+static int setup(void **st)
+{
+	(void)st;
+	memset(&M, 0, sizeof(M));
+	snprintf(sock, sizeof(sock), "/tmp/test-admin.%d.sock", (int)getpid());
+	if (sd_event_new(&event) < 0)
+		return -1;
+	return admin_new(event, sock, NULL, &ops, NULL, &admin);
+}
+
+static int teardown(void **st)
+{
+	(void)st;
+	admin_free(admin);
+	sd_event_unref(event);
+	admin_ring_clear(&ring);
+	return access(sock, F_OK) == 0 ? -1 : 0; /* the socket is removed */
+}
+
+static void test_socket_mode(void **st)
+{
+	struct stat sb;
+
+	(void)st;
+	assert_int_equal(stat(sock, &sb), 0);
+	assert_true(S_ISSOCK(sb.st_mode));
+	assert_int_equal(sb.st_mode & 0777, 0660);
+}
+
+static void test_reads(void **st)
+{
+	char *out;
+
+	(void)st;
+	assert_int_equal(req("GET", "/v1/health", NULL, &out), 200);
+	assert_non_null(strstr(out, "\"status\":\"ok\""));
+	free(out);
+	assert_int_equal(req("GET", "/v1/groups", NULL, &out), 200);
+	assert_non_null(strstr(out, "\"name\":\"web\""));
+	free(out);
+	assert_int_equal(req("GET", "/v1/groups/web", NULL, &out), 200);
+	free(out);
+	expect_error("GET", "/v1/groups/db", NULL, 404, "db");
+	expect_error("GET", "/v1/groups/db/decisions", NULL, 404, "db");
+	expect_error("GET", "/v2/whatever", NULL, 404, "/v2/whatever");
+	expect_error("GET", "/v1/groups/web/frobnicate", NULL, 404, NULL);
+	expect_error("DELETE", "/v1/groups/web", NULL, 405, "DELETE");
+	expect_error("POST", "/v1/health", "{}", 405, NULL);
+	expect_error("GET", "/v1/reload", NULL, 405, NULL);
+	expect_error("GET", "/v1/groups/web/pause", NULL, 405, NULL);
+}
+
+static void test_pause_resume(void **st)
+{
+	(void)st;
+	assert_int_equal(req("POST", "/v1/groups/web/pause", "", NULL), 200);
+	assert_true(M.paused);
+	assert_int_equal(M.pause_until, 0);
+	assert_int_equal(req("POST", "/v1/groups/web/resume", NULL, NULL), 200);
+	assert_false(M.paused);
+	expect_error("POST", "/v1/groups/web/resume", NULL, 409, "not paused");
+
+	assert_int_equal(req("POST", "/v1/groups/web/pause", "{\"for\":\"2h\"}", NULL), 200);
+	assert_int_equal(M.pause_until, NOW + 7200000);
+	assert_int_equal(req("POST", "/v1/groups/web/pause", "{\"until\":\"2025-12-02T14:00:00+01:00\"}", NULL), 200);
+	assert_int_equal(M.pause_until, INT64_C(1764680400000));
+
+	expect_error("POST", "/v1/groups/web/pause", "{\"for\":\"soon\"}", 400, "for");
+	expect_error("POST", "/v1/groups/web/pause", "{\"for\":\"2h\",\"until\":\"2026-01-01T00:00:00Z\"}", 400, "not both");
+	expect_error("POST", "/v1/groups/web/pause", "{\"until\":\"2020-01-01T00:00:00Z\"}", 400, "past");
+	expect_error("POST", "/v1/groups/web/pause", "{\"until\":\"2026-01-01 00:00\"}", 400, "ISO 8601");
+	expect_error("POST", "/v1/groups/web/pause", "{\"fro\":\"2h\"}", 400, "fro");
+	expect_error("POST", "/v1/groups/web/pause", "{not json", 400, "JSON");
+	expect_error("POST", "/v1/groups/db/pause", "{}", 404, NULL);
+}
+
+static void test_pin(void **st)
+{
+	(void)st;
+	assert_int_equal(req("POST", "/v1/groups/web/pin", "{\"count\":4,\"for\":\"30m\"}", NULL), 200);
+	assert_true(M.pinned);
+	assert_int_equal(M.pin, 4);
+	assert_int_equal(M.pin_until, NOW + 1800000);
+	assert_false(M.force);
+	expect_error("POST", "/v1/groups/web/pin", "{\"count\":40,\"for\":\"30m\"}", 409, "force");
+	assert_int_equal(req("POST", "/v1/groups/web/pin", "{\"count\":40,\"for\":\"30m\",\"force\":true}", NULL), 200);
+	assert_int_equal(M.pin, 40);
+	assert_true(M.force);
+	expect_error("POST", "/v1/groups/web/pin", "{\"count\":4}", 400, "expiry");
+	expect_error("POST", "/v1/groups/web/pin", "{\"count\":-1,\"for\":\"1h\"}", 400, "count");
+	expect_error("POST", "/v1/groups/web/pin", "{\"count\":2.5,\"for\":\"1h\"}", 400, "count");
+	expect_error("POST", "/v1/groups/web/pin", "{\"count\":\"3\",\"for\":\"1h\"}", 400, "count");
+	expect_error("POST", "/v1/groups/web/pin", "{\"count\":3,\"for\":\"1h\",\"force\":1}", 400, "force");
+	expect_error("PUT", "/v1/groups/web/pin", "{}", 405, NULL);
+	assert_int_equal(req("DELETE", "/v1/groups/web/pin", NULL, NULL), 200);
+	assert_false(M.pinned);
+	expect_error("DELETE", "/v1/groups/web/pin", NULL, 409, "not pinned");
+}
+
+static void test_dry_run_and_reload(void **st)
+{
+	(void)st;
+	M.dry = -1;
+	assert_int_equal(req("POST", "/v1/groups/web/dry-run", "{\"enabled\":true}", NULL), 200);
+	assert_int_equal(M.dry, 1);
+	assert_int_equal(req("POST", "/v1/groups/web/dry-run", "{\"enabled\":false}", NULL), 200);
+	assert_int_equal(M.dry, 0);
+	expect_error("POST", "/v1/groups/web/dry-run", "{}", 400, "enabled");
+	expect_error("POST", "/v1/groups/web/dry-run", "{\"enabled\":\"yes\"}", 400, "enabled");
+
+	assert_int_equal(req("POST", "/v1/reload", NULL, NULL), 200);
+	M.reload_fails = true;
+	expect_error("POST", "/v1/reload", NULL, 400, "conf:3");
+	assert_int_equal(M.reloads, 2);
+}
+
+/* A what-if: its inputs reach the group as given, bad ones are refused
+ * before, and it answers with the record. */
+static void test_what_if(void **st)
+{
+	(void)st;
+	assert_int_equal(req("POST", "/v1/groups/web/what-if",
+			     "{\"values\":{\"queue\":60},\"current\":3,\"partial\":true}", NULL), 200);
+	assert_int_equal(M.what_if.n_values, 1);
+	assert_string_equal(M.what_if.signal[0], "queue");
+	assert_true(M.what_if.value[0] == 60);
+	assert_int_equal(M.what_if.current, 3);
+	assert_true(M.what_if.partial);
+	assert_int_equal(req("POST", "/v1/groups/web/what-if", NULL, NULL), 200);
+	assert_int_equal(M.what_if.n_values, 0);
+	assert_int_equal(M.what_if.current, -1);
+	assert_false(M.what_if.partial);
+	expect_error("POST", "/v1/groups/web/what-if", "{\"values\":{\"mem\":1}}", 400, "no signal 'mem'");
+	expect_error("POST", "/v1/groups/web/what-if", "{\"values\":{\"queue\":\"x\"}}", 400, "must be a number");
+	expect_error("POST", "/v1/groups/web/what-if", "{\"values\":[1]}", 400, "'values'");
+	expect_error("POST", "/v1/groups/web/what-if", "{\"current\":-2}", 400, "'current'");
+	expect_error("POST", "/v1/groups/web/what-if", "{\"partial\":1}", 400, "'partial'");
+	expect_error("POST", "/v1/groups/web/what-if", "{\"curent\":2}", 400, "unknown key 'curent'");
+	expect_error("GET", "/v1/groups/web/what-if", NULL, 405, NULL);
+	expect_error("POST", "/v1/groups/api/what-if", "{}", 404, NULL);
+}
+
+static void test_body_limit(void **st)
+{
+	char *big = malloc(ADMIN_MAX_BODY + 100);
+
+	(void)st;
+	memset(big, ' ', ADMIN_MAX_BODY + 99);
+	big[0] = '{';
+	big[ADMIN_MAX_BODY + 98] = '}';
+	big[ADMIN_MAX_BODY + 99] = '\0';
+	expect_error("POST", "/v1/groups/web/pause", big, 413, "larger");
+	assert_false(M.paused);
+	free(big);
+	/* The server still answers afterwards. */
+	assert_int_equal(req("GET", "/v1/health", NULL, NULL), 200);
+}
+
+static void test_ring(void **st)
+{
+	char buf[64], *out;
+	cJSON *o, *a;
+
+	(void)st;
+	for (int i = 0; i < ADMIN_RING_SIZE + 20; i++) {
+		snprintf(buf, sizeof(buf), "{\"n\":%d}", i);
+		admin_ring_push(&ring, strdup(buf));
+	}
+	assert_int_equal(req("GET", "/v1/groups/web/decisions", NULL, &out), 200);
+	o = cJSON_Parse(out);
+	a = cJSON_GetObjectItem(o, "decisions");
+	/* Bounded, oldest first, the newest kept. */
+	assert_int_equal(cJSON_GetArraySize(a), ADMIN_RING_SIZE);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "n")->valueint, 20);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(a, ADMIN_RING_SIZE - 1), "n")->valueint,
+			 ADMIN_RING_SIZE + 19);
+	cJSON_Delete(o);
+	free(out);
+}
+
+static void test_socket_refusals(void **st)
+{
+	struct admin *a2;
+
+	(void)st;
+	/* Paths of this run's own: two runs of the suite on one machine must
+	 * not meet in /tmp. */
+	char dir[] = "/tmp/test-admin.XXXXXX", file[64], xsock[64];
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(xsock, sizeof(xsock), "%s/x.sock", dir);
+	/* A regular file is never replaced by the socket. */
+	FILE *f = fopen(file, "w");
+
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(admin_new(event, file, NULL, &ops, NULL, &a2), -EEXIST);
+	unlink(file);
+	assert_int_equal(admin_new(event, xsock, "no-such-group-here", &ops, NULL, &a2), -ENOENT);
+	assert_int_not_equal(access(xsock, F_OK), 0);
+	rmdir(dir);
+}
+
+/* A path that is not UTF-8 is refused before any handler quotes it, so
+ * every reply stays valid JSON; a control character in a path is escaped
+ * by the JSON writer. */
+static void test_hostile_paths(void **st)
+{
+	char *out;
+	cJSON *o;
+
+	(void)st;
+	expect_error("GET", "/v1/groups/w%FFb", NULL, 400, "UTF-8");
+	expect_error("GET", "/v2/%C0%AF", NULL, 400, "UTF-8");		/* an overlong '/' */
+	expect_error("GET", "/v2/%ED%A0%80", NULL, 400, "UTF-8");	/* a surrogate */
+	expect_error("GET", "/v2/%E2%82", NULL, 400, "UTF-8");		/* cut short */
+	assert_int_equal(req("GET", "/v2/%FF", NULL, &out), 400);
+	assert_null(strchr(out, '\xff'));
+	free(out);
+	/* A value that is not UTF-8 in a reply (here a decision record; a
+	 * command's stderr can put one there) becomes U+FFFD. */
+	admin_ring_push(&ring, strdup("{\"why\":\"bad \xff\xc0\xaf byte\"}"));
+	assert_int_equal(req("GET", "/v1/groups/web/decisions", NULL, &out), 200);
+	assert_non_null(strstr(out, "\"why\":\"bad \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd byte\""));
+	free(out);
+	/* Well-formed UTF-8 is answered as any other path. */
+	expect_error("GET", "/v1/groups/caf%C3%A9", NULL, 404, "caf\xc3\xa9");
+	assert_int_equal(req("GET", "/v1/groups/a%0Aerror:%20forged/pause", NULL, &out), 405);
+	o = cJSON_Parse(out);
+	assert_non_null(o);
+	assert_non_null(strstr(out, "a\\nerror: forged"));
+	cJSON_Delete(o);
+	free(out);
+}
+
+/* More idle clients than the server's connection limit (64) fill it and
+ * its backlog. A request made then is answered, and so is the next: the
+ * server keeps accepting after having been at its limit (it used to stop
+ * for good). */
+static void test_connection_limit(void **st)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fds[72], n;
+	char *out;
+
+	(void)st;
+	assert_true(strlen(sock) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	n = loop_http_hold(event, (struct sockaddr *)&sa, sizeof(sa), fds, 72);
+	assert_true(n > 64);
+	assert_int_equal(loop_http_release_later(event, fds, n, 300000), 0);
+	assert_int_equal(req("GET", "/v1/health", NULL, &out), 200);
+	assert_non_null(strstr(out, "\"status\":\"ok\""));
+	free(out);
+	assert_int_equal(req("GET", "/v1/groups", NULL, NULL), 200);
+}
+
+
+static socklen_t sock_addr(struct sockaddr_un *sa)
+{
+	*sa = (struct sockaddr_un){.sun_family = AF_UNIX};
+	assert_true(strlen(sock) < sizeof(sa->sun_path));
+	memcpy(sa->sun_path, sock, strlen(sock) + 1);
+	return sizeof(*sa);
+}
+
+/* Sends REQ as it is (LEN bytes, or up to its NUL when 0) and checks the
+ * status line of the reply; NULL: the server closes without one. */
+static void expect_raw(const char *req, size_t len, const char *status_line)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = sock_addr(&sa);
+	char out[4096];
+	ssize_t n;
+
+	if (!len)
+		len = strlen(req);
+	n = loop_http_raw(event, (struct sockaddr *)&sa, sl, req, len, out, sizeof(out));
+	if (!status_line) {
+		assert_int_equal(n, 0);
+		return;
+	}
+	assert_true(n > 0);
+	if (strncmp(out, status_line, strlen(status_line)) != 0)
+		fail_msg("expected '%s', got '%.60s'", status_line, out);
+}
+
+/* Requests no client should make are refused with a status, and nothing
+ * else is disturbed: the server answers the next request. */
+static void test_malformed(void **st)
+{
+	size_t n = HTTPD_CONNECTION_MEMORY + 1024;
+	char *big = malloc(n + 128);
+	size_t k;
+
+	(void)st;
+	/* A URL longer than a connection's memory: 414, never read whole. */
+	k = (size_t)sprintf(big, "GET /v1/groups/");
+	memset(big + k, 'a', n);
+	k += n;
+	k += (size_t)sprintf(big + k, " HTTP/1.1\r\nHost: localhost\r\n\r\n");
+	expect_raw(big, k, "HTTP/1.1 414 ");
+	/* Headers longer than it: 431. */
+	k = (size_t)sprintf(big, "GET /v1/health HTTP/1.1\r\nHost: localhost\r\nX-Big: ");
+	memset(big + k, 'b', n);
+	k += n;
+	k += (size_t)sprintf(big + k, "\r\n\r\n");
+	expect_raw(big, k, "HTTP/1.1 431 ");
+	free(big);
+	/* A declared body over the limit is refused before it is sent. */
+	expect_raw("POST /v1/reload HTTP/1.1\r\nHost: localhost\r\nContent-Length: 99999999999\r\n\r\n", 0,
+		   "HTTP/1.1 413 ");
+	assert_int_equal(M.reloads, 0);
+	/* Not HTTP at all (here the start of a TLS hello): closed without
+	 * a reply, as MHD does with a request line it cannot read. */
+	expect_raw("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 15, NULL);
+	expect_raw("GARBAGE\r\n\r\n", 0, NULL);
+	/* A length that is no number. */
+	expect_raw("GET /v1/health HTTP/1.1\r\nHost: localhost\r\nContent-Length: -5\r\n\r\n", 0, "HTTP/1.1 400 ");
+	assert_int_equal(req("GET", "/v1/health", NULL, NULL), 200);
+}
+
+/* Slow clients (slowloris) more than the connection limit, each sending a
+ * byte a second and never ending its request: a well-behaved client is
+ * answered at once while they go on, and each of them is cut off when its
+ * request has taken HTTPD_REQUEST_TIMEOUT_S (MHD's idle timeout alone
+ * never cut them, as they are never idle for long). */
+static void test_slow_clients(void **st)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = sock_addr(&sa);
+	struct loop_http_trickle *t;
+	uint64_t t0;
+	int64_t took;
+
+	(void)st;
+	assert_int_equal(loop_http_trickle_start(event, (struct sockaddr *)&sa, sl, HTTPD_MAX_CONNECTIONS + 16, 1000000,
+						 &t), 0);
+	for (int i = 0; i < 3; i++) {
+		t0 = loop_http_now();
+		assert_int_equal(req("GET", "/v1/health", NULL, NULL), 200);
+		/* Bounded by a turn of the loop, not by the slow ones' time;
+		 * 2 s leaves room for a loaded machine. */
+		if (loop_http_now() - t0 > 2000000)
+			fail_msg("a request during the abuse took %llu ms", (unsigned long long)(loop_http_now() - t0) / 1000);
+	}
+	assert_true(loop_http_trickle_open(t) > 0);
+	took = loop_http_trickle_wait(event, t, (HTTPD_REQUEST_TIMEOUT_S + 10) * 1000000LL);
+	if (took < 0)
+		fail_msg("%d slow clients are still connected after %d s", loop_http_trickle_open(t),
+			 HTTPD_REQUEST_TIMEOUT_S + 10);
+	/* Not before their time either: they did send. */
+	assert_true(took >= (HTTPD_REQUEST_TIMEOUT_S - 1) * 1000000LL);
+	loop_http_trickle_free(t);
+	assert_int_equal(req("GET", "/v1/health", NULL, NULL), 200);
+}
+
+/* Idle clients that hold every connection and never go: the server makes
+ * room for a new one by closing the oldest, so a request is answered at
+ * once, not after the idle ones' timeout. */
+static void test_idle_clients_held(void **st)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = sock_addr(&sa);
+	int fds[HTTPD_MAX_CONNECTIONS + 16], n;
+	uint64_t t0;
+
+	(void)st;
+	n = loop_http_hold(event, (struct sockaddr *)&sa, sl, fds, HTTPD_MAX_CONNECTIONS + 16);
+	assert_true(n > HTTPD_MAX_CONNECTIONS);
+	t0 = loop_http_now();
+	assert_int_equal(req("GET", "/v1/health", NULL, NULL), 200);
+	assert_int_equal(req("GET", "/v1/groups", NULL, NULL), 200);
+	if (loop_http_now() - t0 > 2000000)
+		fail_msg("two requests behind idle clients took %llu ms", (unsigned long long)(loop_http_now() - t0) / 1000);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* The status page's handler, called as the metrics listener would. */
+static int page_get(const char *method, const char *path, const char *host, char **body)
+{
+	struct status_page p = {.ops = &ops};
+	struct httpd_response resp = {.status = 200};
+
+	status_page_serve(&p, &(struct httpd_request){.method = method, .path = path, .body = "", .host = host},
+			  &resp);
+	if (body)
+		*body = resp.body;
+	else
+		free(resp.body);
+	return resp.status;
+}
+
+static void test_status_page_read_only(void **st)
+{
+	char *body;
+
+	(void)st;
+	assert_int_equal(page_get("GET", "/status/api/v1/groups", "127.0.0.1:9851", &body), 200);
+	assert_non_null(strstr(body, "\"name\":\"web\""));
+	free(body);
+	assert_int_equal(page_get("GET", "/status/api/v1/groups/web", "localhost", NULL), 200);
+	assert_int_equal(page_get("GET", "/status/api/v1/groups/web/decisions", "[::1]:1", NULL), 200);
+	assert_int_equal(page_get("GET", "/status/api/v1/health", "127.0.0.1", NULL), 200);
+	assert_int_equal(page_get("GET", "/status/api/v1/groups/nosuch", "127.0.0.1", NULL), 404);
+	/* Nothing that changes a group is reachable, by any method. */
+	assert_int_equal(page_get("GET", "/status/api/v1/groups/web/pause", "127.0.0.1", NULL), 404);
+	assert_int_equal(page_get("POST", "/status/api/v1/groups/web/pause", "127.0.0.1", NULL), 405);
+	assert_int_equal(page_get("POST", "/status/api/v1/reload", "127.0.0.1", NULL), 405);
+	assert_int_equal(page_get("PUT", "/status", "127.0.0.1", NULL), 405);
+	assert_false(M.paused);
+	assert_int_equal(M.reloads, 0);
+	assert_int_equal(page_get("GET", "/status/api/v1/reload", "127.0.0.1", NULL), 404);
+	assert_int_equal(page_get("GET", "/status/nosuch", "127.0.0.1", NULL), 404);
+	assert_int_equal(page_get("GET", "/status/status.js", "127.0.0.1", NULL), 200);
+	assert_int_equal(page_get("GET", "/status/status.css", "127.0.0.1", NULL), 200);
+	assert_int_equal(page_get("GET", "/status", "127.0.0.1", &body), 200);
+	assert_non_null(strstr(body, "<tr data-group=\"web\"><td data-label=Group>web"));
+	free(body);
+}
+
+static void test_status_page_host(void **st)
+{
+	static const char *const good[] = {"127.0.0.1", "127.0.0.1:9851", "127.1.2.3:80", "localhost", "LOCALHOST:1",
+					   "[::1]", "[::1]:9851"};
+	static const char *const bad[] = {"", ":80", "example.com", "127.0.0.1.example.com", "127.0.0.1:",
+					  "127.0.0.1:80x", "128.0.0.1", "127.0.0.256", "127.0.0", "127.0.0.1.2",
+					  "localhost.example.com", "[::2]", "[::1", "0x7f.0.0.1", "127.0.0.01x"};
+
+	(void)st;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!host_is_loopback(good[i]))
+			fail_msg("'%s' was not taken for this machine", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (host_is_loopback(bad[i]))
+			fail_msg("'%s' was taken for this machine", bad[i]);
+	assert_false(host_is_loopback(NULL));
+	/* Refused before anything is read, whatever the path. */
+	assert_int_equal(page_get("GET", "/status", "attacker.example", NULL), 403);
+	assert_int_equal(page_get("GET", "/status/api/v1/groups", NULL, NULL), 403);
+	assert_int_equal(page_get("GET", "/status/status.js", "127.0.0.1.attacker.example:80", NULL), 403);
+}
+
+/* A name the page quotes is escaped: the list of this model names a group
+ * with every character HTML gives a meaning. */
+static cJSON *op_list_odd(void *u)
+{
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "groups"), *g = cJSON_CreateObject();
+
+	(void)u;
+	cJSON_AddStringToObject(g, "name", "a<b>&\"c'");
+	cJSON_AddStringToObject(g, "explanation", "<script>alert(1)</script>");
+	cJSON_AddItemToArray(a, g);
+	return o;
+}
+
+static void test_status_page_escapes(void **st)
+{
+	struct admin_ops odd = ops;
+	struct status_page p = {.ops = &odd};
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+
+	(void)st;
+	odd.list = op_list_odd;
+	assert_int_equal(status_page_write(&p, f), 0);
+	fclose(f);
+	assert_non_null(strstr(body, "data-group=\"a&lt;b&gt;&amp;&quot;c&#39;\"><td data-label=Group>a&lt;b&gt;&amp;&quot;c&#39;"));
+	assert_non_null(strstr(body, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+	assert_null(strstr(body, "<script>alert"));
+	free(body);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_socket_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pause_resume, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pin, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dry_run_and_reload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_what_if, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_body_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ring, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_socket_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_paths, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_clients, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_clients_held, setup, teardown),
+		cmocka_unit_test(test_status_page_read_only),
+		cmocka_unit_test(test_status_page_host),
+		cmocka_unit_test(test_status_page_escapes),
+	};
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

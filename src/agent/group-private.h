@@ -1,0 +1,203 @@
+/* The group runtime's insides, shared by its parts and by nothing else:
+ * group.c (signals, evaluation, scale actions, lifecycle, accessors),
+ * group-admin.c (the admin API's view) and job.c (driver calls on worker
+ * threads, below group.c: it calls back, and includes nothing of it). See
+ * group.h for the public side. */
+#ifndef AUTOSCALED_GROUP_PRIVATE_H
+#define AUTOSCALED_GROUP_PRIVATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <systemd/sd-event.h>
+
+#include "admin/admin.h"
+#include "base/clock.h"
+#include "agent/driver.h"
+#include "engine/engine.h"
+#include "engine/forecast.h"
+#include "agent/group.h"
+#include "agent/state.h"
+#include "engine/window.h"
+
+enum job_kind {
+	JOB_OBSERVE,
+	JOB_SCALE_OUT,
+	JOB_SCALE_IN,
+	JOB_OPEN,                /* opens the group's driver with its options */
+};
+
+/* A job kind's names, from its one table (job.c): the operation of the
+ * records and metrics ("observe", "scale_out", "scale_in", "open") and the
+ * noun of messages ("observation", "scale-out", "scale-in", "driver open").
+ * The scale kinds' names are their directions'. */
+const char *job_kind_operation(enum job_kind k);
+const char *job_kind_noun(enum job_kind k);
+
+/* One member's value of one of the driver's sources, as observe() reported
+ * it. */
+struct driver_sample {
+	char *id;
+	int source;              /* index in the descriptor's sources */
+	double value;
+};
+
+struct job {
+	enum job_kind kind;
+	struct group_rt *g;      /* NULL once the group is gone: drop the result */
+	const struct autoscaled_driver *drv;
+	struct autoscaled_driver_instance *handle; /* JOB_OPEN: the handle opened, or NULL */
+	/* The handle is not (or no longer) the group's: its group is gone, or
+	 * a reload replaced the driver options it was opened with. It is
+	 * closed once the call has ended (for a group that lives on, once the
+	 * group's new handle is open), and the host freed after it. */
+	bool close_when_done;
+	struct autoscaled_host *host; /* with close_when_done, and for JOB_OPEN */
+	struct driver_options opts;   /* JOB_OPEN: owned copies, as the group may go first */
+	/* The group's name while the job runs for no group (job_orphan()). */
+	char *orphan_of;
+	struct job *next_orphan;
+	bool want_samples;       /* observe: a signal reads one of the driver's sources */
+	int count;               /* scale: the target (out) or how many to remove (in) */
+	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
+	size_t n_ids;
+	int from;                /* scale: the count when the action was decided */
+	int64_t started_ms;      /* monotonic */
+	int write_fd;
+	/* Results, written by the worker thread. */
+	int r;
+	struct autoscaled_observation obs;
+	struct instance_obs *instances;
+	size_t n_instances, cap_instances;
+	struct driver_sample *samples;
+	size_t n_samples, cap_samples;
+	int n_done;              /* scale: instances created or removed */
+	char driver_msg[512];    /* the newest warning or error the driver logged, "" if none */
+};
+
+/* The newest failed driver operation, until one of the same kind succeeds. */
+struct group_error {
+	int64_t time_ms;         /* wall clock, shown; 0: none */
+	enum job_kind kind;      /* the operation that failed */
+	int err;                 /* the negative errno the driver returned */
+	char message[512];       /* the driver's own words, "" if it logged none */
+};
+
+struct signal_rt {
+	const struct signal_conf *sc;
+	struct group_rt *g;
+	struct window win;
+	struct source *src;       /* NULL when the driver feeds the signal */
+	int driver_source;        /* index in the driver's sources, or -1 */
+	sd_event_source *timer;
+	uint64_t next_poll_usec;  /* CLOCK_MONOTONIC; 0: poll when the group starts */
+	bool polling;
+	char error[256];          /* the newest poll's error, "" when it succeeded */
+	int n_sampled;
+	bool reported;            /* a poll has completed, with a sample or an error */
+	/* The signal's forecaster when its forecast mode is not off, and the
+	 * time (monotonic) of the newest sample it has learnt. */
+	struct forecast *fc;
+	int64_t fc_fed_ms;
+};
+
+struct group_rt {
+	const struct group_ctx *ctx;
+	const struct group_conf *gc;
+	const struct autoscaled_driver *drv;
+	struct autoscaled_driver_instance *handle;
+	/* Allocated with the handle and moved with it (group_rt_adopt): the
+	 * driver keeps the pointer until it closes the handle, which may be
+	 * after this runtime and its configuration are gone. */
+	struct autoscaled_host *host;
+	struct driver_options drv_opts;
+	struct signal_rt *signals;
+	size_t n_signals;
+	bool want_samples;        /* a signal reads one of the driver's sources */
+	sd_event_source *timer;
+	struct group_state st;    /* persisted: engine state, in-flight action, pin, pause, dry run */
+	struct group_state saved; /* what the state file holds */
+	enum state_origin origin;
+	bool save_failed;
+	struct admin_ring ring;   /* recent decision records for the admin API */
+	const char *override;     /* "paused", "pinned" or NULL, of the last decision */
+	struct drain *drain;      /* pre-scale-in hooks running */
+	struct decision last;
+	bool have_last;
+	/* What the last logged decision said besides its action and hold
+	 * reason: an override ("paused", "pinned" or NULL) and whether a
+	 * failed operation was in it. A change of either is at INFO. */
+	const char *last_override;
+	bool last_had_error;
+	/* The group's one driver call in flight, if any. After a reload it
+	 * may be a call of the replaced runtime, on its handle (see
+	 * job.close_when_done): no call of this runtime starts before it ends. */
+	struct job *job;
+	bool take_over;           /* group_rt_adopt() takes the old runtime's handle */
+	/* The handle a reload replaced, once its last call has ended: closed
+	 * when this runtime's own handle is open, so that the group's backend
+	 * always has a connection (libvirt's test:///default forgets its
+	 * domains when its last connection closes). */
+	const struct autoscaled_driver *retired_drv;
+	struct autoscaled_driver_instance *retired;
+	struct autoscaled_host *retired_host;
+	struct group_error last_error;
+	/* The newest observation, owned copies. */
+	struct instance_obs *instances;
+	size_t n_instances;
+	int current;
+	bool stable;
+	bool partial;
+	bool observed;            /* at least one observation succeeded */
+	bool first_reported;      /* the agent was told of the first observation */
+	bool stopped;
+	int64_t started_ms;       /* when group_rt_start() last ran, monotonic */
+};
+
+/* job.c. The pipe that carries finished jobs back to the loop is made once
+ * per process, on the first call; `done` is called on the loop's thread
+ * for each finished job of a group that still exists (the caller frees the
+ * job afterwards). Returns 0 or a negative errno. */
+typedef void (*job_done_fn)(struct job *j);
+int job_pipe_init(sd_event *event, job_done_fn done);
+/* Runs `j` on a worker thread for `g` and makes it g's job; a failure is
+ * logged and leaves `j` to the caller. */
+int job_start(struct group_rt *g, struct job *j);
+/* Frees a job and its results (NULL is fine). */
+void job_free(struct job *j);
+/* A job whose group is gone (a reload removed it) runs on; it is kept
+ * under the group's name until it ends, so that a group of that name that
+ * a later reload adds makes no call of its own before then. */
+void job_orphan(struct job *j, const char *group);
+/* Whether an orphaned job of `group` is still running. */
+bool job_orphan_running(const char *group);
+/* Takes the orphaned job of `group` off the list and returns it (NULL when
+ * there is none); its caller makes it its group's job. */
+struct job *job_claim_orphan(const char *group);
+
+/* group.c. A finished job of a group that still exists: job.c's `done`. */
+void group_job_done(struct job *j);
+/* Writes the state file when the state changed; see group.c. */
+void group_save(struct group_rt *g);
+
+/* group.c, scale actions, all on the loop's thread. T is monotonic time
+ * (clock.h) but in group_note_result, where it is shown. */
+enum scale_direction group_reconcile_in_flight(struct group_rt *g, int64_t t);
+
+/* Fills the engine's inputs from the runtime (see group.c); `in` has room
+ * for CONFIG_MAX_SIGNALS. */
+void group_engine_inputs(const struct group_rt *g, enum scale_direction in_flight, struct observation *obs,
+			 struct engine_signal_input *in);
+/* Takes `ids` (malloc'ed, may be NULL); the in-flight action is dropped
+ * when the job cannot start. */
+void group_start_scale_job(struct group_rt *g, enum job_kind kind, int count, int from, char **ids, size_t n_ids);
+bool group_start_drain(struct group_rt *g, int count, const char *record);
+/* Records a finished job's outcome in g->last_error: a failure replaces
+ * it, a success of the same operation clears it. */
+void group_note_result(struct group_rt *g, const struct job *j, int64_t t);
+/* Ends a scale job: records the action in the engine state and logs it. */
+void group_scale_done(struct group_rt *g, struct job *j, int64_t t);
+
+#endif

@@ -1,0 +1,1264 @@
+/* A group at run time; see group.h.
+ *
+ * Each evaluation tick observes the group through its driver (on a worker
+ * thread), feeds the values of the driver's own sources (libvirt_cpu) into
+ * the windows of the signals that read them, runs the
+ * engine, logs the decision and, unless in dry-run, hands an action back to
+ * the driver. Sources with their own endpoints poll on their own timers and
+ * only ever write into their windows, so a slow source never delays an
+ * evaluation: the engine just finds its window stale.
+ *
+ * Driver calls run as jobs on worker threads (job.c), which hands each
+ * finished one back through group_job_done(). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "agent/forecast-state.h"
+#include "agent/group-private.h"
+#include "log/log.h"
+#include "log/log-ids.h"
+#include "admin/metrics.h"
+#include "agent/notify.h"
+#include "sources/source.h"
+
+/* --------------------------------------------------------------- driver */
+
+static bool same_driver(const struct group_conf *a, const struct group_conf *b)
+{
+	return strcmp(a->driver, b->driver) == 0 && config_options_equal(&a->driver_options, &b->driver_options);
+}
+
+/* The host a handle of this group is opened with, made once per handle. */
+static int make_host(struct group_rt *g)
+{
+	char where[512];
+
+	if (g->host)
+		return 0;
+	/* The host owns its copies of the names: a reload frees the
+	 * configuration the handle was opened with, and the runtime that
+	 * opened it may be gone when the driver logs. */
+	driver_section_where(g->gc, where, sizeof(where));
+	return driver_host_new(g->gc->name, g->gc->driver, where[0] ? where : NULL, g->ctx->metrics, &g->host);
+}
+
+/* Starts the group's next driver call when none is running: opening its
+ * driver when it has no handle (a reload deferred the open until the
+ * replaced runtime's call had ended, or the open failed), else an
+ * observation. A failure to start is logged by job_start() and retried at
+ * the next tick. */
+static void start_driver_call(struct group_rt *g)
+{
+	struct job *j;
+
+	if (g->job || g->stopped)
+		return;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	if (g->handle) {
+		j->kind = JOB_OBSERVE;
+		j->want_samples = g->want_samples;
+	} else {
+		j->kind = JOB_OPEN;
+		if (make_host(g) < 0 || driver_options_from_config(&g->gc->driver_options, &j->opts) < 0) {
+			job_free(j);
+			return;
+		}
+		j->host = g->host;
+	}
+	if (job_start(g, j) < 0)
+		job_free(j);
+}
+
+/* -------------------------------------------------------------- signals */
+
+static void group_evaluate(struct group_rt *g);
+static bool signals_reported(const struct group_rt *g);
+
+/* The first evaluation waits for the first polls (see signals_reported);
+ * the last of them to answer starts it. */
+static void maybe_first_evaluation(struct group_rt *g)
+{
+	if (!g->have_last && g->observed && !g->stopped && !g->job && signals_reported(g))
+		group_evaluate(g);
+}
+
+static void signal_poll_done(void *userdata, int64_t t_ms, int status, double value, const char *error)
+{
+	struct signal_rt *s = userdata;
+
+	s->polling = false;
+	s->reported = true;
+	if (status < 0) {
+		snprintf(s->error, sizeof(s->error), "%s", error ? error : strerror(-status));
+		log_group(LOG_DEBUG, s->g->gc->name, NULL, NULL, "signal '%s': %s", s->sc->name, s->error);
+		maybe_first_evaluation(s->g);
+		return;
+	}
+	if (window_push(&s->win, t_ms, value) == -EDOM) {
+		snprintf(s->error, sizeof(s->error), "not a finite number");
+		maybe_first_evaluation(s->g);
+		return;
+	}
+	s->error[0] = '\0';
+	s->n_sampled = -1;
+	metrics_record_sample(s->g->ctx->metrics, s->g->gc->name, s->sc->name);
+	maybe_first_evaluation(s->g);
+}
+
+static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	struct signal_rt *s = userdata;
+	int r;
+
+	sd_event_source_set_time(es, usec + (uint64_t)s->sc->poll_interval_ms * 1000);
+	sd_event_source_set_enabled(es, SD_EVENT_ON);
+	if (s->polling) {
+		log_group(LOG_DEBUG, s->g->gc->name, NULL, NULL, "signal '%s': previous poll still running",
+			  s->sc->name);
+		return 0;
+	}
+	s->polling = true;
+	r = source_poll(s->src, clock_mono_ms(), signal_poll_done, s);
+	if (r < 0) {
+		s->polling = false;
+		snprintf(s->error, sizeof(s->error), "poll failed: %s", strerror(-r));
+	}
+	return 0;
+}
+
+/* Whether instance `in` counts for a reading at time t: running, ready and
+ * past the initialization period, as the engine counts members. */
+static bool member_counts(const struct group_rt *g, const struct instance_obs *in, struct clock_now t)
+{
+	return in->state == INSTANCE_RUNNING && in->ready && in->running_since_ms &&
+	       engine_instance_initialized(in, t.mono_ms, g->gc->behavior.initialization_ms);
+}
+
+/* Feeds each signal that reads one of the driver's sources with the mean
+ * of the values the observation carried for the members that count. No
+ * such value is an invalid reading, never zero; what the driver logged
+ * while observing (a statistic it could not read) says why. */
+static void feed_driver_samples(struct group_rt *g, const struct job *j, struct clock_now t)
+{
+	for (size_t i = 0; i < g->n_signals; i++) {
+		struct signal_rt *s = &g->signals[i];
+		double sum = 0;
+		int n = 0;
+
+		if (s->driver_source < 0)
+			continue;
+		for (size_t k = 0; k < j->n_samples; k++) {
+			if (j->samples[k].source != s->driver_source)
+				continue;
+			for (size_t m = 0; m < g->n_instances; m++) {
+				if (strcmp(g->instances[m].id, j->samples[k].id) != 0)
+					continue;
+				if (member_counts(g, &g->instances[m], t)) {
+					sum += j->samples[k].value;
+					n++;
+				}
+				break;
+			}
+		}
+		if (n == 0) {
+			snprintf(s->error, sizeof(s->error), "no ready member has a value of '%.64s' yet%s%.140s%s",
+				 s->sc->source, j->driver_msg[0] ? " (" : "", j->driver_msg, j->driver_msg[0] ? ")" : "");
+		} else if (window_push(&s->win, t.mono_ms, sum / n) == -EDOM) {
+			snprintf(s->error, sizeof(s->error), "not a finite number");
+		} else {
+			s->error[0] = '\0';
+			s->n_sampled = n;
+			metrics_record_sample(g->ctx->metrics, g->gc->name, s->sc->name);
+		}
+	}
+}
+
+/* A failed observation carries no value for the driver's sources: their
+ * signals say why rather than only going stale. */
+static void driver_samples_failed(struct group_rt *g, int r)
+{
+	for (size_t i = 0; i < g->n_signals; i++)
+		if (g->signals[i].driver_source >= 0)
+			snprintf(g->signals[i].error, sizeof(g->signals[i].error), "no value: observe failed: %s",
+				 strerror(-r));
+}
+
+/* ----------------------------------------------------------- evaluation */
+
+static int cmp_instance_id(const void *a, const void *b)
+{
+	return strcmp((*(const struct instance_obs *const *)a)->id, (*(const struct instance_obs *const *)b)->id);
+}
+
+/* The instance of the previous observation with the id of `in`, or NULL.
+ * Lists usually come in the same order each time, so the same index is
+ * tried first; `sorted` (the previous list sorted by id, or NULL when it
+ * could not be allocated) serves the rest. */
+static const struct instance_obs *previous_instance(const struct group_rt *g, const struct instance_obs *const *sorted,
+						    size_t i, const struct instance_obs *in)
+{
+	const struct instance_obs *const *hit;
+
+	if (i < g->n_instances && strcmp(g->instances[i].id, in->id) == 0)
+		return &g->instances[i];
+	if (!sorted)
+		return NULL;
+	hit = bsearch(&in, sorted, g->n_instances, sizeof(*sorted), cmp_instance_id);
+	return hit ? *hit : NULL;
+}
+
+/* Drivers report when an instance was created and when it started running
+ * as wall-clock times; the initialization period is a length of time,
+ * measured on the monotonic clock. Each time is mapped once, when the
+ * instance is first seen with it, and the mapping is kept while the driver
+ * reports the same time: a later wall-clock step then changes no instance's
+ * age. A time the wall clock puts in the future counts as now. */
+static void map_start_times(const struct group_rt *g, struct instance_obs *v, size_t n, struct clock_now now)
+{
+	const struct instance_obs **sorted = NULL;
+
+	if (g->n_instances > 0 && (sorted = malloc(g->n_instances * sizeof(*sorted)))) {
+		for (size_t i = 0; i < g->n_instances; i++)
+			sorted[i] = &g->instances[i];
+		qsort(sorted, g->n_instances, sizeof(*sorted), cmp_instance_id);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct instance_obs *old;
+		int64_t m;
+
+		if (!v[i].running_since_ms && !v[i].created_ms)
+			continue;
+		old = previous_instance(g, sorted, i, &v[i]);
+		if (v[i].created_ms) {
+			if (old && old->created_ms == v[i].created_ms && old->created_mono_ms) {
+				v[i].created_mono_ms = old->created_mono_ms;
+			} else {
+				m = clock_wall_to_mono(now, v[i].created_ms);
+				v[i].created_mono_ms = m < now.mono_ms ? m : now.mono_ms;
+			}
+		}
+		if (!v[i].running_since_ms)
+			continue;
+		if (old && old->running_since_ms == v[i].running_since_ms) {
+			v[i].running_since_mono_ms = old->running_since_mono_ms;
+			continue;
+		}
+		m = clock_wall_to_mono(now, v[i].running_since_ms);
+		v[i].running_since_mono_ms = m < now.mono_ms ? m : now.mono_ms;
+	}
+	free(sorted);
+}
+
+static void take_observation(struct group_rt *g, struct job *j, struct clock_now now)
+{
+	map_start_times(g, j->instances, j->n_instances, now);
+	for (size_t i = 0; i < g->n_instances; i++) {
+		free((char *)g->instances[i].id);
+		free((char *)g->instances[i].location);
+	}
+	free(g->instances);
+	g->instances = j->instances;
+	g->n_instances = j->n_instances;
+	j->instances = NULL;
+	j->n_instances = j->cap_instances = 0;
+	g->current = j->obs.target_size;
+	g->stable = j->obs.stable;
+	g->partial = j->obs.partial;
+	g->observed = true;
+}
+
+/* Writes the state file when the state changed. A failure is logged once
+ * (and counted) until a write succeeds again: the daemon keeps running on
+ * its in-memory state. */
+void group_save(struct group_rt *g)
+{
+	const char *dir = g->ctx->agent_conf->state_directory;
+	int r;
+
+	if (memcmp(&g->st, &g->saved, sizeof(g->st)) == 0)
+		return;
+	r = state_save(dir, g->gc->name, &g->st, clock_now());
+	if (r < 0) {
+		if (!g->save_failed)
+			log_group_errno(LOG_ERR, g->gc->name, r, "state: cannot write the state file in '%s'", dir);
+		g->save_failed = true;
+		metrics_record_error(g->ctx->metrics, g->gc->name, "state");
+		return;
+	}
+	if (g->save_failed)
+		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "state: the state file is written again");
+	g->save_failed = false;
+	g->saved = g->st;
+}
+
+/* Which way the signals, rules and smoothing steps push the count (steps 1
+ * to 8), before step 9 holds it: -1, 0 or 1. */
+static int signals_push(const struct decision *d)
+{
+	return (d->flap_guarded > d->current) - (d->flap_guarded < d->current);
+}
+
+/* Logs the decision and returns its record as JSON text (malloc'ed, or
+ * NULL on ENOMEM). */
+static char *log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
+{
+	char sentence[1024];
+	struct log_field fields[1 + DECISION_JOURNAL_FIELDS];
+	struct decision_field_buf buf;
+	size_t n_fields;
+	char *json = NULL;
+	cJSON *o;
+	bool changed;
+	int prio;
+
+	decision_sentence(d, g->gc, sentence, sizeof(sentence));
+	/* A failed cloud operation stays in every record until the operation
+	 * succeeds again, so that whoever reads one record learns why the
+	 * count did not move. */
+	if (g->last_error.time_ms) {
+		const struct group_error *e = &g->last_error;
+		size_t n = strlen(sentence);
+
+		snprintf(sentence + n, sizeof(sentence) - n, "; last %s failed: %s",
+			 job_kind_noun(e->kind), e->message[0] ? e->message : strerror(-e->err));
+	}
+	/* The journal gets INFO when what is done changes (an action, or
+	 * another hold reason: the engine's, an operator's pause or pin, a
+	 * failed operation), or the way the signals push (a paused group
+	 * whose load now asks for more holds for the same reason, and the
+	 * operator must see it), not each time a value moves: a steady group
+	 * would otherwise write one INFO line per interval. The others go at
+	 * DEBUG with their full record. */
+	changed = !g->have_last || d->action != g->last.action || d->hold != g->last.hold ||
+		  g->override != g->last_override /* one of two constants */ ||
+		  signals_push(d) != signals_push(&g->last) || (g->last_error.time_ms != 0) != g->last_had_error;
+	prio = d->action != DIR_NONE || changed ? LOG_INFO : LOG_DEBUG;
+	g->last_override = g->override;
+	g->last_had_error = g->last_error.time_ms != 0;
+	o = decision_to_json(d, g->gc);
+	if (o) {
+		cJSON_AddBoolToObject(o, "dry_run", dry_run);
+		if (g->last_error.time_ms)
+			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
+		cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
+		json = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+	}
+	fields[0] = (struct log_field){"DECISION", json ? json : "{}"};
+	n_fields = 1 + decision_journal_fields(d, &buf, fields + 1);
+	log_fields(prio, g->gc->name, LOG_ID_DECISION, fields, n_fields, "%s%s",
+		   dry_run && d->action != DIR_NONE ? "(dry run, not acting) " : "", sentence);
+	return json;
+}
+
+/* ------------------------------------------------------------ forecasts */
+
+static struct forecast *const *forecast_list(const struct group_rt *g, struct forecast **v)
+{
+	for (size_t i = 0; i < g->n_signals; i++)
+		v[i] = g->signals[i].fc;
+	return v;
+}
+
+/* Writes the forecasters' file; a failure is logged and counted, the
+ * daemon goes on with what it has in memory. */
+static void forecasts_save(struct group_rt *g)
+{
+	struct forecast *v[CONFIG_MAX_SIGNALS];
+	bool any = false;
+	int r;
+
+	for (size_t i = 0; i < g->n_signals; i++)
+		any |= g->signals[i].fc != NULL;
+	if (!any)
+		return;
+	r = forecast_file_save(g->ctx->agent_conf->state_directory, g->gc, forecast_list(g, v));
+	if (r < 0) {
+		log_group_errno(LOG_ERR, g->gc->name, r, "forecast: cannot write the forecast file");
+		metrics_record_error(g->ctx->metrics, g->gc->name, "state");
+	}
+}
+
+/* Makes the forecasters of the signals that have one: a reload carries
+ * over the old runtime's of a signal of the same name; a start restores
+ * the file's, and a forecaster that has learnt nothing is seeded from its
+ * seed file when there is one. */
+static int forecasts_start(struct group_rt *g, const struct group_rt *old)
+{
+	const struct group_conf *gc = g->gc;
+	struct forecast *v[CONFIG_MAX_SIGNALS];
+	char why[256];
+	bool any = false;
+	int r;
+
+	for (size_t i = 0; i < g->n_signals; i++) {
+		const struct signal_conf *sc = g->signals[i].sc;
+
+		if (sc->forecast.mode == FORECAST_OFF)
+			continue;
+		g->signals[i].fc = malloc(sizeof(*g->signals[i].fc));
+		if (!g->signals[i].fc)
+			return -ENOMEM;
+		forecast_init(g->signals[i].fc, sc->forecast.quantile);
+		any = true;
+		for (size_t k = 0; old && k < old->n_signals; k++) {
+			if (old->signals[k].fc && strcmp(old->signals[k].sc->name, sc->name) == 0 &&
+			    old->signals[k].fc->quantile == sc->forecast.quantile) {
+				*g->signals[i].fc = *old->signals[k].fc;
+				g->signals[i].fc_fed_ms = old->signals[k].fc_fed_ms;
+			}
+		}
+	}
+	if (!any || old)
+		return 0;
+	r = forecast_file_load(g->ctx->agent_conf->state_directory, gc, forecast_list(g, v), why, sizeof(why));
+	if (r > 0)
+		log_group(LOG_INFO, gc->name, NULL, NULL, "forecast: history of %d signal%s restored", r,
+			  r == 1 ? "" : "s");
+	else if (r < 0 && r != -ENOENT)
+		log_group(LOG_WARNING, gc->name, NULL, NULL, "forecast: ignoring the forecast file: %s",
+			  r == -EINVAL ? why : strerror(-r));
+	for (size_t i = 0; i < g->n_signals; i++) {
+		const struct signal_conf *sc = g->signals[i].sc;
+		int64_t boot = forecast_boot_horizon(&g->st.boot, gc->behavior.boot_time_ms);
+
+		if (!g->signals[i].fc || g->signals[i].fc->n_samples > 0 || !sc->forecast.seed_file)
+			continue;
+		r = forecast_seed_file(g->signals[i].fc, sc->forecast.seed_file, sc->forecast.seed_format,
+				       sc->poll_interval_ms, boot, engine_keep_ms(gc, boot));
+		if (r < 0)
+			log_group_errno(LOG_WARNING, gc->name, r, "forecast: signal '%s': cannot seed from '%s'", sc->name,
+					sc->forecast.seed_file);
+		else
+			log_group(LOG_INFO, gc->name, NULL, NULL, "forecast: signal '%s' seeded from '%s'", sc->name,
+				  sc->forecast.seed_file);
+	}
+	return 0;
+}
+
+/* Ready instances, as the engine counts them before the initialization
+ * period: what a utilization signal's mean was taken over. */
+static int ready_instances(const struct group_rt *g)
+{
+	int n = 0;
+
+	if (!g->instances)
+		return g->current;
+	for (size_t i = 0; i < g->n_instances; i++)
+		n += g->instances[i].state == INSTANCE_RUNNING && g->instances[i].ready;
+	return n;
+}
+
+/* Teaches each forecaster the signal's newest sample as a group total
+ * and fills the engine's forecast inputs. The file is written when a
+ * profile bucket closes, so a crash loses at most one bucket. */
+static void forecasts_feed(struct group_rt *g, struct clock_now t, int64_t boot_ms,
+			   struct engine_signal_input *in)
+{
+	int64_t keep = engine_keep_ms(g->gc, boot_ms);
+	int ready = ready_instances(g);
+	bool closed = false;
+
+	for (size_t i = 0; i < g->n_signals; i++) {
+		struct signal_rt *s = &g->signals[i];
+		const struct sample *smp = window_newest(&s->win);
+
+		if (!s->fc)
+			continue;
+		if (smp && smp->t_ms > s->fc_fed_ms) {
+			int n = s->n_sampled >= 0 ? s->n_sampled : ready;
+			double total = s->sc->type == SIGNAL_UTILIZATION ? smp->v * n : smp->v;
+			int64_t bucket = s->fc->cur_bucket;
+
+			s->fc_fed_ms = smp->t_ms;
+			if (s->sc->type != SIGNAL_UTILIZATION || n > 0) {
+				forecast_update(s->fc, clock_mono_to_wall(t, smp->t_ms), total, boot_ms, keep);
+				closed |= s->fc->n_samples > 1 && s->fc->cur_bucket != bucket;
+			}
+		}
+		in[i].forecast_valid = forecast_for_engine(s->fc, t.wall_ms, boot_ms, keep, &in[i].forecast_total,
+							   &in[i].forecast_keep_total) == 0;
+	}
+	if (closed)
+		forecasts_save(g);
+}
+
+/* What the runtime knows, as the engine's inputs: the observation, the
+ * signals' windows, and what the agent knows about itself, each with its own
+ * hold reason: one operation at a time per group (an action pending from
+ * before a restart counts), members a partial observation could not see,
+ * an operator's pause or pin. `in_flight` is the action the actuator has
+ * pending. The daemon's evaluation and a what-if both start here. */
+void group_engine_inputs(const struct group_rt *g, enum scale_direction in_flight, struct observation *obs,
+			 struct engine_signal_input *in)
+{
+	if (g->job && g->job->kind == JOB_SCALE_OUT)
+		in_flight = DIR_OUT;
+	else if ((g->job && g->job->kind == JOB_SCALE_IN) || g->drain)
+		in_flight = DIR_IN;
+	*obs = (struct observation){
+		.current = g->current,
+		.instances = g->instances,
+		.n_instances = g->n_instances,
+		.stable = g->stable,
+		.in_flight = in_flight,
+		.busy = in_flight != DIR_NONE || g->job || g->drain,
+		.partial = g->partial,
+		.paused = g->st.pause.active,
+		.pinned = g->st.pin.active,
+		.pin_count = g->st.pin.count,
+		.pin_forced = g->st.pin.forced,
+	};
+	for (size_t i = 0; i < g->n_signals; i++) {
+		in[i] = (struct engine_signal_input){
+			.window = &g->signals[i].win,
+			.error = g->signals[i].error[0] ? g->signals[i].error : NULL,
+			.n_sampled = g->signals[i].n_sampled,
+		};
+	}
+}
+
+static void group_evaluate(struct group_rt *g)
+{
+	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
+	struct observation obs;
+	struct decision d;
+	int64_t m0, m1;
+	struct clock_now t = clock_now();
+	bool dry = group_rt_dry_run(g);
+	bool paused, pinned;
+	char *json;
+	int r;
+
+	m0 = clock_mono_ns();
+	if (state_expire(&g->st, t.wall_ms))
+		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired", !g->st.pin.active && g->saved.pin.active
+											 ? "the pin" : "the pause");
+	group_engine_inputs(g, group_reconcile_in_flight(g, t.mono_ms), &obs, in);
+	/* The boot time: measured from the group's own scale-outs. */
+	forecast_boot_observe(&g->st.boot, t.mono_ms, ready_instances(g));
+	obs.boot_ms = forecast_boot_horizon(&g->st.boot, g->gc->behavior.boot_time_ms);
+	forecasts_feed(g, t, obs.boot_ms, in);
+	r = engine_evaluate(g->gc, t, &obs, in, &g->st.engine, &g->st.engine, &d);
+	if (r < 0) {
+		log_group_errno(LOG_ERR, g->gc->name, r, "evaluation failed");
+		metrics_record_error(g->ctx->metrics, g->gc->name, "evaluation");
+		return;
+	}
+	g->override = d.override;
+	json = log_decision(g, &d, dry);
+	g->last = d;
+	g->have_last = true;
+	m1 = clock_mono_ns();
+	paused = g->st.pause.active;
+	pinned = g->st.pin.active;
+	metrics_record_decision(g->ctx->metrics, g->gc, &d,
+				&(struct metrics_group_status){
+					.paused = paused,
+					.pinned = pinned,
+					.in_flight = obs.in_flight != DIR_NONE,
+					.evaluation_seconds = (double)(m1 - m0) / 1e9,
+				});
+	if (d.action == DIR_NONE || dry || g->job || g->drain) {
+		admin_ring_push(&g->ring, json);
+		group_save(g);
+		return;
+	}
+
+	/* The action is in the state file before the driver is called, so a
+	 * crash from here on is reconciled after the restart. */
+	g->st.in_flight = (struct state_action){
+		.direction = d.action,
+		.from = d.current,
+		.to = d.desired,
+		.started_ms = t.mono_ms,
+		.deadline_ms = t.mono_ms + STATE_IN_FLIGHT_DEADLINE_MS,
+	};
+	forecast_boot_action(&g->st.boot, t.mono_ms, d.current, d.desired);
+	group_save(g);
+	metrics_record_action(g->ctx->metrics, g->gc->name, d.action);
+	if (json && g->ctx->notifier)
+		notify_action(g->ctx->notifier, &g->gc->notify, g->gc->name, json);
+	if (d.action == DIR_IN && group_start_drain(g, d.current - d.desired, json ? json : "{}")) {
+		admin_ring_push(&g->ring, json);
+		return;
+	}
+	admin_ring_push(&g->ring, json);
+	group_start_scale_job(g, d.action == DIR_OUT ? JOB_SCALE_OUT : JOB_SCALE_IN,
+			d.action == DIR_OUT ? d.desired : d.current - d.desired, d.current, NULL, 0);
+}
+
+/* Whether every signal with its own source has answered its first poll.
+ * The first evaluation after a start waits for that, for at most one
+ * interval: evaluating on windows that are only empty because the daemon
+ * just started would record a hold, which restarts a stabilization window
+ * restored from the state file. */
+static bool signals_reported(const struct group_rt *g)
+{
+	for (size_t i = 0; i < g->n_signals; i++)
+		if (g->signals[i].src && !g->signals[i].reported)
+			return false;
+	return true;
+}
+
+/* Closes the handle a reload replaced, if any. */
+static void close_retired(struct group_rt *g)
+{
+	if (g->retired)
+		g->retired_drv->close(g->retired);
+	driver_host_free(g->retired_host);
+	g->retired = NULL;
+	g->retired_host = NULL;
+}
+
+/* A call that ran on the handle of a runtime a reload replaced, because the
+ * driver's options changed. Its scale action was this group's and is
+ * recorded as such, so that it is not made again; an observation or an
+ * open through the old options is dropped. Either way the group now goes
+ * through its own handle: it opens it if the reload deferred that, then
+ * observes and decides afresh. The old handle is closed once the new one
+ * is open. */
+static void inherited_job_done(struct group_rt *g, struct job *j, struct clock_now t)
+{
+	log_group(LOG_INFO, g->gc->name, NULL, NULL,
+		  "the %s started before the reload has ended; going on with the driver options of the new configuration",
+		  job_kind_noun(j->kind));
+	close_retired(g);
+	g->retired_drv = j->drv;
+	g->retired = j->handle;
+	g->retired_host = j->host;
+	j->handle = NULL;
+	j->host = NULL;
+	if (j->kind == JOB_SCALE_OUT || j->kind == JOB_SCALE_IN) {
+		group_note_result(g, j, t.wall_ms);
+		group_scale_done(g, j, t.mono_ms);
+	}
+	start_driver_call(g);
+	if (!g->job || g->job->kind != JOB_OPEN)
+		close_retired(g);
+}
+
+void group_job_done(struct job *j)
+{
+	struct group_rt *g = j->g;
+	struct clock_now t = clock_now();
+	static const char *const op[] = {"observe", "set_capacity", "remove_instances", "open"};
+
+	metrics_record_driver_call(g->ctx->metrics, g->gc->name, op[j->kind],
+				   (double)(t.mono_ms - j->started_ms) / 1000.0);
+	if (j->close_when_done) {
+		inherited_job_done(g, j, t);
+		return;
+	}
+	group_note_result(g, j, t.wall_ms);
+	switch (j->kind) {
+	case JOB_OBSERVE:
+		if (j->r < 0) {
+			/* The driver's own words say why (e.g. until when the
+			 * cloud throttles it). */
+			log_group(LOG_WARNING, g->gc->name, NULL, NULL, "observe failed: %s%s%s%s; holding",
+				  strerror(-j->r), j->driver_msg[0] ? " (" : "", j->driver_msg,
+				  j->driver_msg[0] ? ")" : "");
+			metrics_record_error(g->ctx->metrics, g->gc->name, "observe");
+			if (j->want_samples)
+				driver_samples_failed(g, j->r);
+			break;
+		}
+		take_observation(g, j, t);
+		if (j->want_samples)
+			feed_driver_samples(g, j, t);
+		metrics_record_observation(g->ctx->metrics, g->gc->name);
+		if (!g->first_reported) {
+			g->first_reported = true;
+			if (g->ctx->first_observation)
+				g->ctx->first_observation(g->ctx->userdata);
+		}
+		if (!g->stopped && (signals_reported(g) || t.mono_ms - g->started_ms >= g->gc->interval_ms))
+			group_evaluate(g);
+		break;
+	case JOB_SCALE_OUT:
+	case JOB_SCALE_IN:
+		group_scale_done(g, j, t.mono_ms);
+		break;
+	case JOB_OPEN:
+		close_retired(g);
+		if (j->r < 0) {
+			log_group_errno(LOG_ERR, g->gc->name, j->r, "driver '%s' failed to open, retrying", g->gc->driver);
+			metrics_record_error(g->ctx->metrics, g->gc->name, "open");
+			break;
+		}
+		g->handle = j->handle;
+		j->handle = NULL;
+		log_group(LOG_INFO, g->gc->name, NULL, NULL, "driver '%s' opened", g->gc->driver);
+		start_driver_call(g);
+		break;
+	}
+}
+
+static int on_group_timer(sd_event_source *es, uint64_t usec, void *userdata)
+{
+	struct group_rt *g = userdata;
+
+	sd_event_source_set_time(es, usec + (uint64_t)g->gc->interval_ms * 1000);
+	sd_event_source_set_enabled(es, SD_EVENT_ON);
+	if (g->job) {
+		/* A driver call is still running: evaluation and logging go on
+		 * with the last observation; no second action is issued. */
+		if (g->observed)
+			group_evaluate(g);
+		return 0;
+	}
+	start_driver_call(g);
+	return 0;
+}
+
+/* -------------------------------------------------------------- actions */
+
+/* Scale actions: settling an action from before a restart, starting scale
+ * jobs, draining victims through the pre-scale-in hook first, completing
+ * the jobs, and keeping the last failed driver operation for the decision
+ * records. */
+
+/* An action recorded in the state but carried out by no call of this
+ * process: one from before a restart (or a reload that cancelled a drain).
+ * It is matched against the observation; until it is settled no new action
+ * is issued. Returns its direction while it is pending. */
+enum scale_direction group_reconcile_in_flight(struct group_rt *g, int64_t t)
+{
+	struct state_action a = g->st.in_flight;
+
+	if (a.direction == DIR_NONE || g->job || g->drain)
+		return a.direction;
+	switch (state_reconcile(&g->st, g->current, g->stable, t)) {
+	case RECONCILE_NONE:
+		return DIR_NONE;
+	case RECONCILE_PENDING:
+		return a.direction;
+	case RECONCILE_DONE:
+		engine_record_action(&g->st.engine, a.started_ms, a.from, a.to);
+		log_group(LOG_NOTICE, g->gc->name, NULL, NULL,
+			  "the %s from %d to %d in flight before the restart is complete", direction_noun(a.direction),
+			  a.from, a.to);
+		break;
+	case RECONCILE_STOPPED:
+		if (g->current != a.from)
+			engine_record_action(&g->st.engine, a.started_ms, a.from, g->current);
+		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
+			  "the %s from %d to %d in flight before the restart stopped at %d",
+			  direction_noun(a.direction), a.from, a.to, g->current);
+		break;
+	case RECONCILE_EXPIRED:
+		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
+			  "the %s from %d to %d in flight before the restart did not finish in %" PRId64
+			  " s; deciding again from what is observed (%d)",
+			  direction_noun(a.direction), a.from, a.to, STATE_IN_FLIGHT_DEADLINE_MS / MS_PER_SEC,
+			  g->current);
+		break;
+	}
+	group_save(g);
+	return DIR_NONE;
+}
+
+void group_start_scale_job(struct group_rt *g, enum job_kind kind, int count, int from, char **ids, size_t n_ids)
+{
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j) {
+		g->st.in_flight.direction = DIR_NONE;
+		return;
+	}
+	j->kind = kind;
+	j->count = count;
+	j->from = from;
+	j->ids = ids;
+	j->n_ids = n_ids;
+	if (job_start(g, j) < 0) {
+		job_free(j);
+		g->st.in_flight.direction = DIR_NONE;
+		group_save(g);
+	}
+}
+
+static void on_drained(void *userdata, const char *const *ids, size_t n)
+{
+	struct group_rt *g = userdata;
+	char **copy;
+
+	g->drain = NULL;
+	if (n == 0) {
+		log_group(LOG_WARNING, g->gc->name, NULL, NULL, "scale-in held: no instance could be drained");
+		g->st.in_flight.direction = DIR_NONE;
+		group_save(g);
+		return;
+	}
+	copy = calloc(n, sizeof(*copy));
+	for (size_t i = 0; copy && i < n; i++)
+		if (!(copy[i] = strdup(ids[i]))) {
+			for (size_t k = 0; k < i; k++)
+				free(copy[k]);
+			free(copy);
+			copy = NULL;
+		}
+	if (!copy) {
+		g->st.in_flight.direction = DIR_NONE;
+		group_save(g);
+		return;
+	}
+	g->st.in_flight.to = g->st.in_flight.from - (int)n;
+	group_save(g);
+	group_start_scale_job(g, JOB_SCALE_IN, (int)n, g->st.in_flight.from, copy, n);
+}
+
+/* Scale-in with a pre-scale-in hook: drain victims first (notify.h), then
+ * remove exactly those. The victims are taken in the engine's order (the
+ * decision record says so: VICTIMS_DRAIN), since the hook must run on them
+ * before the driver removes them. Returns false when no drain is needed. */
+bool group_start_drain(struct group_rt *g, int count, const char *record)
+{
+	struct instance_obs *v;
+	const char **ids;
+	size_t n = 0;
+	int r;
+
+	if (!g->gc->notify.pre_scale_in || !g->ctx->notifier)
+		return false;
+	v = calloc(g->n_instances ? g->n_instances : 1, sizeof(*v));
+	ids = calloc(g->n_instances ? g->n_instances : 1, sizeof(*ids));
+	for (size_t i = 0; v && ids && i < g->n_instances; i++)
+		if (g->instances[i].state != INSTANCE_STOPPING)
+			v[n++] = g->instances[i];
+	if (v && ids) {
+		engine_order_victims(v, n);
+		for (size_t i = 0; i < n; i++)
+			ids[i] = v[i].id;
+		r = drain_start(g->ctx->notifier, &g->gc->notify, g->gc->name, ids, n, (size_t)count, record, on_drained,
+				g, &g->drain);
+	} else {
+		r = -ENOMEM;
+	}
+	free(v);
+	free(ids);
+	if (r < 0) {
+		log_group_errno(LOG_ERR, g->gc->name, r, "scale-in held: cannot start the pre-scale-in hook");
+		g->st.in_flight.direction = DIR_NONE;
+		group_save(g);
+	}
+	return true;
+}
+
+void group_note_result(struct group_rt *g, const struct job *j, int64_t t)
+{
+	struct group_error *e = &g->last_error;
+
+	if (j->r >= 0) {
+		if (e->time_ms && e->kind == j->kind)
+			*e = (struct group_error){0};
+		return;
+	}
+	*e = (struct group_error){.time_ms = t, .kind = j->kind, .err = j->r};
+	snprintf(e->message, sizeof(e->message), "%s", j->driver_msg);
+}
+
+cJSON *group_rt_last_error_json(const struct group_rt *g)
+{
+	const struct group_error *e = &g->last_error;
+	cJSON *o;
+
+	if (!e->time_ms)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	if (!admin_add_time(o, "time", e->time_ms) || !cJSON_AddStringToObject(o, "operation", job_kind_operation(e->kind)) ||
+	    !cJSON_AddStringToObject(o, "error", strerror(-e->err)) ||
+	    !(e->message[0] ? cJSON_AddStringToObject(o, "message", e->message) : cJSON_AddNullToObject(o, "message"))) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+void group_scale_done(struct group_rt *g, struct job *j, int64_t t)
+{
+	int to = j->kind == JOB_SCALE_OUT ? j->count : j->from - j->count;
+	const char *action = direction_action(j->kind == JOB_SCALE_OUT ? DIR_OUT : DIR_IN);
+	char from_s[16], to_s[16];
+	struct log_field fields[] = {{"ACTION", action}, {"CURRENT", from_s}, {"DESIRED", to_s}};
+
+	snprintf(from_s, sizeof(from_s), "%d", j->from);
+	snprintf(to_s, sizeof(to_s), "%d", to);
+	g->st.in_flight.direction = DIR_NONE;
+	if (j->r < 0) {
+		log_fields_errno(LOG_ERR, g->gc->name, LOG_ID_ACTION_FAILED, fields, 3, j->r, "%s from %d to %d failed",
+				 direction_noun(j->kind == JOB_SCALE_OUT ? DIR_OUT : DIR_IN), j->from, to);
+		metrics_record_error(g->ctx->metrics, g->gc->name,
+				     j->kind == JOB_SCALE_OUT ? "set_capacity" : "remove_instances");
+		/* Whatever part of it happened shows in the next observation;
+		 * recording it keeps rate limits honest. */
+		if (j->n_done > 0)
+			engine_record_action(&g->st.engine, j->started_ms, j->from,
+					     j->from + (j->kind == JOB_SCALE_OUT ? j->n_done : -j->n_done));
+		group_save(g);
+		return;
+	}
+	engine_record_action(&g->st.engine, j->started_ms, j->from, to);
+	group_save(g);
+	log_fields(LOG_NOTICE, g->gc->name, LOG_ID_ACTION, fields, 3, "%s from %d to %d done in %.1f s",
+		   j->kind == JOB_SCALE_OUT ? "scaled out" : "scaled in", j->from, to,
+		   (double)(t - j->started_ms) / 1000.0);
+	g->current = to;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const struct group_rt *old,
+		 struct group_rt **ret)
+{
+	const struct driver *loaded;
+	struct group_rt *g;
+	char err[512];
+	int r;
+
+	r = job_pipe_init(ctx->event, group_job_done);
+	if (r < 0)
+		return r;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->ctx = ctx;
+	g->gc = gc;
+	state_init(&g->st);
+	/* A group that is new to this process resumes from its state file; a
+	 * group that a reload rebuilds takes the old runtime's state instead
+	 * (group_rt_adopt). */
+	if (!old) {
+		g->origin = state_load(ctx->agent_conf->state_directory, gc, clock_now(), &g->st);
+		if (g->origin == STATE_RESTORED)
+			log_group(LOG_INFO, gc->name, NULL, NULL,
+				  "state restored: %zu recommendation%s in the scale-in window%s%s%s", g->st.engine.n_down_recs,
+				  g->st.engine.n_down_recs == 1 ? "" : "s",
+				  g->st.in_flight.direction != DIR_NONE ? ", an action in flight" : "",
+				  g->st.pin.active ? ", pinned" : "", g->st.pause.active ? ", paused" : "");
+	}
+	g->saved = g->st;
+
+	r = driver_load(gc->driver, ctx->agent_conf->driver_directory, &loaded, err, sizeof(err));
+	if (r < 0) {
+		log_group(LOG_ERR, gc->name, NULL, NULL, "%s", err);
+		goto fail;
+	}
+	g->drv = loaded->ops;
+	r = driver_options_from_config(&gc->driver_options, &g->drv_opts);
+	if (r < 0)
+		goto fail;
+
+	g->signals = calloc(gc->n_signals ? gc->n_signals : 1, sizeof(*g->signals));
+	if (!g->signals) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	g->n_signals = gc->n_signals;
+	for (size_t i = 0; i < gc->n_signals; i++) {
+		struct signal_rt *s = &g->signals[i];
+		const struct signal_conf *sc = &gc->signals[i];
+
+		s->sc = sc;
+		s->g = g;
+		s->n_sampled = -1;
+		s->driver_source = driver_source_index(g->drv, sc->source);
+		r = window_init(&s->win, window_capacity_for(group_longest_window(gc, i), sc->poll_interval_ms));
+		if (r < 0)
+			goto fail;
+		/* The driver feeds it through its observations (preflight
+		 * has checked that no other source has its name). */
+		if (s->driver_source >= 0) {
+			g->want_samples = true;
+			continue;
+		}
+		struct source_env env = {.event = ctx->event, .http = ctx->http};
+
+		r = source_new(sc, &env, &s->src, err, sizeof(err));
+		if (r < 0) {
+			log_group(LOG_ERR, gc->name, NULL, NULL, "signal '%s': %s", sc->name, err);
+			goto fail;
+		}
+	}
+
+	r = forecasts_start(g, old);
+	if (r < 0)
+		goto fail;
+
+	/* The driver instance is opened last, and only when the old runtime's
+	 * instance (or the one it is opening) cannot be taken over. */
+	g->take_over = old && same_driver(old->gc, gc) && (old->handle || (old->job && old->job->kind == JOB_OPEN));
+	if (g->take_over) {
+		*ret = g;
+		return 0;
+	}
+	r = make_host(g);
+	if (r < 0)
+		goto fail;
+	if ((old && old->job) || job_orphan_running(gc->name)) {
+		/* The group's driver is busy with a call through the old
+		 * options (or through those of a group of this name that a
+		 * reload removed). Opening a second instance now would act on the
+		 * same backend at the same time (an open repairs what looks
+		 * half done, such as the member that call is making), so the
+		 * open waits for that call (start_driver_call). The options
+		 * are checked now, so that a reload that cannot work is
+		 * refused as one whose open fails is. */
+		if (AUTOSCALED_DRIVER_HAS_OP(g->drv, check)) {
+			r = g->drv->check(g->host, g->drv_opts.v, g->drv_opts.n);
+			if (r < 0) {
+				log_group_errno(LOG_ERR, gc->name, r, "driver '%s' refused its options", gc->driver);
+				goto fail;
+			}
+		}
+		*ret = g;
+		return 0;
+	}
+	r = g->drv->open(g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
+	if (r < 0) {
+		log_group_errno(LOG_ERR, gc->name, r, "driver '%s' failed to open", gc->driver);
+		goto fail;
+	}
+	*ret = g;
+	return 0;
+fail:
+	group_rt_free(g);
+	return r;
+}
+
+void group_rt_adopt(struct group_rt *g, struct group_rt *old)
+{
+	struct job *j = old->job;
+
+	if (g->take_over) {
+		driver_host_free(g->host);
+		g->handle = old->handle;
+		g->host = old->host;
+		old->handle = NULL;
+		old->host = NULL;
+	}
+	/* The old runtime's call in flight is the group's one driver call:
+	 * it reports to this runtime, which starts none of its own before it
+	 * has ended and records what it did. When the handle it runs on is
+	 * not taken over, the handle goes with the call and is closed after
+	 * it. */
+	if (j) {
+		old->job = NULL;
+		j->g = g;
+		g->job = j;
+		if (!g->take_over && !j->close_when_done) {
+			j->close_when_done = true;
+			j->host = old->host;
+			old->handle = NULL;
+			old->host = NULL;
+		}
+	}
+	for (size_t i = 0; i < g->n_signals; i++) {
+		for (size_t k = 0; k < old->n_signals; k++) {
+			struct signal_rt *a = &g->signals[i], *b = &old->signals[k];
+
+			if (strcmp(a->sc->name, b->sc->name) != 0)
+				continue;
+			/* Keep the samples: a reload must not empty the windows. */
+			for (size_t n = 0; n < b->win.n; n++) {
+				const struct sample *smp = &b->win.buf[(b->win.head + n) % b->win.cap];
+
+				window_push(&a->win, smp->t_ms, smp->v);
+			}
+			memcpy(a->error, b->error, sizeof(a->error));
+			a->n_sampled = b->n_sampled;
+			a->reported = b->reported;
+			/* The same reader: keep it, with its poll in flight and
+			 * its schedule, so that the reload neither polls it
+			 * again nor kills a command it runs. */
+			if (a->src && b->src && config_signal_equal(a->sc, b->sc)) {
+				struct source *src = a->src;
+
+				a->src = b->src;
+				b->src = src;
+				if (b->polling)
+					source_set_userdata(a->src, a);
+				a->polling = b->polling;
+				b->polling = false;
+				if (!b->timer || sd_event_source_get_time(b->timer, &a->next_poll_usec) < 0)
+					a->next_poll_usec = 0;
+			}
+		}
+	}
+	g->st = old->st;
+	g->saved = old->saved;
+	g->origin = old->origin;
+	g->ring = old->ring;
+	old->ring = (struct admin_ring){0};
+	/* A drain in flight belongs to the old runtime and ends with it; the
+	 * action it was for is reconciled like one from before a restart. The
+	 * last decision is not taken over: it points into the old
+	 * configuration. */
+	g->instances = old->instances;
+	g->n_instances = old->n_instances;
+	old->instances = NULL;
+	old->n_instances = 0;
+	g->current = old->current;
+	g->stable = old->stable;
+	g->partial = old->partial;
+	g->observed = old->observed;
+	g->first_reported = old->first_reported;
+	/* A reload does not make a failed operation succeed. */
+	g->last_error = old->last_error;
+}
+
+void group_rt_rebind(struct group_rt *g, const struct group_conf *gc)
+{
+	g->gc = gc;
+	for (size_t i = 0; i < g->n_signals; i++)
+		g->signals[i].sc = &gc->signals[i];
+	/* The last decision names its group and profile by pointer. */
+	if (g->have_last) {
+		g->last.group = gc->name;
+		if (g->last.profile_index >= 0 && (size_t)g->last.profile_index < gc->n_profiles)
+			g->last.profile = gc->profiles[g->last.profile_index].name;
+	}
+}
+
+void group_rt_start(struct group_rt *g)
+{
+	uint64_t t;
+
+	g->stopped = false;
+	g->started_ms = clock_mono_ms();
+	/* A group that a reload added again takes over the call its
+	 * predecessor left running, as a reloaded group does (group_rt_adopt). */
+	if (!g->job) {
+		struct job *j = job_claim_orphan(g->gc->name);
+
+		if (j) {
+			j->g = g;
+			g->job = j;
+		}
+	}
+	sd_event_now(g->ctx->event, CLOCK_MONOTONIC, &t);
+	/* Evaluate at once, then every interval. */
+	sd_event_add_time(g->ctx->event, &g->timer, CLOCK_MONOTONIC, t, 0, on_group_timer, g);
+	for (size_t i = 0; i < g->n_signals; i++) {
+		struct signal_rt *s = &g->signals[i];
+
+		if (s->src)
+			sd_event_add_time(g->ctx->event, &s->timer, CLOCK_MONOTONIC,
+					  s->next_poll_usec ? s->next_poll_usec : t, 0, on_signal_timer, s);
+	}
+}
+
+void group_rt_stop(struct group_rt *g)
+{
+	g->stopped = true;
+	g->timer = sd_event_source_disable_unref(g->timer);
+	for (size_t i = 0; i < g->n_signals; i++)
+		g->signals[i].timer = sd_event_source_disable_unref(g->signals[i].timer);
+}
+
+void group_rt_free(struct group_rt *g)
+{
+	if (!g)
+		return;
+	group_rt_stop(g);
+	drain_cancel(g->drain);
+	admin_ring_clear(&g->ring);
+	for (size_t i = 0; i < g->n_signals; i++) {
+		source_free(g->signals[i].src);
+		window_destroy(&g->signals[i].win);
+	}
+	forecasts_save(g);
+	for (size_t i = 0; i < g->n_signals; i++)
+		free(g->signals[i].fc);
+	free(g->signals);
+	if (g->job) {
+		struct job *j = g->job;
+
+		/* The worker still uses the handle, or is opening it: it is
+		 * closed when the call has ended. A call inherited from a
+		 * replaced runtime already owns its handle. */
+		j->g = NULL;
+		if (!j->close_when_done && (j->kind == JOB_OPEN || j->handle == g->handle)) {
+			j->close_when_done = true;
+			j->host = g->host;
+			g->handle = NULL;
+			g->host = NULL;
+		}
+		job_orphan(j, g->gc->name);
+	}
+	if (g->handle)
+		g->drv->close(g->handle);
+	driver_host_free(g->host);
+	close_retired(g);
+	driver_options_free(&g->drv_opts);
+	for (size_t i = 0; i < g->n_instances; i++) {
+		free((char *)g->instances[i].id);
+		free((char *)g->instances[i].location);
+	}
+	free(g->instances);
+	free(g);
+}
+
+const char *group_rt_name(const struct group_rt *g)
+{
+	return g->gc->name;
+}
+
+bool group_rt_dry_run(const struct group_rt *g)
+{
+	return g->ctx->dry_run || state_dry_run(&g->st, g->gc->dry_run);
+}
+
+struct group_state *group_rt_state(struct group_rt *g)
+{
+	return &g->st;
+}
+
+const struct group_conf *group_rt_conf(const struct group_rt *g)
+{
+	return g->gc;
+}
+
+const struct decision *group_rt_last(const struct group_rt *g)
+{
+	return g->have_last ? &g->last : NULL;
+}
+
+const struct admin_ring *group_rt_ring(const struct group_rt *g)
+{
+	return &g->ring;
+}
+
+int group_rt_current(const struct group_rt *g, bool *observed)
+{
+	*observed = g->observed;
+	return g->current;
+}
+
+enum state_origin group_rt_origin(const struct group_rt *g)
+{
+	return g->origin;
+}
+
+const struct group_ctx *group_rt_ctx(const struct group_rt *g)
+{
+	return g->ctx;
+}
+
+void group_rt_save(struct group_rt *g)
+{
+	group_save(g);
+}
+

@@ -1,0 +1,276 @@
+/* Driver calls of the group runtime; see group-private.h.
+ *
+ * Driver calls go through jobs: a job runs one operation on its own thread
+ * and posts itself back to the loop through a pipe shared by all groups.
+ * A group has at most one job at a time, which is the driver ABI's "one call
+ * at a time per handle"; a reload hands the job of the replaced runtime to
+ * the new one, so that this holds for the group across reloads, whatever
+ * handles it goes through. The worker thread owns the job until it writes
+ * it to the pipe; from then on only the loop's thread touches it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "agent/group-private.h"
+#include "log/log.h"
+
+/* The pipe that carries finished jobs back to the loop, one per process. */
+static int job_pipe[2] = {-1, -1};
+static sd_event_source *job_source;
+/* The group runtime's completion, called for a job whose group lives. */
+static job_done_fn job_done;
+/* Jobs still running for groups that are gone, on the loop's thread. */
+static struct job *orphans;
+
+void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->n_instances; i++) {
+		free((char *)j->instances[i].id);
+		free((char *)j->instances[i].location);
+	}
+	free(j->instances);
+	for (size_t i = 0; i < j->n_samples; i++)
+		free(j->samples[i].id);
+	free(j->samples);
+	for (size_t i = 0; i < j->n_ids; i++)
+		free(j->ids[i]);
+	free(j->ids);
+	driver_options_free(&j->opts);
+	free(j->orphan_of);
+	free(j);
+}
+
+/* Takes `j` off the orphans' list, where it may or may not be. */
+static void orphan_unlink(struct job *j)
+{
+	for (struct job **p = &orphans; *p; p = &(*p)->next_orphan)
+		if (*p == j) {
+			*p = j->next_orphan;
+			break;
+		}
+	j->next_orphan = NULL;
+	free(j->orphan_of);
+	j->orphan_of = NULL;
+}
+
+void job_orphan(struct job *j, const char *group)
+{
+	/* Without the name the job is only not waited for. */
+	j->orphan_of = strdup(group);
+	if (!j->orphan_of)
+		return;
+	j->next_orphan = orphans;
+	orphans = j;
+}
+
+bool job_orphan_running(const char *group)
+{
+	for (struct job *j = orphans; j; j = j->next_orphan)
+		if (strcmp(j->orphan_of, group) == 0)
+			return true;
+	return false;
+}
+
+struct job *job_claim_orphan(const char *group)
+{
+	for (struct job *j = orphans; j; j = j->next_orphan)
+		if (strcmp(j->orphan_of, group) == 0) {
+			orphan_unlink(j);
+			return j;
+		}
+	return NULL;
+}
+
+static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
+{
+	struct job *j = ctx;
+	struct instance_obs *o;
+
+	if (j->n_instances == j->cap_instances) {
+		size_t cap = j->cap_instances ? j->cap_instances * 2 : 16;
+		void *p = realloc(j->instances, cap * sizeof(*j->instances));
+
+		if (!p)
+			return -ENOMEM;
+		j->instances = p;
+		j->cap_instances = cap;
+	}
+	o = &j->instances[j->n_instances];
+	*o = (struct instance_obs){
+		.id = strdup(in->id ? in->id : ""),
+		.state = in->state == AUTOSCALED_INSTANCE_RUNNING ? INSTANCE_RUNNING
+			 : in->state == AUTOSCALED_INSTANCE_STOPPING ? INSTANCE_STOPPING
+								       : INSTANCE_PROVISIONING,
+		.created_ms = in->created_ms,
+		.running_since_ms = in->running_since_ms,
+		.ready = in->ready,
+		.location = in->location ? strdup(in->location) : NULL,
+	};
+	if (!o->id || (in->location && !o->location)) {
+		free((char *)o->id);
+		free((char *)o->location);
+		return -ENOMEM;
+	}
+	j->n_instances++;
+	return 0;
+}
+
+static int job_count_instance(void *ctx, const struct autoscaled_instance *in)
+{
+	struct job *j = ctx;
+
+	(void)in;
+	j->n_done++;
+	return 0;
+}
+
+/* A value of a source the driver did not declare is dropped: no signal
+ * can name it. */
+static int job_collect_sample(void *ctx, const char *source, const char *id, double value)
+{
+	struct job *j = ctx;
+	int k = driver_source_index(j->drv, source);
+
+	if (k < 0 || !id)
+		return 0;
+	if (j->n_samples == j->cap_samples) {
+		size_t cap = j->cap_samples ? j->cap_samples * 2 : 16;
+		void *p = realloc(j->samples, cap * sizeof(*j->samples));
+
+		if (!p)
+			return -ENOMEM;
+		j->samples = p;
+		j->cap_samples = cap;
+	}
+	j->samples[j->n_samples].id = strdup(id);
+	if (!j->samples[j->n_samples].id)
+		return -ENOMEM;
+	j->samples[j->n_samples].source = k;
+	j->samples[j->n_samples++].value = value;
+	return 0;
+}
+
+static void *job_thread(void *arg)
+{
+	struct job *j = arg;
+	ssize_t n;
+
+	/* What the driver says about a failure reaches the decision record
+	 * through the job, which this thread owns until it is posted back. */
+	driver_capture_begin(j->driver_msg, sizeof(j->driver_msg));
+	switch (j->kind) {
+	case JOB_OBSERVE:
+		j->r = j->drv->observe(j->handle, job_collect_instance, j->want_samples ? job_collect_sample : NULL, j,
+				       &j->obs);
+		break;
+	case JOB_SCALE_OUT:
+		j->r = j->drv->set_capacity(j->handle, j->count, job_count_instance, j);
+		break;
+	case JOB_SCALE_IN:
+		j->r = j->drv->remove_instances(j->handle, j->count, (const char *const *)j->ids, j->n_ids,
+						job_count_instance, j);
+		break;
+	case JOB_OPEN:
+		j->r = j->drv->open(j->host, j->opts.v, j->opts.n, &j->handle);
+		break;
+	}
+	driver_capture_end();
+	do
+		n = write(j->write_fd, &j, sizeof(j));
+	while (n < 0 && errno == EINTR);
+	return NULL;
+}
+
+const char *job_kind_operation(enum job_kind k)
+{
+	switch (k) {
+	case JOB_OBSERVE: return "observe";
+	case JOB_SCALE_OUT: return direction_action(DIR_OUT);
+	case JOB_SCALE_IN: return direction_action(DIR_IN);
+	case JOB_OPEN: return "open";
+	}
+	return "?";
+}
+
+const char *job_kind_noun(enum job_kind k)
+{
+	switch (k) {
+	case JOB_OBSERVE: return "observation";
+	case JOB_SCALE_OUT: return direction_noun(DIR_OUT);
+	case JOB_SCALE_IN: return direction_noun(DIR_IN);
+	case JOB_OPEN: return "driver open";
+	}
+	return "?";
+}
+
+int job_start(struct group_rt *g, struct job *j)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int r;
+
+	j->g = g;
+	j->drv = g->drv;
+	j->handle = g->handle;
+	j->write_fd = job_pipe[1];
+	j->started_ms = clock_mono_ms();
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = -pthread_create(&t, &attr, job_thread, j);
+	pthread_attr_destroy(&attr);
+	if (r < 0) {
+		return log_group_errno(LOG_ERR, g->gc->name, r, "cannot start a driver call");
+	}
+	g->job = j;
+	return 0;
+}
+
+static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct job *j;
+	ssize_t n;
+
+	(void)s;
+	(void)revents;
+	(void)userdata;
+	while ((n = read(fd, &j, sizeof(j))) == (ssize_t)sizeof(j)) {
+		struct group_rt *g = j->g;
+
+		/* The handle of a group that is gone is closed as soon as its
+		 * last call has ended; a group that lives on closes the handle
+		 * it no longer uses itself (job_done). */
+		if (!g) {
+			orphan_unlink(j);
+			if (j->close_when_done) {
+				if (j->handle)
+					j->drv->close(j->handle);
+				driver_host_free(j->host);
+			}
+		}
+		if (g) {
+			g->job = NULL;
+			job_done(j);
+		}
+		job_free(j);
+	}
+	return 0;
+}
+
+int job_pipe_init(sd_event *event, job_done_fn done)
+{
+	job_done = done;
+	if (job_pipe[0] >= 0)
+		return 0;
+	if (pipe2(job_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	/* The writers are worker threads; let them block rather than lose a
+	 * job when the pipe is full. */
+	fcntl(job_pipe[1], F_SETFL, fcntl(job_pipe[1], F_GETFL) & ~O_NONBLOCK);
+	return sd_event_add_io(event, &job_source, job_pipe[0], EPOLLIN, on_job_pipe, NULL);
+}

@@ -1,0 +1,899 @@
+/* Unit tests of the group runtime (group.c, job.c): how
+ * it evaluates, starts driver calls, completes them, reconciles an action
+ * from before a restart and hands a call in flight over on a reload.
+ *
+ * The driver is a fake built into this program: driver_load() is wrapped
+ * (-Wl,--wrap) to hand it out under the name "fake". It counts every call
+ * it receives, per handle, and the test decides when a scale call returns
+ * and whether it fails. The clock is virtual: clock_now(), clock_mono_ms()
+ * and clock_wall_ms() are wrapped too, so that stabilization windows and
+ * deadlines of many minutes pass in a step. An evaluation interval is a
+ * step of the clock followed by a restart of the group's timers, which
+ * evaluate at once (group_rt_start): the test, not the wall clock, says
+ * when the group evaluates. The loop runs until a condition holds, within
+ * a deadline of real time.
+ *
+ * The cases:
+ *   - a scale-out is made once, held while it runs, and recorded when done;
+ *   - a scale-in waits out its stabilization window, then is made once;
+ *   - a failing scale-out (the first time part-way) is retried at the next
+ *     evaluation, never sooner and never in the other direction;
+ *   - a driver call that outlives the in-flight deadline is waited for:
+ *     no second call, and its result is recorded when it ends;
+ *   - a partial observation holds a scale-in, which happens once the
+ *     whole pool is seen again;
+ *   - an action from before a restart is reconciled with what is observed:
+ *     done (no call), or pending until its deadline and then decided again
+ *     (one call);
+ *   - a reload while a scale-out runs adopts the call: through a new handle
+ *     (changed driver options) the group opens it only once the call has
+ *     ended and closes the old one after; with the same options it takes
+ *     the handle over. Either way: one set_capacity, never two calls at
+ *     once. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <systemd/sd-event.h>
+
+#include "config/config.h"
+#include "agent/driver.h"
+#include "agent/group-private.h"
+#include "agent/state.h"
+
+/* ------------------------------------------------------------ the clock */
+
+/* Far from zero on both clocks, as on a machine that has run a while. */
+#define T0_MONO_MS ((int64_t)5000000)
+#define T0_WALL_MS ((int64_t)1780000000000)
+
+static int64_t vclock_ms; /* virtual time elapsed since T0 */
+
+struct clock_now __wrap_clock_now(void);
+int64_t __wrap_clock_mono_ms(void);
+int64_t __wrap_clock_wall_ms(void);
+
+struct clock_now __wrap_clock_now(void)
+{
+	return (struct clock_now){.wall_ms = T0_WALL_MS + vclock_ms, .mono_ms = T0_MONO_MS + vclock_ms};
+}
+
+int64_t __wrap_clock_mono_ms(void)
+{
+	return T0_MONO_MS + vclock_ms;
+}
+
+int64_t __wrap_clock_wall_ms(void)
+{
+	return T0_WALL_MS + vclock_ms;
+}
+
+/* Real time, for the tests' own deadlines. */
+static int64_t real_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------- the fake driver */
+
+#define FAKE_MAX_HANDLES 8
+
+struct autoscaled_driver_instance {
+	int id; /* 1 for the first handle opened in a test, 2 for the next ... */
+};
+
+/* Everything the fake knows, shared by the test's thread and the worker
+ * threads the calls run on. */
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fake_cond = PTHREAD_COND_INITIALIZER;
+static struct fake {
+	/* The pool. */
+	int size;
+	int load;          /* total CPU in percent: each member runs at load / size */
+	bool stable;
+	bool partial;
+	/* What the next calls do. */
+	int fail_scale;    /* the next N scale calls fail with -EIO ... */
+	int create_on_fail; /* ... after creating this many instances (once) */
+	bool hold_scale;   /* scale calls wait for fake_release() */
+	int releases;
+	bool waiting;      /* a scale call is waiting for its release */
+	/* What the calls were. */
+	int n_open, n_close, n_check, n_observe, n_sampled, n_set_capacity, n_remove;
+	int observe_on[FAKE_MAX_HANDLES + 1]; /* observations per handle id */
+	int scale_on[FAKE_MAX_HANDLES + 1];   /* scale calls per handle id */
+	int closed_at_open[FAKE_MAX_HANDLES + 1]; /* n_open when handle i was closed */
+	int last_capacity;
+	int last_remove;
+	size_t last_remove_ids;
+	int busy, max_busy; /* calls running at once */
+} fake;
+
+/* Between cases, when no call runs. */
+static void fake_reset(void)
+{
+	pthread_mutex_lock(&fake_lock);
+	fake = (struct fake){.stable = true};
+	pthread_mutex_unlock(&fake_lock);
+}
+
+static void call_begin(void)
+{
+	if (++fake.busy > fake.max_busy)
+		fake.max_busy = fake.busy;
+}
+
+static int fake_open(const struct autoscaled_host *host, const struct autoscaled_option *options, size_t n_options,
+		     struct autoscaled_driver_instance **ret)
+{
+	struct autoscaled_driver_instance *h = calloc(1, sizeof(*h));
+
+	(void)host;
+	(void)options;
+	(void)n_options;
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_lock(&fake_lock);
+	call_begin();
+	h->id = ++fake.n_open;
+	fake.busy--;
+	pthread_mutex_unlock(&fake_lock);
+	*ret = h;
+	return 0;
+}
+
+static void fake_close(struct autoscaled_driver_instance *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&fake_lock);
+	fake.n_close++;
+	if (h->id <= FAKE_MAX_HANDLES)
+		fake.closed_at_open[h->id] = fake.n_open;
+	pthread_mutex_unlock(&fake_lock);
+	free(h);
+}
+
+static int fake_check(const struct autoscaled_host *host, const struct autoscaled_option *options, size_t n_options)
+{
+	(void)host;
+	(void)options;
+	(void)n_options;
+	pthread_mutex_lock(&fake_lock);
+	fake.n_check++;
+	pthread_mutex_unlock(&fake_lock);
+	return 0;
+}
+
+static void member_id(char *buf, size_t len, int i)
+{
+	snprintf(buf, len, "vm-%d", i + 1);
+}
+
+#define FAKE_CPU_SOURCE "fake_cpu"
+
+static int fake_observe(struct autoscaled_driver_instance *h, autoscaled_instance_fn fn, autoscaled_sample_fn sample,
+			void *ctx, struct autoscaled_observation *ret)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&fake_lock);
+	call_begin();
+	fake.n_observe++;
+	fake.observe_on[h->id <= FAKE_MAX_HANDLES ? h->id : 0]++;
+	if (sample)
+		fake.n_sampled++;
+	for (int i = 0; fn && r >= 0 && i < fake.size; i++) {
+		char id[16];
+
+		member_id(id, sizeof(id), i);
+		/* Running for an hour: past any initialization period. */
+		r = fn(ctx, &(struct autoscaled_instance){
+				    .id = id,
+				    .state = AUTOSCALED_INSTANCE_RUNNING,
+				    .created_ms = T0_WALL_MS - 3600 * 1000 + i,
+				    .running_since_ms = T0_WALL_MS - 3600 * 1000 + i,
+				    .ready = true,
+			    });
+		/* Each member's CPU after it, as the driver's source. */
+		if (r >= 0 && sample)
+			r = sample(ctx, FAKE_CPU_SOURCE, id, (double)fake.load / fake.size);
+	}
+	*ret = (struct autoscaled_observation){.target_size = fake.size, .stable = fake.stable, .partial = fake.partial};
+	fake.busy--;
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
+
+/* A scale call: waits for its release when the test holds scale calls,
+ * then fails or changes the pool. Called with the lock held. */
+static int fake_scale(struct autoscaled_driver_instance *h, int delta, autoscaled_instance_fn fn, void *ctx)
+{
+	call_begin();
+	fake.scale_on[h->id <= FAKE_MAX_HANDLES ? h->id : 0]++;
+	if (fake.hold_scale) {
+		fake.waiting = true;
+		pthread_cond_broadcast(&fake_cond);
+		while (fake.releases == 0)
+			pthread_cond_wait(&fake_cond, &fake_lock);
+		fake.releases--;
+		fake.waiting = false;
+	}
+	fake.busy--;
+	if (fake.fail_scale > 0) {
+		int n = delta > 0 ? fake.create_on_fail : 0;
+
+		fake.fail_scale--;
+		fake.create_on_fail = 0;
+		for (int i = 0; i < n; i++) {
+			char id[16];
+
+			member_id(id, sizeof(id), fake.size++);
+			if (fn)
+				fn(ctx, &(struct autoscaled_instance){.id = id, .state = AUTOSCALED_INSTANCE_PROVISIONING});
+		}
+		return -EIO;
+	}
+	for (int i = 0; i < (delta < 0 ? -delta : delta); i++) {
+		char id[16];
+
+		member_id(id, sizeof(id), delta > 0 ? fake.size : fake.size - 1);
+		fake.size += delta > 0 ? 1 : -1;
+		if (fn)
+			fn(ctx, &(struct autoscaled_instance){.id = id, .state = AUTOSCALED_INSTANCE_RUNNING});
+	}
+	return 0;
+}
+
+static int fake_set_capacity(struct autoscaled_driver_instance *h, int count, autoscaled_instance_fn fn, void *ctx)
+{
+	int r;
+
+	pthread_mutex_lock(&fake_lock);
+	fake.n_set_capacity++;
+	fake.last_capacity = count;
+	/* The ABI's rule: set_capacity only ever grows. */
+	if (count < fake.size) {
+		pthread_mutex_unlock(&fake_lock);
+		return -ERANGE;
+	}
+	r = fake_scale(h, count - fake.size, fn, ctx);
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
+
+static int fake_remove_instances(struct autoscaled_driver_instance *h, int count, const char *const *ids, size_t n_ids,
+				 autoscaled_instance_fn fn, void *ctx)
+{
+	int r;
+
+	(void)ids;
+	pthread_mutex_lock(&fake_lock);
+	fake.n_remove++;
+	fake.last_remove = count;
+	fake.last_remove_ids = n_ids;
+	r = fake_scale(h, -(n_ids ? (int)n_ids : count), fn, ctx);
+	pthread_mutex_unlock(&fake_lock);
+	return r;
+}
+
+static const struct autoscaled_source fake_sources[] = {
+	{ FAKE_CPU_SOURCE, "each member's CPU, load / size" },
+};
+
+static const struct autoscaled_driver fake_ops = {
+	.abi_version = AUTOSCALED_DRIVER_ABI_VERSION,
+	.struct_size = sizeof(struct autoscaled_driver),
+	.name = "fake",
+	.description = "the group runtime's unit test driver",
+	.open = fake_open,
+	.close = fake_close,
+	.observe = fake_observe,
+	.set_capacity = fake_set_capacity,
+	.remove_instances = fake_remove_instances,
+	.sources = fake_sources,
+	.n_sources = 1,
+	.check = fake_check,
+};
+
+int __wrap_driver_load(const char *name, const char *configured, const struct driver **ret, char *err,
+		       size_t errlen);
+int __real_driver_load(const char *name, const char *configured, const struct driver **ret, char *err,
+		       size_t errlen);
+
+int __wrap_driver_load(const char *name, const char *configured, const struct driver **ret, char *err,
+		       size_t errlen)
+{
+	static const struct driver fake_driver = {.name = "fake", .path = "(built in)", .ops = &fake_ops};
+
+	if (strcmp(name, "fake") != 0)
+		return __real_driver_load(name, configured, ret, err, errlen);
+	*ret = &fake_driver;
+	return 0;
+}
+
+/* Reads a counter of the fake under its lock. */
+#define FAKE(field)                                     \
+	({                                              \
+		pthread_mutex_lock(&fake_lock);         \
+		__typeof__(fake.field) v_ = fake.field; \
+		pthread_mutex_unlock(&fake_lock);       \
+		v_;                                     \
+	})
+
+static void fake_release(void)
+{
+	pthread_mutex_lock(&fake_lock);
+	fake.releases++;
+	pthread_cond_broadcast(&fake_cond);
+	pthread_mutex_unlock(&fake_lock);
+}
+
+static void fake_set(int *field, int v)
+{
+	pthread_mutex_lock(&fake_lock);
+	*field = v;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+static void fake_set_bool(bool *field, bool v)
+{
+	pthread_mutex_lock(&fake_lock);
+	*field = v;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+/* ------------------------------------------------------------ the loop */
+
+static sd_event *event;
+static char dir[64];
+
+/* Runs the loop until cond(arg) holds; false after 10 s of real time. */
+static bool run_until(bool (*cond)(void *), void *arg)
+{
+	int64_t end = real_mono_ms() + 10000;
+
+	while (!cond(arg)) {
+		if (real_mono_ms() > end)
+			return false;
+		sd_event_run(event, 20 * 1000);
+	}
+	return true;
+}
+
+static bool scale_waiting(void *arg)
+{
+	(void)arg;
+	return FAKE(waiting);
+}
+
+static bool idle(void *arg)
+{
+	const struct group_rt *g = arg;
+
+	return !g->job;
+}
+
+/* The group decided at the virtual clock's present time and started no
+ * observation after it. */
+static bool evaluated_now(void *arg)
+{
+	const struct group_rt *g = arg;
+	const struct decision *d = group_rt_last(g);
+
+	return d && d->time_ms == __wrap_clock_wall_ms() && (!g->job || g->job->kind != JOB_OBSERVE);
+}
+
+/* One evaluation interval: the clock moves on by step_ms (> 0) and the
+ * group evaluates: on a fresh observation, or on the last one while a
+ * driver call runs. Returns its decision. */
+static const struct decision *tick(struct group_rt *g, int64_t step_ms)
+{
+	vclock_ms += step_ms;
+	group_rt_stop(g);
+	group_rt_start(g);
+	assert_true(run_until(evaluated_now, g));
+	return group_rt_last(g);
+}
+
+/* Writes and loads a configuration with one group "web" on the fake
+ * driver: min 1, max 10, one CPU signal read through the driver with a
+ * target of 50 %, averaged over `window`, scale-in stabilization of 5
+ * minutes and no rate limits. `generation` is a driver option. */
+static struct config *load(int generation, double target, const char *window)
+{
+	char path[128];
+	struct config_errors errs = {0};
+	struct config *c = NULL;
+	FILE *f;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/autoscaled.conf", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"agent = { interval = \"15s\"; state_directory = \"%s\"; };\n"
+		"groups = ( {\n"
+		"  name = \"web\"; driver = \"fake\"; min = 1; max = 10;\n"
+		"  driver_options = { generation = %d; };\n"
+		"  signals = ( { name = \"cpu\"; source = \"fake_cpu\"; type = \"utilization\"; target = %g;\n"
+		"    window = \"%s\"; poll_interval = \"15s\"; staleness = \"1h\"; } );\n"
+		"  behavior = { initialization_period = \"0s\";\n"
+		"    scale_out = { stabilization = 0; policies = ( ); };\n"
+		"    scale_in = { stabilization = \"300s\"; policies = ( ); }; };\n"
+		"} );\n",
+		dir, generation, target, window);
+	fclose(f);
+	r = config_load(path, &c, &errs);
+	for (size_t i = 0; i < errs.n; i++)
+		fprintf(stderr, "# %s\n", errs.v[i]);
+	config_errors_clear(&errs);
+	assert_int_equal(r, 0);
+	return c;
+}
+
+struct fixture {
+	struct config *c;
+	struct group_ctx ctx;
+	struct group_rt *g;
+};
+
+static int setup(void **state)
+{
+	static struct fixture fx;
+
+	snprintf(dir, sizeof(dir), "/tmp/test-group.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	vclock_ms = 0;
+	fake_reset();
+	fx = (struct fixture){0};
+	*state = &fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char cmd[128];
+
+	if (fx->g) {
+		group_rt_stop(fx->g);
+		/* A call still running would be dropped with its group; every
+		 * case ends with none. */
+		assert_null(fx->g->job);
+		group_rt_free(fx->g);
+	}
+	config_free(fx->c);
+	assert_int_equal(FAKE(max_busy), 1);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Builds and starts the group of `load(1, 50, window)` on a pool of
+ * `size` members with `cpu` (total percent) load, and waits for its first
+ * evaluation. */
+static const struct decision *start_window(struct fixture *fx, int size, int cpu, const char *window)
+{
+	pthread_mutex_lock(&fake_lock);
+	fake.size = size;
+	fake.load = cpu;
+	pthread_mutex_unlock(&fake_lock);
+	fx->c = load(1, 50, window);
+	fx->ctx = (struct group_ctx){.event = event, .agent_conf = &fx->c->agent};
+	assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[0], NULL, &fx->g), 0);
+	group_rt_start(fx->g);
+	assert_true(run_until(evaluated_now, fx->g));
+	return group_rt_last(fx->g);
+}
+
+/* Samples older than an evaluation interval are out of the window. */
+static const struct decision *start(struct fixture *fx, int size, int cpu)
+{
+	return start_window(fx, size, cpu, "15s");
+}
+
+/* ---------------------------------------------------------------- cases */
+
+static void test_scale_out_completes(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d;
+
+	fake.hold_scale = true;
+	/* Two members at 95 % against a target of 50 %: four (3.8, away
+	 * from a rounding edge). */
+	d = start(fx, 2, 190);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_int_equal(d->desired, 4);
+	assert_true(run_until(scale_waiting, NULL));
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	assert_int_equal(FAKE(last_capacity), 4);
+	/* In the state file before the call returns. */
+	assert_int_equal(fx->g->st.in_flight.direction, DIR_OUT);
+	assert_int_equal(fx->g->saved.in_flight.direction, DIR_OUT);
+
+	/* While it runs the group evaluates on its last observation and
+	 * holds. */
+	d = tick(fx->g, 5000);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(d->hold, HOLD_IN_FLIGHT);
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	assert_int_equal(FAKE(n_observe), 1);
+
+	fake_release();
+	assert_true(run_until(idle, fx->g));
+	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
+	assert_int_equal(fx->g->st.engine.last_action_dir, DIR_OUT);
+	assert_int_equal(fx->g->last_error.time_ms, 0);
+
+	/* Four members at 47.5 %: within the tolerance, nothing to do. */
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->current, 4);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(FAKE(size), 4);
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	assert_int_equal(FAKE(n_remove), 0);
+	assert_int_equal(FAKE(n_observe), 2);
+	assert_int_equal(FAKE(n_sampled), 2);
+	assert_int_equal(FAKE(n_open), 1);
+	assert_int_equal(FAKE(n_close), 0);
+}
+
+static void test_scale_in_after_stabilization(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d;
+
+	/* Four members at 50 %: the recommendation is 4. */
+	d = start(fx, 4, 200);
+	assert_int_equal(d->action, DIR_NONE);
+	/* The load drops to 10 % each: 1 is recommended, but 4 was within
+	 * the last 5 minutes. */
+	fake_set(&fake.load, 40);
+	for (int i = 0; i < 4; i++) {
+		d = tick(fx->g, 60000);
+		assert_int_equal(d->action, DIR_NONE);
+		assert_int_equal(d->hold, HOLD_STABILIZATION);
+	}
+	assert_int_equal(FAKE(n_remove), 0);
+	/* 5 minutes and a bit after the last recommendation of 4. */
+	d = tick(fx->g, 61000);
+	assert_int_equal(d->action, DIR_IN);
+	assert_int_equal(d->desired, 1);
+	assert_true(run_until(idle, fx->g));
+	assert_int_equal(FAKE(n_remove), 1);
+	/* No pre-scale-in hook: the driver chooses the three victims. */
+	assert_int_equal(FAKE(last_remove), 3);
+	assert_int_equal(FAKE(last_remove_ids), 0);
+	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
+
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->current, 1);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(FAKE(n_remove), 1);
+	assert_int_equal(FAKE(n_set_capacity), 0);
+	assert_int_equal(FAKE(n_observe), 7);
+}
+
+static void test_failing_scale_out_retried(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d;
+
+	/* The first call creates one member and fails, the second fails
+	 * outright, the third succeeds. */
+	fake.fail_scale = 2;
+	fake.create_on_fail = 1;
+	d = start(fx, 2, 190);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_true(run_until(idle, fx->g));
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	assert_int_equal(FAKE(size), 3);
+	/* The failure is kept for the records, the action is not in flight
+	 * any more, the part done is recorded for the rate limits, and no
+	 * call is retried before the next evaluation. */
+	assert_int_not_equal(fx->g->last_error.time_ms, 0);
+	assert_int_equal(fx->g->last_error.kind, JOB_SCALE_OUT);
+	assert_int_equal(fx->g->last_error.err, -EIO);
+	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
+	assert_int_equal(fx->g->st.engine.last_action_dir, DIR_OUT);
+	assert_null(fx->g->job);
+
+	/* Three members at 63 %: still four. */
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->current, 3);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_int_equal(d->desired, 4);
+	assert_true(run_until(idle, fx->g));
+	assert_int_equal(FAKE(n_set_capacity), 2);
+	assert_int_equal(FAKE(last_capacity), 4);
+	assert_int_not_equal(fx->g->last_error.time_ms, 0);
+
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_true(run_until(idle, fx->g));
+	assert_int_equal(FAKE(n_set_capacity), 3);
+	/* The success clears the failure. */
+	assert_int_equal(fx->g->last_error.time_ms, 0);
+
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->current, 4);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(FAKE(size), 4);
+	assert_int_equal(FAKE(n_set_capacity), 3);
+	assert_int_equal(FAKE(n_remove), 0);
+}
+
+static void test_call_outlives_deadline(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d;
+
+	fake.hold_scale = true;
+	/* A window of an hour: the samples from before the call stay in it, so
+	 * that every evaluation while the call runs asks for the scale-out
+	 * again, and only the call in flight holds it. */
+	d = start_window(fx, 2, 190, "1h");
+	assert_int_equal(d->action, DIR_OUT);
+	assert_true(run_until(scale_waiting, NULL));
+
+	/* Twenty minutes, past the 15-minute deadline of an action in
+	 * flight: a call of this process is waited for, however long. */
+	for (int i = 0; i < 5; i++) {
+		d = tick(fx->g, 4 * 60000);
+		assert_int_equal(d->action, DIR_NONE);
+		assert_int_equal(d->hold, HOLD_IN_FLIGHT);
+	}
+	assert_true(vclock_ms > STATE_IN_FLIGHT_DEADLINE_MS);
+	assert_int_equal(fx->g->st.in_flight.direction, DIR_OUT);
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	assert_int_equal(FAKE(n_observe), 1);
+
+	fake_release();
+	assert_true(run_until(idle, fx->g));
+	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
+	assert_int_equal(fx->g->st.engine.last_action_dir, DIR_OUT);
+	assert_int_equal(fx->g->current, 4);
+	assert_int_equal(FAKE(size), 4);
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	assert_int_equal(FAKE(n_remove), 0);
+	assert_int_equal(FAKE(n_observe), 1);
+}
+
+static void test_partial_observation_holds_scale_in(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d;
+
+	fake.partial = true;
+	/* Four members at 10 %, on a fresh state: the engine asks for 1,
+	 * but some hosts could not be seen. */
+	d = start(fx, 4, 40);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(d->desired, 4);
+	for (int i = 0; i < 6; i++) {
+		d = tick(fx->g, 60000);
+		assert_int_equal(d->action, DIR_NONE);
+	}
+	assert_int_equal(FAKE(n_remove), 0);
+	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
+
+	fake_set_bool(&fake.partial, false);
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->action, DIR_IN);
+	assert_int_equal(d->desired, 1);
+	assert_true(run_until(idle, fx->g));
+	assert_int_equal(FAKE(n_remove), 1);
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->current, 1);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(FAKE(n_remove), 1);
+	assert_int_equal(FAKE(n_set_capacity), 0);
+	assert_int_equal(FAKE(n_observe), 9);
+}
+
+/* Writes a state file with a scale-out from 2 to 4 in flight, started
+ * now, as a daemon that stopped during it would have left it. */
+static void save_in_flight(const struct config *c)
+{
+	struct group_state s;
+
+	state_init(&s);
+	s.in_flight = (struct state_action){
+		.direction = DIR_OUT,
+		.from = 2,
+		.to = 4,
+		.started_ms = __wrap_clock_mono_ms(),
+		.deadline_ms = __wrap_clock_mono_ms() + STATE_IN_FLIGHT_DEADLINE_MS,
+	};
+	assert_int_equal(state_save(c->agent.state_directory, "web", &s, __wrap_clock_now()), 0);
+}
+
+static void test_restored_action_done(void **state)
+{
+	struct fixture *fx = *state;
+	struct config *c = load(1, 50, "15s");
+	const struct decision *d;
+
+	save_in_flight(c);
+	config_free(c);
+	/* The pool reached 4 while the daemon was away; at 50 % each. */
+	d = start(fx, 4, 200);
+	assert_int_equal(fx->g->origin, STATE_RESTORED);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
+	assert_int_equal(fx->g->saved.in_flight.direction, DIR_NONE);
+	/* Recorded as the group's last action, made by nobody here. */
+	assert_int_equal(fx->g->st.engine.last_action_dir, DIR_OUT);
+	assert_int_equal(FAKE(n_set_capacity), 0);
+	assert_int_equal(FAKE(n_remove), 0);
+}
+
+static void test_restored_action_expires(void **state)
+{
+	struct fixture *fx = *state;
+	struct config *c = load(1, 50, "15s");
+	const struct decision *d;
+
+	save_in_flight(c);
+	config_free(c);
+	/* Still at 2 and converging: the action may yet complete. */
+	fake.stable = false;
+	d = start(fx, 2, 190);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(d->hold, HOLD_IN_FLIGHT);
+	for (int i = 0; i < 3; i++) {
+		d = tick(fx->g, 4 * 60000);
+		assert_int_equal(d->action, DIR_NONE);
+		assert_int_equal(fx->g->st.in_flight.direction, DIR_OUT);
+	}
+	assert_int_equal(FAKE(n_set_capacity), 0);
+	/* Past its deadline: decided again from what is observed, once. */
+	d = tick(fx->g, 4 * 60000);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_int_equal(d->desired, 4);
+	assert_true(run_until(idle, fx->g));
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	fake_set_bool(&fake.stable, true);
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->current, 4);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(FAKE(n_set_capacity), 1);
+}
+
+/* A reload while a scale-out runs, the steps as agent_reload() takes them:
+ * a new runtime for the new configuration, the swap, the old one stopped
+ * and freed, the new one started. */
+static struct group_rt *reload(struct fixture *fx, struct config *c)
+{
+	struct group_rt *g = NULL;
+
+	fx->ctx.agent_conf = &c->agent;
+	assert_int_equal(group_rt_new(&fx->ctx, &c->groups[0], fx->g, &g), 0);
+	group_rt_adopt(g, fx->g);
+	group_rt_stop(fx->g);
+	group_rt_free(fx->g);
+	config_free(fx->c);
+	fx->c = c;
+	fx->g = g;
+	vclock_ms += 1000;
+	group_rt_start(g);
+	assert_true(run_until(evaluated_now, g));
+	return g;
+}
+
+static bool observed_on_new_handle(void *arg)
+{
+	return FAKE(observe_on[2]) == 1 && idle(arg);
+}
+
+static void test_reload_new_handle_adopts_call(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d;
+	struct group_rt *g;
+
+	fake.hold_scale = true;
+	d = start(fx, 2, 190);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_true(run_until(scale_waiting, NULL));
+
+	/* Other driver options: a new handle, but not while the call runs
+	 * on the old one; the options are checked at once. */
+	g = reload(fx, load(2, 50, "15s"));
+	assert_int_equal(FAKE(n_open), 1);
+	assert_int_equal(FAKE(n_check), 1);
+	d = group_rt_last(g);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(d->hold, HOLD_IN_FLIGHT);
+	assert_int_equal(g->st.in_flight.direction, DIR_OUT);
+
+	/* The call ends: recorded by the new runtime, which opens its
+	 * handle, closes the old one after that, and observes through the
+	 * new one. */
+	vclock_ms += 15000;
+	fake_release();
+	assert_true(run_until(observed_on_new_handle, g));
+	assert_int_equal(FAKE(n_open), 2);
+	assert_int_equal(FAKE(n_close), 1);
+	assert_int_equal(FAKE(closed_at_open[1]), 2);
+	assert_int_equal(FAKE(scale_on[1]), 1);
+	assert_int_equal(FAKE(observe_on[2]), 1);
+	assert_int_equal(g->st.in_flight.direction, DIR_NONE);
+	assert_int_equal(g->st.engine.last_action_dir, DIR_OUT);
+
+	d = tick(g, 15000);
+	assert_int_equal(d->current, 4);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	assert_int_equal(FAKE(n_remove), 0);
+	assert_int_equal(FAKE(observe_on[1]), 1);
+	assert_int_equal(FAKE(observe_on[2]), 2);
+}
+
+static void test_reload_same_handle_adopts_call(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d;
+	struct group_rt *g;
+
+	fake.hold_scale = true;
+	d = start(fx, 2, 190);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_true(run_until(scale_waiting, NULL));
+
+	/* Only the signal's target changes: the handle and its call go over
+	 * as they are. */
+	g = reload(fx, load(1, 60, "15s"));
+	d = group_rt_last(g);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(d->hold, HOLD_IN_FLIGHT);
+
+	fake_release();
+	assert_true(run_until(idle, g));
+	assert_int_equal(g->st.in_flight.direction, DIR_NONE);
+	/* At 50 % against 60 % four stay four. */
+	d = tick(g, 15000);
+	assert_int_equal(d->current, 4);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(FAKE(n_open), 1);
+	assert_int_equal(FAKE(n_close), 0);
+	assert_int_equal(FAKE(n_check), 0);
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	assert_int_equal(FAKE(n_remove), 0);
+	assert_int_equal(FAKE(observe_on[1]), 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_scale_out_completes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scale_in_after_stabilization, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failing_scale_out_retried, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_call_outlives_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_partial_observation_holds_scale_in, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restored_action_done, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restored_action_expires, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_new_handle_adopts_call, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_same_handle_adopts_call, setup, teardown),
+	};
+	int r;
+
+	if (sd_event_default(&event) < 0)
+		return 1;
+	r = cmocka_run_group_tests(tests, NULL, NULL);
+	sd_event_unref(event);
+	return r;
+}

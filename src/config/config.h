@@ -1,0 +1,373 @@
+/* The configuration model: what autoscaled.conf(5) says, parsed and validated.
+ *
+ * config_load() reads a file with libconfig, follows @include of conf.d/ files,
+ * validates the whole of it and returns a tree of plain C structs that owns all
+ * of its strings (nothing points into libconfig after it returns). The engine,
+ * the agent, explain and simulate read these structs; nothing else reads the
+ * file.
+ *
+ * Times and durations are in milliseconds (int64_t) throughout the project, so
+ * the engine never mixes units. Counts of instances are int.
+ */
+#ifndef AUTOSCALED_CONFIG_H
+#define AUTOSCALED_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MS_PER_SEC INT64_C(1000)
+
+/* Limits on what a configuration may hold; each bounds memory a user controls. */
+#define CONFIG_MAX_GROUPS 100000
+#define CONFIG_MAX_SIGNALS 16       /* per group */
+#define CONFIG_MAX_PROFILES 32      /* per group, the default one included */
+#define CONFIG_MAX_RULES 16         /* per profile */
+#define CONFIG_MAX_POLICIES 8       /* rate-limit policies per direction */
+#define CONFIG_MAX_STABILIZATION_MS (3600 * MS_PER_SEC)
+#define CONFIG_MAX_COUNT 100000     /* instances in a group: min, max, default */
+#define CONFIG_MAX_OPTIONS 64       /* keys in driver_options or source_options */
+
+enum signal_type {
+	SIGNAL_UTILIZATION, /* per-instance mean, e.g. CPU %: r = ceil(ready * value / target) */
+	SIGNAL_AVERAGE,     /* group total spread over instances: r = ceil(value / target) */
+};
+
+enum aggregation {
+	AGG_AVG,
+	AGG_MIN,
+	AGG_MAX,
+	AGG_LAST,
+	AGG_P95,
+};
+
+enum on_missing {
+	ON_MISSING_HOLD,    /* keep the current count (default) */
+	ON_MISSING_DEFAULT, /* raise to the profile's default when below it (Azure) */
+	ON_MISSING_MAX,     /* fail toward capacity */
+};
+
+enum rule_operator {
+	OP_GT,
+	OP_GE,
+	OP_LT,
+	OP_LE,
+	OP_EQ,
+	OP_NE,
+};
+
+enum scale_direction {
+	DIR_NONE = 0,
+	DIR_OUT = 1,
+	DIR_IN = -1,
+};
+
+enum change_type {
+	CHANGE_COUNT,   /* +/- n instances (Azure ChangeCount) */
+	CHANGE_PERCENT, /* +/- p % of current (Azure PercentChangeCount) */
+	CHANGE_EXACT,   /* exactly n instances (Azure ExactCount) */
+};
+
+enum policy_type {
+	POLICY_INSTANCES,
+	POLICY_PERCENT,
+};
+
+enum select_policy {
+	SELECT_MAX, /* the policy allowing the largest change (default, as HPA) */
+	SELECT_MIN,
+	SELECT_DISABLED, /* no change in this direction at all */
+};
+
+enum profile_kind {
+	PROFILE_DEFAULT,
+	PROFILE_RECURRENCE,
+	PROFILE_FIXED,
+};
+
+/* A typed option of a driver or source, passed on as key and value so that no
+ * libconfig type crosses a module boundary. */
+enum option_type {
+	OPTION_STRING,
+	OPTION_INT,
+	OPTION_FLOAT,
+	OPTION_BOOL,
+	OPTION_LIST, /* a list or array of strings */
+};
+
+/* Named config_option because <getopt.h> owns `struct option`. */
+struct config_option {
+	char *key;
+	enum option_type type;
+	char *str;     /* OPTION_STRING; also a printed form of numbers and bools */
+	int64_t i;     /* OPTION_INT, OPTION_BOOL (0/1) */
+	double f;      /* OPTION_FLOAT, and OPTION_INT as a double */
+	char **list;   /* OPTION_LIST */
+	size_t n_list;
+	const char *file; /* borrowed from struct config's file table */
+	int line;
+};
+
+struct options {
+	struct config_option *v;
+	size_t n;
+	const char *file; /* where the block is: borrowed from struct config's file table, NULL when absent */
+	int line;
+};
+
+/* Lookup helpers; return NULL when the key is absent. */
+const struct config_option *options_get(const struct options *o, const char *key);
+const char *options_get_str(const struct options *o, const char *key, const char *def);
+double options_get_num(const struct options *o, const char *key, double def);
+bool options_get_bool(const struct options *o, const char *key, bool def);
+
+enum forecast_mode {
+	FORECAST_OFF,     /* no forecaster (default) */
+	FORECAST_OBSERVE, /* forecast recorded in the decision and metrics, never acted on */
+	FORECAST_ON,      /* the forecast raises the signal's recommendation */
+};
+
+/* A signal's forecaster (forecast.h, autoscaled.conf(5) FORECASTING). */
+struct forecast_conf {
+	enum forecast_mode mode;
+	double quantile;        /* the upper quantile provisioned for, default 0.9 */
+	char *seed_file;        /* a trace to learn the profile from before the first sample; NULL = none */
+	char *seed_format;      /* its format (trace.h), default "csv" */
+	const char *file;       /* where the block is, for messages */
+	int line;
+};
+
+struct signal_conf {
+	char *name;
+	char *source; /* a source type (prometheus, haproxy, redis, http_json, exec, replay, ...) or a driver's (libvirt_cpu) */
+	struct options source_options;
+	enum signal_type type;
+	double target;          /* per instance: CPU % for utilization, units per instance for average */
+	int64_t window_ms;      /* aggregation window (default 60 s) */
+	enum aggregation aggregation; /* default avg */
+	double tolerance;       /* default 0.1 */
+	int64_t staleness_ms;   /* a window with no sample newer than this is invalid (default 3 x poll) */
+	int64_t poll_interval_ms; /* default: the group's interval */
+	int64_t timeout_ms;     /* default: 10 s, at most the poll interval */
+	struct forecast_conf forecast;
+	const char *file;
+	int line;
+};
+
+struct rule_conf {
+	char *signal;
+	int signal_index;       /* resolved index into group_conf.signals */
+	int64_t window_ms;      /* the rule's own window (default 300 s) */
+	enum aggregation statistic; /* default avg */
+	enum rule_operator op;
+	double threshold;
+	enum scale_direction direction; /* DIR_OUT or DIR_IN */
+	enum change_type change;
+	double value;
+	int64_t cooldown_ms;    /* default 300 s */
+	const char *file;
+	int line;
+};
+
+struct target_override {
+	char *signal;
+	int signal_index;
+	double target;
+};
+
+struct profile_conf {
+	char *name;
+	enum profile_kind kind;
+	int min, max, def;
+	/* PROFILE_RECURRENCE */
+	unsigned days;          /* bit 0 = Monday ... bit 6 = Sunday */
+	int start_minute;       /* minutes after local midnight, [0, 1440) */
+	int end_minute;         /* (0, 1440]; end <= start means the span crosses midnight */
+	char *timezone;         /* IANA name, default "UTC"; NULL for the default profile */
+	void *tz;               /* the resolved zone (GTimeZone *), owned; see schedule.h;
+				 * set for recurrence and fixed profiles */
+	/* PROFILE_FIXED: [start, end) as UTC epoch milliseconds */
+	int64_t start_ms, end_ms;
+	struct rule_conf *rules;
+	size_t n_rules;
+	struct target_override *targets;
+	size_t n_targets;
+	const char *file;
+	int line;
+};
+
+struct rate_policy {
+	enum policy_type type;
+	double value;
+	int64_t period_ms;
+};
+
+struct direction_behavior {
+	int64_t stabilization_ms;  /* scale-in default 300 s, scale-out default 0 */
+	enum select_policy select;
+	struct rate_policy policies[CONFIG_MAX_POLICIES];
+	size_t n_policies;
+};
+
+struct behavior_conf {
+	struct direction_behavior scale_out;
+	struct direction_behavior scale_in;
+	int64_t initialization_ms; /* default 60 s */
+	enum on_missing on_missing;
+	/* Launch to ready when the daemon has not measured it yet (default
+	 * 120 s): the forecasts' horizon and the lazy scale-in's cost of a
+	 * relaunch. */
+	int64_t boot_time_ms;
+	/* Lazy scale-in: an idle instance goes only when keeping it would
+	 * cost more than relaunching it (engine.c, engine_keep_ms()). */
+	bool lazy_scale_in;
+	int64_t billing_minimum_ms;     /* default 60 s */
+	int64_t billing_granularity_ms; /* default 1 s */
+};
+
+/* Notifications on each action and the pre-scale-in (drain) hook; see
+ * autoscaled.conf(5). A group's own settings replace the top-level ones as a
+ * whole. Argument vectors are NULL-terminated. */
+struct notify_conf {
+	char *webhook_url;             /* NULL: no webhook */
+	char *webhook_secret_file;     /* NULL: unsigned */
+	int64_t webhook_timeout_ms;    /* per attempt, default 10 s */
+	int webhook_retries;           /* after the first attempt, default 3 */
+	char **command;                /* NULL: no command hook */
+	size_t n_command;
+	int64_t command_timeout_ms;    /* default 30 s */
+	char **pre_scale_in;           /* NULL: no drain hook */
+	size_t n_pre_scale_in;
+	int64_t pre_scale_in_deadline_ms; /* per victim, default 5 min */
+};
+
+struct group_conf {
+	char *name;
+	char *driver;
+	int driver_line;           /* of the `driver` key, 0 when absent */
+	struct options driver_options;
+	int64_t interval_ms;       /* evaluation interval (default: agent's) */
+	bool dry_run;
+	struct signal_conf *signals;
+	size_t n_signals;
+	/* Profiles in file order. Exactly one has kind PROFILE_DEFAULT; if the
+	 * file names none, the group's own min/max/default form it. */
+	struct profile_conf *profiles;
+	size_t n_profiles;
+	struct behavior_conf behavior;
+	struct notify_conf notify;
+	const char *file;
+	int line;
+};
+
+struct agent_conf {
+	int64_t interval_ms;       /* default 15 s */
+	char *state_directory;     /* default AUTOSCALED_STATE_DIRECTORY (configure), /var/lib/autoscaled */
+	char *admin_socket;        /* default AUTOSCALED_ADMIN_SOCKET (configure), /run/autoscaled/admin.sock */
+	char *admin_group;         /* group owning the socket, NULL = root's */
+	char *metrics_listen;      /* "127.0.0.1:9851"; NULL = off */
+	bool status_page;          /* serve the status page under /status on metrics_listen (loopback only) */
+	char *driver_directory;    /* NULL = built-in default or AUTOSCALED_DRIVER_DIR */
+	bool dry_run;
+	struct notify_conf notify; /* the defaults of every group */
+};
+
+struct config {
+	char *path;
+	struct agent_conf agent;
+	struct group_conf *groups;
+	size_t n_groups;
+	/* Names of every file read (the main file and its includes); options,
+	 * rules and groups point into this table for FILE:LINE messages. */
+	char **files;
+	size_t n_files;
+};
+
+/* One validation error, already formatted as "FILE:LINE: message". */
+struct config_errors {
+	char **v;
+	size_t n;
+};
+
+/* Reads and validates PATH. On success returns 0 and stores a new config in
+ * *ret (free with config_free). On failure returns a negative errno (-EINVAL
+ * for invalid content) and, when errs is not NULL, fills it with every error
+ * found, each "FILE:LINE: message"; *ret is left untouched. */
+int config_load(const char *path, struct config **ret, struct config_errors *errs);
+
+void config_free(struct config *c);
+void config_errors_clear(struct config_errors *e);
+
+/* Lookups; NULL or -1 when absent. */
+const struct group_conf *config_find_group(const struct config *c, const char *name);
+int group_find_signal(const struct group_conf *g, const char *name);
+const struct profile_conf *group_default_profile(const struct group_conf *g);
+/* The longest window signal `sig` of g is read over: its own, or a rule's
+ * over it in any profile. What a signal's sample window must hold; the
+ * daemon and simulate size it alike. */
+int64_t group_longest_window(const struct group_conf *g, size_t sig);
+
+/* Whether two loads of a configuration say the same thing: every value is
+ * compared, where it was written (FILE:LINE) is not. A reload keeps the
+ * runtime of a group whose configuration is equal in this sense, so a
+ * member added to the structs above must be compared here too. */
+bool config_options_equal(const struct options *a, const struct options *b);
+bool config_signal_equal(const struct signal_conf *a, const struct signal_conf *b);
+bool config_group_equal(const struct group_conf *a, const struct group_conf *b);
+
+/* The one duration grammar of the project (autoscaled.conf(5), DURATIONS),
+ * used by the configuration, drivers (through the host ABI), sources, the
+ * admin API and the command line: one or more NUMBER UNIT terms, largest
+ * unit first and each unit at most once ("1h30m", "90min", "1.5h", "500ms",
+ * "2d"), or a lone NUMBER meaning seconds ("90", "2.5"). NUMBER is decimal
+ * digits with an optional fraction; units are d, h, min or m, s or sec, and
+ * ms. Stores milliseconds (rounded) in *ret and returns 0, or returns
+ * -EINVAL for anything else (a sign, blanks, an unknown unit) and -ERANGE
+ * beyond CONFIG_MAX_DURATION_MS; *ret is written only on success. */
+#define CONFIG_MAX_DURATION_MS (INT64_C(100) * 365 * 86400 * MS_PER_SEC)
+int parse_duration_ms(const char *s, int64_t *ret);
+/* How messages about a bad duration say what is expected. */
+#define CONFIG_DURATION_HELP "use seconds or a string such as \"90s\", \"1h30m\", \"90min\", \"1.5h\" or \"500ms\""
+
+/* The word of `known` that `word` is most likely a typo of (by edit
+ * distance, scaled to its length), or NULL when none is close enough. */
+const char *config_near_miss(const char *word, const char *const *known, size_t n_known);
+
+const char *aggregation_name(enum aggregation a);
+const char *signal_type_name(enum signal_type t);
+const char *rule_operator_name(enum rule_operator op); /* ">", ">=", ... */
+const char *on_missing_name(enum on_missing m);
+
+/* A scale direction's names, all from its one table (config-model.c): the
+ * word of the configuration, the state file and a record's "direction"
+ * ("out", "in", "none"); the action of the decision records, the journal's
+ * ACTION= and the metrics ("scale_out", "scale_in", "none"); and the noun of
+ * messages ("scale-out", "scale-in", "no change"). "?" for a value that is
+ * not a direction. */
+const char *direction_name(enum scale_direction d);
+const char *direction_action(enum scale_direction d);
+const char *direction_noun(enum scale_direction d);
+/* The direction named `s` ("out" or "in"; "none" too when none_ok).
+ * Returns 0, or -EINVAL (also for NULL) with *ret untouched. */
+int direction_from_name(const char *s, bool none_ok, enum scale_direction *ret);
+
+/* The formats of a recorded demand series, which simulate reads
+ * (simulation/trace.h describes each) and a forecast's seed_file may be in
+ * (forecast.seed_format). Their names are here, below both, so that the
+ * configuration checks a name without the trace readers. */
+enum trace_format {
+	TRACE_NASA,
+	TRACE_AZURE_LLM,
+	TRACE_BITBRAINS,
+	TRACE_CSV,
+	TRACE_SWF,
+	TRACE_REQUESTS,
+};
+
+/* "nasa", "azure-llm", "bitbrains", "csv", "swf", "requests" -> the
+ * format. 0 or -EINVAL. */
+int trace_format_parse(const char *name, enum trace_format *ret);
+/* "?" for a value that is not a format. */
+const char *trace_format_name(enum trace_format f);
+
+#endif

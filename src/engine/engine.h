@@ -1,0 +1,281 @@
+/* The decision engine: DESIGN.md section 3, as one pure function.
+ *
+ * engine_evaluate() takes a group's configuration, the time, the driver's
+ * observation, each signal's window and the group's prior state, and returns
+ * the decision record and the new state. It does no I/O, reads no clock and
+ * keeps no globals; the daemon, `autoscaled explain` and `autoscaled simulate`
+ * all call it the same way.
+ *
+ * Ownership: everything passed in is borrowed for the call. The decision
+ * holds pointers into the group_conf (names) and static strings, so it is
+ * valid while the configuration is. Engine state is a plain value (no
+ * pointers), so it can be copied, persisted and restored byte for byte.
+ */
+#ifndef AUTOSCALED_ENGINE_H
+#define AUTOSCALED_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/clock.h"
+#include "config/config.h"
+#include "engine/window.h"
+
+enum instance_state {
+	INSTANCE_PROVISIONING, /* being created or booting: not serving */
+	INSTANCE_RUNNING,
+	INSTANCE_STOPPING,     /* being removed: not counted */
+};
+
+struct instance_obs {
+	const char *id;
+	enum instance_state state;
+	int64_t created_ms;       /* wall clock; 0 if unknown */
+	int64_t running_since_ms; /* wall clock, as the driver reports it; 0 if unknown or not running */
+	/* The same instant on the monotonic clock, which the initialization
+	 * period is measured on; the caller maps it (group.c keeps each
+	 * instance's mapping from when it was first seen running). */
+	int64_t running_since_mono_ms;
+	/* created_ms on the monotonic clock, mapped the same way; 0 if not
+	 * mapped. The initialization period runs from it when it is known. */
+	int64_t created_mono_ms;
+	bool ready;               /* the driver's own readiness (e.g. a port check) */
+	/* Where it lives, as the driver says (libvirt: its host's URI; the
+	 * clouds: the zone), or NULL; shown to operators, never decided on. */
+	const char *location;
+};
+
+/* What the driver and the actuator know about the group right now. */
+struct observation {
+	int current;             /* the group's target size */
+	const struct instance_obs *instances; /* may be NULL: then `current` instances, all ready */
+	size_t n_instances;
+	bool stable;             /* driver: nothing changing or scheduled */
+	enum scale_direction in_flight; /* actuator: an action in this direction is pending */
+	/* What the agent knows about itself (DESIGN.md section 2): each of
+	 * these holds with its own reason, so nothing changes the engine's
+	 * answer afterwards. */
+	bool partial;            /* driver: some members could not be observed: no scale-in */
+	bool busy;               /* actuator: a driver call (or a drain) is running: no new action */
+	bool paused;             /* operator: evaluate, never act */
+	bool pinned;             /* operator: pin_count decides the final count */
+	int pin_count;
+	bool pin_forced;         /* the pin may leave the profile's [min, max] */
+	/* Launch to ready as measured (forecast_boot_horizon()); 0: the
+	 * configured boot_time. The lazy scale-in's cost of a relaunch. */
+	int64_t boot_ms;
+};
+
+/* One signal's input: its window and, if the newest poll failed, why. */
+struct engine_signal_input {
+	const struct window *window;  /* NULL: no samples at all */
+	const char *error;            /* last source error, used as the invalid reason */
+	int n_sampled;                /* utilization: ready instances that reported; -1 = all of them */
+	/* The signal's forecast (forecast.h) as a group total: for a
+	 * utilization signal the sum over the instances (value x instances),
+	 * for an average one the value. Read only when the signal's forecast
+	 * mode is not off. */
+	bool forecast_valid;
+	double forecast_total;      /* upper quantile one boot time ahead */
+	double forecast_keep_total; /* upper quantile of the peak until a relaunch would pay off */
+};
+
+#define ENGINE_MAX_HISTORY 64
+
+struct engine_rec {
+	int64_t t_ms;
+	int count;
+};
+
+struct engine_event {
+	int64_t t_ms;
+	int delta; /* > 0 added, < 0 removed */
+};
+
+/* The group's engine state. Plain data, no pointers: copied, persisted and
+ * restored as is (state.c versions it, and maps its times to the wall clock
+ * and back). Bounded: histories are compressed (see engine.c) and never hold
+ * more than ENGINE_MAX_HISTORY entries. Every time in it is monotonic
+ * (clock.h), as are the sample times in the signals' windows. */
+struct engine_state {
+	uint32_t version;
+	/* Recommendations for stabilization: up_recs is the min-deque for
+	 * the scale-out window, down_recs the max-deque for the scale-in
+	 * window (see engine.c). */
+	struct engine_rec up_recs[ENGINE_MAX_HISTORY];
+	size_t n_up_recs;
+	struct engine_rec down_recs[ENGINE_MAX_HISTORY];
+	size_t n_down_recs;
+	/* Scale events for rate-limit periods. */
+	struct engine_event events[ENGINE_MAX_HISTORY];
+	size_t n_events;
+	int64_t last_action_ms;        /* any direction; rule cooldowns count from here */
+	enum scale_direction last_action_dir;
+	/* No scale-in before this time (set after a restart on lost state). */
+	int64_t no_scale_in_before_ms;
+};
+
+enum hold_reason {
+	HOLD_NONE = 0,
+	HOLD_SIGNALS_SAY_HOLD,
+	HOLD_INVALID_SIGNAL,     /* a signal is invalid: scale-in blocked */
+	HOLD_RULE_NOT_FIRED,     /* a scale-in rule did not fire */
+	HOLD_ON_MISSING,         /* no valid input: on_missing applied */
+	HOLD_STABILIZATION,
+	HOLD_RATE_LIMIT,
+	HOLD_FLAPPING,
+	HOLD_IN_FLIGHT,
+	HOLD_SAFE_START,         /* state was lost: no scale-in until a full window of fresh data */
+	HOLD_PARTIAL,            /* the observation missed members: no scale-in */
+	HOLD_DRIVER_BUSY,        /* a driver call runs: no action in the other direction either */
+	HOLD_PAUSED,             /* an operator paused the group */
+	HOLD_PINNED,             /* an operator pinned the count */
+};
+#define HOLD_REASON_COUNT (HOLD_PINNED + 1)
+
+/* Who picks the instances a scale-in removes. */
+enum victim_choice {
+	VICTIMS_NONE = 0,        /* no scale-in */
+	VICTIMS_DRIVER,          /* the driver, by its victim_policy */
+	VICTIMS_DRAIN,           /* the agent (engine_order_victims): the pre-scale-in
+				  * hook drains them before the driver removes exactly those */
+};
+
+struct signal_decision {
+	bool valid;
+	double value;            /* the aggregate, when valid */
+	double target;           /* the target in force (profile overrides applied) */
+	int recommendation;      /* when valid */
+	const char *reason;      /* why invalid (static or the source's error) */
+	bool tolerance_hold;     /* inside the tolerance band: r = current */
+	/* HPA's substitutions in a utilization signal: ready instances
+	 * without a sample counted at the target (scale-in), and instances
+	 * still initializing counted as 0 (scale-out). */
+	int counted_at_target;
+	int counted_as_zero;
+	bool rules_only;         /* no target (<= 0): read by rules only, no recommendation */
+	/* The forecast, when the signal has one (mode observe or on). */
+	bool forecast;
+	double forecast_value;       /* the group total one boot time ahead */
+	int forecast_recommendation; /* instances for it at the target */
+	int keep_recommendation;     /* instances the forecast needs before a relaunch would pay off */
+	bool forecast_raised;        /* mode on: the forecast, not the reactive value, set the recommendation */
+};
+
+struct rule_decision {
+	bool evaluated;          /* its signal had data over the rule's window */
+	bool fired;
+	bool in_cooldown;
+	double value;            /* the statistic over the rule's window */
+	int proposal;            /* when fired */
+};
+
+struct decision {
+	int64_t time_ms;         /* wall clock: shown and logged */
+	const char *group;
+	const char *profile;
+	int profile_index;
+	int current;
+	int ready;
+	int min, max, def;       /* the active profile's bounds */
+	struct signal_decision signals[CONFIG_MAX_SIGNALS];
+	size_t n_signals;
+	struct rule_decision rules[CONFIG_MAX_RULES];
+	size_t n_rules;
+	int combined;            /* after step 4 */
+	int clamped;             /* step 5 */
+	int stabilized;          /* step 6 */
+	int rate_limited;        /* step 7 */
+	int flap_guarded;        /* step 8 */
+	int operated;            /* step 9: after an operator's pause or pin */
+	int desired;             /* final, after steps 9 and 10 */
+	const char *override;    /* "paused", "pinned" or NULL */
+	bool pinned;             /* an operator's pin is set (a pause may win over it) */
+	int pin_count;           /* the operator's pin, as asked */
+	bool pin_forced;
+	/* The agent's inputs as given (struct observation), so that a record
+	 * can be replayed: explain --partial, --in-flight. */
+	bool stable, busy, partial;
+	enum scale_direction in_flight;
+	enum victim_choice victims;
+	enum scale_direction action; /* DIR_NONE: hold */
+	enum hold_reason hold;   /* why the final count differs from the combined one, or why no change */
+	bool on_missing_applied;
+	int driver_signal;       /* index of the signal that drove the result, -1 for none/rule */
+	int driver_rule;         /* index of the rule that drove the result, -1 for none */
+	int64_t boot_ms;         /* the boot time in force: measured, or the configured one */
+	int64_t keep_ms;         /* lazy scale-in: how long an idle instance is worth keeping; 0 = not lazy */
+};
+
+/* The hold reason's name in records and metrics ("stabilization"), or
+ * "unknown". */
+const char *decision_hold_name(enum hold_reason h);
+
+/* The victim choice's name in records ("driver_policy", "drain_order"),
+ * or NULL for VICTIMS_NONE. */
+const char *decision_victims_name(enum victim_choice v);
+
+/* Initialises a clean state (no history). */
+void engine_state_init(struct engine_state *s);
+
+/* Whether a running, ready instance is past the group's initialization
+ * period at MONO_MS: counted from its creation (as Kubernetes counts
+ * --horizontal-pod-autoscaler-cpu-initialization-period from the pod's
+ * start), else from its readiness; an instance with
+ * neither time is past it. */
+bool engine_instance_initialized(const struct instance_obs *o, int64_t mono_ms, int64_t init_ms);
+
+/* Evaluates one group at `now`: its wall-clock time picks the profile and
+ * ages the instances, its monotonic time is what the windows, the state's
+ * histories, cooldowns and rate limits are measured against. `signals` has
+ * g->n_signals entries in the order of g->signals. Writes the decision to
+ * *out and the new state to *next (which may alias prior). Returns 0, or
+ * -EINVAL for inputs that break the contract (a NULL argument, a negative
+ * count). */
+int engine_evaluate(const struct group_conf *g, struct clock_now now, const struct observation *obs,
+		    const struct engine_signal_input *signals, const struct engine_state *prior,
+		    struct engine_state *next, struct decision *out);
+
+/* Lazy scale-in: the longest an idle instance is worth keeping for a need
+ * that comes back, i.e. what relaunching it costs: its boot (billed but not
+ * serving), and at least the billing minimum and one billing unit.
+ * BOOT_MS 0 means the configured boot_time. */
+int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms);
+
+/* Tells the engine that the group was scaled from `from` to `to` at the
+ * monotonic time mono_ms (after the driver accepted it), for rate limits and
+ * cooldowns. */
+void engine_record_action(struct engine_state *s, int64_t mono_ms, int from, int to);
+
+/* Orders instances the way a scale-in with a pre-scale-in hook takes its
+ * victims (VICTIMS_DRAIN): instances not yet serving first, then the
+ * newest, ties broken by id so that every try picks the same. Instances
+ * being removed go last. */
+void engine_order_victims(struct instance_obs *v, size_t n);
+
+/* Renders one human sentence for the decision, e.g. "cpu 90% vs target 60%
+ * -> 6; max of signals". Returns the length snprintf would have written. */
+int decision_sentence(const struct decision *d, const struct group_conf *g, char *buf, size_t len);
+
+/* Renders the decision record as JSON (cJSON *, owned by the caller). The
+ * record's final count is under "desired". Returns NULL on ENOMEM. */
+struct cJSON;
+struct cJSON *decision_to_json(const struct decision *d, const struct group_conf *g);
+
+struct log_field;
+
+/* Room for the numbers of decision_journal_fields(). */
+struct decision_field_buf {
+	char desired[16];
+	char current[16];
+};
+
+#define DECISION_JOURNAL_FIELDS 5
+
+/* The journal fields of a decision besides DECISION= (its record): ACTION=,
+ * HOLD=, PROFILE=, DESIRED=, CURRENT=, in F (DECISION_JOURNAL_FIELDS of
+ * them), the numbers written in BUF. Returns the number of fields. */
+size_t decision_journal_fields(const struct decision *d, struct decision_field_buf *buf, struct log_field *f);
+
+#endif

@@ -1,0 +1,257 @@
+/* The forecaster on synthetic series whose answers are known: a constant,
+ * a ramp, a daily wave, noise of a known distribution; the boot-time meter;
+ * and bad input. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine/forecast.h"
+
+#define SEC INT64_C(1000)
+#define DAY (86400 * SEC)
+#define T0 (INT64_C(1700000000) * SEC - INT64_C(1700000000) * SEC % DAY) /* a midnight */
+
+/* A deterministic generator (so the test is the same on every run) with a
+ * standard normal by Box-Muller. */
+static uint64_t rng_state = 88172645463325252ULL;
+
+static double uniform(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return ((rng_state >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double normal(void)
+{
+	return sqrt(-2 * log(uniform())) * cos(2 * M_PI * uniform());
+}
+
+static double wave(int64_t t)
+{
+	return 100.0 + 50.0 * sin(2 * M_PI * (double)((t - T0) % DAY) / (double)DAY);
+}
+
+static void test_constant(void **unused)
+{
+	struct forecast *f = malloc(sizeof(*f));
+	struct forecast_value v;
+	int64_t t;
+
+	(void)unused;
+	forecast_init(f, 0.9);
+	assert_int_equal(forecast_predict(f, T0, 120 * SEC, &v), -ENODATA);
+	for (t = T0; t < T0 + 3600 * SEC; t += 15 * SEC)
+		assert_int_equal(forecast_update(f, t, 42.0, 120 * SEC, 120 * SEC), 0);
+	assert_int_equal(forecast_predict(f, t, 120 * SEC, &v), 0);
+	assert_true(fabs(v.point - 42.0) < 1e-9);
+	/* No error was ever made: the quantile adds nothing. */
+	assert_true(fabs(v.upper - 42.0) < 1e-9);
+	assert_int_equal(forecast_predict_peak(f, t, 600 * SEC, &v), 0);
+	assert_true(fabs(v.upper - 42.0) < 1e-9);
+	free(f);
+}
+
+/* A steady ramp: the trend carries the forecast one horizon ahead. */
+static void test_ramp(void **unused)
+{
+	struct forecast *f = malloc(sizeof(*f));
+	struct forecast_value v;
+	int64_t t, last = 0, h = 300 * SEC;
+	double slope = 0.01; /* per second */
+
+	(void)unused;
+	forecast_init(f, 0.5);
+	for (t = T0; t < T0 + 4 * 3600 * SEC; t += 15 * SEC) {
+		assert_int_equal(forecast_update(f, t, 10.0 + slope * (double)(t - T0) / SEC, h, 0), 0);
+		last = t;
+	}
+	assert_int_equal(forecast_predict(f, last, h, &v), 0);
+	/* 10 + 0.01 x (elapsed + 300 s), within 1 %. */
+	{
+		double want = 10.0 + slope * (double)(last + h - T0) / SEC;
+
+		assert_true(fabs(v.point - want) < 0.01 * want);
+	}
+	free(f);
+}
+
+/* A daily wave learnt over five days: two hours ahead of a rising stretch
+ * the forecast is the profile's value, not today's. */
+static void test_daily_wave(void **unused)
+{
+	struct forecast *f = malloc(sizeof(*f));
+	struct forecast_value v;
+	int64_t t, h = 2 * 3600 * SEC, now = T0 + 5 * DAY + 5 * 3600 * SEC;
+
+	(void)unused;
+	forecast_init(f, 0.9);
+	for (t = T0; t <= now; t += 60 * SEC)
+		assert_int_equal(forecast_update(f, t, wave(t), 120 * SEC, 0), 0);
+	assert_int_equal(forecast_predict(f, now, h, &v), 0);
+	assert_true(v.seasonal);
+	/* The wave rises by about 14 in these two hours; within 2. */
+	assert_true(fabs(v.point - wave(now + h)) < 2.0);
+	assert_true(v.upper >= v.point);
+	/* The peak of the next 12 hours is the wave's crest, 150. */
+	assert_int_equal(forecast_predict_peak(f, now, 12 * 3600 * SEC, &v), 0);
+	assert_true(fabs(v.point - 150.0) < 3.0);
+	free(f);
+}
+
+/* Normal noise around a constant: the upper forecast at q covers about q
+ * of the values that come. */
+static void test_quantile_coverage(void **unused)
+{
+	static const double qs[] = { 0.9, 0.99 };
+
+	(void)unused;
+	for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
+		struct forecast *f = malloc(sizeof(*f));
+		struct forecast_value v;
+		int64_t t, h = 60 * SEC;
+		int covered = 0, n = 0;
+
+		forecast_init(f, qs[k]);
+		for (t = T0; t < T0 + 2 * DAY; t += 60 * SEC) {
+			double x = 100.0 + 10.0 * normal();
+
+			if (t > T0 + DAY / 2) {
+				/* The forecast made one horizon ago for now. */
+				n++;
+				covered += x <= v.upper;
+			}
+			assert_int_equal(forecast_update(f, t, x, h, 0), 0);
+			assert_int_equal(forecast_predict(f, t, h, &v), 0);
+		}
+		assert_true(fabs((double)covered / n - qs[k]) < (qs[k] > 0.95 ? 0.01 : 0.03));
+		free(f);
+	}
+}
+
+/* The peak of several noisy values is above each one's quantile: the
+ * peak forecast measures its own and covers the highest value of the span
+ * about as often as asked. */
+static void test_peak_coverage(void **unused)
+{
+	struct forecast *f = malloc(sizeof(*f));
+	struct forecast_value v, pk;
+	int64_t t, keep = 300 * SEC;
+	int covered = 0, n = 0;
+
+	(void)unused;
+	forecast_init(f, 0.9);
+	for (t = T0; t < T0 + 3 * DAY; t += 60 * SEC)
+		assert_int_equal(forecast_update(f, t, 100.0 + 10.0 * normal(), 60 * SEC, keep), 0);
+	for (int i = 0; i < 400; i++) {
+		double peak = -INFINITY;
+
+		assert_int_equal(forecast_predict_peak(f, t - 60 * SEC, keep, &pk), 0);
+		assert_int_equal(forecast_predict(f, t - 60 * SEC, 60 * SEC, &v), 0);
+		assert_true(pk.upper > v.upper);
+		for (int64_t e = t; e <= t - 60 * SEC + keep; e += 60 * SEC) {
+			double x = 100.0 + 10.0 * normal();
+
+			peak = x > peak ? x : peak;
+			assert_int_equal(forecast_update(f, e, x, 60 * SEC, keep), 0);
+		}
+		t += keep;
+		n++;
+		covered += peak <= pk.upper;
+	}
+	assert_true(fabs((double)covered / n - 0.9) < 0.06);
+	free(f);
+}
+
+static void test_bad_input(void **unused)
+{
+	struct forecast *f = malloc(sizeof(*f));
+	struct forecast copy;
+
+	(void)unused;
+	forecast_init(f, 0.9);
+	assert_int_equal(forecast_update(f, T0, 1.0, 60 * SEC, 0), 0);
+	copy = *f;
+	assert_int_equal(forecast_update(f, T0, 2.0, 60 * SEC, 0), -EINVAL);
+	assert_int_equal(forecast_update(f, T0 - 1, 2.0, 60 * SEC, 0), -EINVAL);
+	assert_int_equal(forecast_update(f, T0 + SEC, NAN, 60 * SEC, 0), -EINVAL);
+	assert_int_equal(forecast_update(f, T0 + SEC, INFINITY, 60 * SEC, 0), -EINVAL);
+	assert_int_equal(forecast_update(f, T0 + SEC, 1.0, -1, 0), -EINVAL);
+	assert_memory_equal(f, &copy, sizeof(copy));
+	assert_true(forecast_state_valid(f));
+	f->version = 99;
+	assert_false(forecast_state_valid(f));
+	f->version = FORECAST_STATE_VERSION;
+	f->n_pending = FORECAST_PENDING + 1;
+	assert_false(forecast_state_valid(f));
+	f->n_pending = 0;
+	f->day[3].mean = NAN;
+	assert_false(forecast_state_valid(f));
+	free(f);
+}
+
+/* The state is the same size after two weeks of samples at 1 s as after
+ * one: memory is bounded by the buckets, not by the history. */
+static void test_bounded(void **unused)
+{
+	struct forecast *f = malloc(sizeof(*f));
+	int64_t t;
+
+	(void)unused;
+	forecast_init(f, 0.9);
+	for (t = T0; t < T0 + 14 * DAY; t += 10 * SEC)
+		assert_int_equal(forecast_update(f, t, wave(t), 120 * SEC, 120 * SEC), 0);
+	assert_true(forecast_state_valid(f));
+	assert_true(f->n_pending <= FORECAST_PENDING && f->n_peaks <= FORECAST_PENDING);
+	assert_true(f->week[FORECAST_WEEK_BUCKETS - 1].visits == 2);
+	free(f);
+}
+
+static void test_boot_meter(void **unused)
+{
+	struct forecast_boot b = { 0 };
+
+	(void)unused;
+	assert_int_equal(forecast_boot_horizon(&b, 120 * SEC), 120 * SEC);
+	forecast_boot_action(&b, 1000 * SEC, 2, 5);
+	forecast_boot_observe(&b, 1060 * SEC, 3);
+	assert_int_equal(forecast_boot_horizon(&b, 120 * SEC), 120 * SEC);
+	forecast_boot_observe(&b, 1090 * SEC, 5);
+	assert_int_equal(forecast_boot_horizon(&b, 120 * SEC), 90 * SEC);
+	/* Already ready: no second measurement of the same action. */
+	forecast_boot_observe(&b, 1200 * SEC, 5);
+	assert_int_equal(b.n_measured, 1);
+	/* A slower boot counts at once. */
+	forecast_boot_action(&b, 2000 * SEC, 5, 6);
+	forecast_boot_observe(&b, 2200 * SEC, 6);
+	assert_int_equal(forecast_boot_horizon(&b, 120 * SEC), 200 * SEC);
+	/* A faster one moves it a quarter of the way. */
+	forecast_boot_action(&b, 3000 * SEC, 6, 7);
+	forecast_boot_observe(&b, 3100 * SEC, 7);
+	assert_int_equal(forecast_boot_horizon(&b, 120 * SEC), 175 * SEC);
+	/* A scale-in below the size waited for abandons the timing. */
+	forecast_boot_action(&b, 4000 * SEC, 7, 9);
+	forecast_boot_action(&b, 4010 * SEC, 9, 6);
+	forecast_boot_observe(&b, 4020 * SEC, 9);
+	assert_int_equal(b.n_measured, 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_constant),	  cmocka_unit_test(test_ramp),
+		cmocka_unit_test(test_daily_wave),	  cmocka_unit_test(test_quantile_coverage),
+		cmocka_unit_test(test_peak_coverage),	  cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_bounded),		  cmocka_unit_test(test_boot_meter),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,56 @@
+/* Windows: a signal's timestamped samples in a bounded ring, aggregated over
+ * a duration. A window with no sample newer than the staleness limit is
+ * invalid, never zero. Pure computation: no clock reads, no I/O.
+ *
+ * The ring is allocated once by window_init() and never grows; when it is
+ * full the oldest sample is overwritten. */
+#ifndef AUTOSCALED_WINDOW_H
+#define AUTOSCALED_WINDOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+
+#define WINDOW_MAX_CAPACITY 4096
+
+struct sample {
+	/* The daemon stamps samples with monotonic time (clock.h), which never
+	 * goes back: a wall-clock step can neither drop a reading as out of
+	 * order nor age a window at once. */
+	int64_t t_ms;
+	double v;
+};
+
+struct window {
+	struct sample *buf; /* owned */
+	size_t cap;
+	size_t head; /* index of the oldest sample */
+	size_t n;
+};
+
+/* Capacity needed to hold `longest_ms` of samples taken every `poll_ms`,
+ * with slack, clamped to [8, WINDOW_MAX_CAPACITY]. */
+size_t window_capacity_for(int64_t longest_ms, int64_t poll_ms);
+
+/* 0 or -ENOMEM. */
+int window_init(struct window *w, size_t cap);
+void window_destroy(struct window *w);
+void window_clear(struct window *w);
+
+/* Appends a sample. A sample older than the newest one is dropped (returns
+ * -ERANGE); NaN and infinities are refused (-EDOM): a bad reading is never
+ * stored. */
+int window_push(struct window *w, int64_t t_ms, double v);
+
+/* Aggregates the samples with t in (now - duration, now]. Returns 0 and sets
+ * *ret, or -ENODATA when there is no sample in the window or the newest
+ * sample is older than now - staleness_ms (staleness_ms <= 0: no limit); then
+ * *reason (if not NULL) says which, as a static string. */
+int window_aggregate(const struct window *w, int64_t now_ms, int64_t duration_ms, enum aggregation agg,
+		     int64_t staleness_ms, double *ret, const char **reason);
+
+/* The newest sample, or NULL when empty. */
+const struct sample *window_newest(const struct window *w);
+
+#endif
