@@ -34,7 +34,7 @@
 #include "agent/preflight.h"
 #include "sources/cloud_worker.h"
 #include "admin/status-page.h"
-#include "agent/state.h"
+#include "state/state.h"
 
 /* READY=1 waits for the first observation of every group, but no longer
  * than this: a dead host must not keep the unit in "activating". */

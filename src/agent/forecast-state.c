@@ -9,7 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "agent/forecast-state.h"
-#include "agent/state.h"
+#include "state/state.h"
 #include "simulation/trace.h"
 
 #define FORECAST_FILE_FORMAT 1

@@ -19,7 +19,7 @@
 #include "engine/engine.h"
 #include "engine/forecast.h"
 #include "agent/group.h"
-#include "agent/state.h"
+#include "state/state.h"
 #include "engine/window.h"
 
 enum job_kind {

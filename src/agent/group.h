@@ -12,7 +12,7 @@
 #include <systemd/sd-event.h>
 
 #include "config/config.h"
-#include "agent/state.h"
+#include "state/state.h"
 
 struct admin_ring;
 struct http;

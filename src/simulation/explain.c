@@ -21,7 +21,7 @@
 #include "simulation/explain.h"
 #include "config/schedule-tz.h"
 #include "engine/schedule.h"
-#include "agent/state.h"
+#include "state/state.h"
 
 #define EXPLAIN_MAX_COUNT 1000000
 

@@ -9,7 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "fuzz.h"
-#include "agent/state.h"
+#include "state/state.h"
 
 /* A fixed "now" (2026-01-01), so that runs are reproducible. */
 #define NOW_MS INT64_C(1767225600000)

@@ -47,7 +47,7 @@
 #include "config/config.h"
 #include "agent/driver.h"
 #include "agent/group-private.h"
-#include "agent/state.h"
+#include "state/state.h"
 
 /* ------------------------------------------------------------ the clock */
 

@@ -19,7 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "agent/forecast-state.h"
-#include "agent/state.h"
+#include "state/state.h"
 
 #define NOW INT64_C(1764680000000) /* 2025-12-02, a realistic epoch in ms */
 #define WINDOW_MS (300 * MS_PER_SEC)

@@ -19,7 +19,7 @@
 
 #include "base/file.h"
 #include "log/log.h"
-#include "agent/state.h"
+#include "state/state.h"
 
 /* Timestamps more than this far ahead of the clock are corruption, not
  * clock skew. */
