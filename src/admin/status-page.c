@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include <cjson/cJSON.h>
+#include <glib.h>
 
 #include "admin/status-page.h"
 #include "base/clock.h"
@@ -23,28 +24,13 @@
  * the same Host as the one it was made for, so the check below holds. */
 #define STATUS_SHARE_MS 1000
 
+/* Text in markup, escaped by GLib (& < > " '). */
 static void put_escaped(FILE *f, const char *s)
 {
-	for (; s && *s; s++)
-		switch (*s) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&#39;", f);
-			break;
-		default:
-			fputc(*s, f);
-		}
+	gchar *e = g_markup_escape_text(s ? s : "", -1);
+
+	fputs(e, f);
+	g_free(e);
 }
 
 /* A cell with a JSON value: a number, a string, or a dash for null. Its

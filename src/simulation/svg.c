@@ -53,26 +53,13 @@ struct plot {
 	struct column *c;
 };
 
+/* Text in markup, escaped by GLib (& < > " '). */
 static void put_escaped(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		switch (*s) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		default:
-			fputc(*s, f);
-		}
-	}
+	gchar *e = g_markup_escape_text(s ? s : "", -1);
+
+	fputs(e, f);
+	g_free(e);
 }
 
 static double x_col(int c)

@@ -697,7 +697,7 @@ static void test_status_page_escapes(void **st)
 	odd.list = op_list_odd;
 	assert_int_equal(status_page_write(&p, f), 0);
 	fclose(f);
-	assert_non_null(strstr(body, "data-group=\"a&lt;b&gt;&amp;&quot;c&#39;\"><td data-label=Group>a&lt;b&gt;&amp;&quot;c&#39;"));
+	assert_non_null(strstr(body, "data-group=\"a&lt;b&gt;&amp;&quot;c&apos;\"><td data-label=Group>a&lt;b&gt;&amp;&quot;c&apos;"));
 	assert_non_null(strstr(body, "&lt;script&gt;alert(1)&lt;/script&gt;"));
 	assert_null(strstr(body, "<script>alert"));
 	free(body);
