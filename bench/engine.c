@@ -175,6 +175,33 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 	return (double)n * cycles / busy;
 }
 
+/* Puts every group back where each timed run starts: twenty minutes of
+ * history before START in its windows (full windows), a fresh engine state
+ * and 4 instances, and its forecasters (if any) as LEARNT left them. Each
+ * run moves the clock forward from START, so without this a later run
+ * would find samples from the earlier run's future in its windows, which
+ * every aggregation walks past, and forecasters that refuse its samples
+ * as older than their newest. */
+static void start_run(struct bench_group *groups, size_t n, int64_t start, const struct forecast *learnt)
+{
+	unsigned seed = 7;
+	int64_t now;
+
+	for (size_t i = 0; i < n; i++) {
+		struct bench_group *b = &groups[i];
+
+		for (size_t k = 0; k < N_SIGNALS; k++) {
+			window_clear(&b->win[k]);
+			if (b->fc[k])
+				*b->fc[k] = *learnt;
+		}
+		engine_state_init(&b->st);
+		b->current = 4;
+		for (now = start - 80 * STEP_MS; now < start; now += STEP_MS)
+			feed(b, now, &seed);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 10000, i, j;
@@ -183,8 +210,8 @@ int main(int argc, char **argv)
 	int64_t start = INT64_C(1795424400) * MS_PER_SEC, now;
 	struct bench_group *groups;
 	long actions = 0;
+	struct forecast learnt;
 	double rate;
-	unsigned seed = 7;
 
 	if (n == 0 || cycles <= 0) {
 		fprintf(stderr, "usage: bench/engine [GROUPS [CYCLES]]\n");
@@ -200,28 +227,26 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench: out of memory for %zu groups\n", n);
 		return 1;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		setup_group(&groups[i], start);
-		/* Twenty minutes of history, so windows are full. */
-		for (now = start - 80 * STEP_MS, j = 0; j < 80; j++, now += STEP_MS)
-			feed(&groups[i], now, &seed);
-	}
 
+	start_run(groups, n, start, NULL);
 	now = start;
 	rate = run(groups, 1, 200000, &now, &actions);
 	printf("one group:       %.0f evaluations/s (%.2f us each), %ld actions\n", rate, 1e6 / rate, actions);
+	start_run(groups, n, start, NULL);
 	now = start;
 	actions = 0;
-	for (i = 1; i < n; i++)
-		engine_state_init(&groups[i].st);
 	rate = run(groups, n, cycles, &now, &actions);
 	printf("%zu groups: %.0f evaluations/s (%.2f us each, %.1f ms a cycle), %ld actions\n", n, rate,
 	       1e6 / rate, 1e3 * n / rate, actions);
 
-	/* With forecasts: a week of history first, so the profiles are full. */
+	/* With forecasts: a week of history first, so the profiles are full;
+	 * every forecaster starts each run from this one. */
+	forecast_init(&learnt, 0.99);
+	for (now = start - 7 * 86400 * MS_PER_SEC; now < start - 80 * STEP_MS; now += 60 * MS_PER_SEC)
+		forecast_update(&learnt, now, 400 + (double)(now / 60000 % 1440), BOOT_MS, BOOT_MS);
 	for (i = 0; i < n; i++) {
-		engine_state_init(&groups[i].st);
-		groups[i].current = 4;
 		for (j = 0; j < N_SIGNALS; j++) {
 			groups[i].sig[j].forecast = (struct forecast_conf){ .mode = FORECAST_ON, .quantile = 0.99 };
 			groups[i].fc[j] = malloc(sizeof(*groups[i].fc[j]));
@@ -229,19 +254,14 @@ int main(int argc, char **argv)
 				fprintf(stderr, "bench: out of memory for the forecasters\n");
 				return 1;
 			}
-			forecast_init(groups[i].fc[j], 0.99);
-			if (i == 0)
-				for (now = start - 7 * 86400 * MS_PER_SEC; now < start; now += 60 * MS_PER_SEC)
-					forecast_update(groups[i].fc[j], now, 400 + (double)(now / 60000 % 1440),
-							BOOT_MS, BOOT_MS);
-			else
-				*groups[i].fc[j] = *groups[0].fc[j];
 		}
 	}
+	start_run(groups, n, start, &learnt);
 	now = start;
 	actions = 0;
 	rate = run(groups, 1, 200000, &now, &actions);
 	printf("one group, forecasts: %.0f evaluations/s (%.2f us each), %ld actions\n", rate, 1e6 / rate, actions);
+	start_run(groups, n, start, &learnt);
 	now = start;
 	actions = 0;
 	rate = run(groups, n, cycles, &now, &actions);
