@@ -310,13 +310,18 @@ static void score_peaks(struct forecast *f, int64_t t_ms, double x)
 {
 	uint32_t i;
 
-	for (i = 0; i < f->n_peaks; i++) {
+	/* An open span has seen every sample since it opened, so the older
+	 * of two open spans has seen at least as high a value: walking from
+	 * the newest, the first span X does not raise ends the walk. (The
+	 * spans have one length, so they also end oldest first: one that has
+	 * ended sits at the head, below the walk, and is scored next.) */
+	for (i = f->n_peaks; i-- > 0;) {
 		struct forecast_pending_peak *p = &f->peaks[(f->peaks_head + i) % FORECAST_PENDING];
 
-		if (p->end_ms >= t_ms && (!p->any || x > p->seen)) {
-			p->seen = x;
-			p->any = true;
-		}
+		if (p->end_ms < t_ms || (p->any && x <= p->seen))
+			break;
+		p->seen = x;
+		p->any = true;
 	}
 	while (f->n_peaks > 0) {
 		struct forecast_pending_peak *p = &f->peaks[f->peaks_head];
@@ -339,8 +344,15 @@ static void add_peak(struct forecast *f, int64_t t_ms, int64_t keep_ms, int64_t 
 	struct forecast_pending_peak *p;
 	int64_t every = keep_ms / (FORECAST_PENDING / 2);
 
+	double peak;
+
 	if (keep_ms <= 0)
 		return;
+	/* The evaluation after this sample asks for the same peak. */
+	peak = point_peak(f, t_ms, keep_ms);
+	f->peak_memo_valid = true;
+	f->peak_memo_span_ms = keep_ms;
+	f->peak_memo_point = peak;
 	if (every < dt_ms)
 		every = dt_ms;
 	if (f->n_peaks > 0 &&
@@ -352,7 +364,7 @@ static void add_peak(struct forecast *f, int64_t t_ms, int64_t keep_ms, int64_t 
 	}
 	p = &f->peaks[(f->peaks_head + f->n_peaks) % FORECAST_PENDING];
 	/* The span starts after this sample: the sample itself is known. */
-	*p = (struct forecast_pending_peak){ .end_ms = t_ms + keep_ms, .point = point_peak(f, t_ms, keep_ms) };
+	*p = (struct forecast_pending_peak){ .end_ms = t_ms + keep_ms, .point = peak };
 	f->n_peaks++;
 }
 
@@ -364,6 +376,7 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 
 	if (!f || !isfinite(x) || horizon_ms < 0 || keep_ms < 0 || (f->n_samples > 0 && t_ms <= f->last_ms))
 		return -EINVAL;
+	f->peak_memo_valid = false;
 	if (f->n_samples == 0) {
 		f->first_ms = f->last_ms = t_ms;
 		f->level = x;
@@ -470,7 +483,10 @@ int forecast_predict_peak(const struct forecast *f, int64_t t_ms, int64_t span_m
 		return 0;
 	if (t_ms < f->last_ms)
 		t_ms = f->last_ms;
-	out->point = point_peak(f, t_ms, span_ms);
+	if (f->peak_memo_valid && t_ms == f->last_ms && span_ms == f->peak_memo_span_ms)
+		out->point = f->peak_memo_point;
+	else
+		out->point = point_peak(f, t_ms, span_ms);
 	/* Until a span has been scored, the point quantile stands in. */
 	q = f->n_peak_scored > 0 ? f->q_peak : f->q_norm;
 	if (q < 0)
@@ -499,6 +515,7 @@ void forecast_refresh(struct forecast *f)
 {
 	f->rate_dt_ms = f->rate_horizon_ms = 0;
 	f->ahead_valid = false;
+	f->peak_memo_valid = false;
 	if (f->n_samples > 0) {
 		cache_season(f);
 		cache_ahead(f, f->horizon_ms);

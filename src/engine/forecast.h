@@ -89,6 +89,11 @@ struct forecast {
 	bool ahead_valid, ahead_seasonal;
 	int64_t ahead_t_ms;
 	double ahead_point;
+	/* The highest point forecast over the keep span from the newest
+	 * sample, computed with it. */
+	bool peak_memo_valid;
+	int64_t peak_memo_span_ms;
+	double peak_memo_point;
 	/* The smoothing weights for the last sample spacing and horizon. */
 	int64_t rate_dt_ms, rate_horizon_ms;
 	double rate_level, rate_trend;
