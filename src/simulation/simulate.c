@@ -155,6 +155,34 @@ int64_t sim_warm_default_restore_ms(enum sim_warm_state state, int64_t boot_ms)
 	return boot_ms;
 }
 
+int sim_horizon_parse(const char *s, enum sim_horizon *ret)
+{
+	if (!s)
+		return -EINVAL;
+	if (strcmp(s, "measured") == 0)
+		*ret = SIM_HORIZON_MEASURED;
+	else if (strcmp(s, "boot-time") == 0)
+		*ret = SIM_HORIZON_BOOT_TIME;
+	else if (strcmp(s, "warm-restore") == 0)
+		*ret = SIM_HORIZON_WARM_RESTORE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *sim_horizon_name(enum sim_horizon h)
+{
+	switch (h) {
+	case SIM_HORIZON_MEASURED:
+		return "measured";
+	case SIM_HORIZON_BOOT_TIME:
+		return "boot-time";
+	case SIM_HORIZON_WARM_RESTORE:
+		return "warm-restore";
+	}
+	return "?";
+}
+
 /* The warm pool: when each member is available. A member taken is
  * replaced at once, so there are always `size` of them; one whose time
  * lies ahead is being refilled. */
@@ -213,6 +241,31 @@ static void warm_pool_account(struct warm_pool *wp, int64_t now_ms, double dt_ms
 		if (memory)
 			wp->memory_member_ms += dt_ms;
 	}
+}
+
+static bool warm_pool_available(const struct warm_pool *wp, int64_t now_ms)
+{
+	for (int i = 0; i < wp->size; i++)
+		if (wp->avail_ms[i] <= now_ms)
+			return true;
+	return false;
+}
+
+/* The horizon of this step (sim_horizon). */
+static int64_t step_horizon(const struct group_conf *g, const struct sim_params *p, const struct forecast_boot *boot,
+			    const struct warm_pool *wp, int64_t now_ms)
+{
+	switch (p->horizon) {
+	case SIM_HORIZON_BOOT_TIME:
+		return g->behavior.boot_time_ms;
+	case SIM_HORIZON_WARM_RESTORE:
+		if (warm_pool_available(wp, now_ms))
+			return p->warm.restore_ms;
+		break;
+	case SIM_HORIZON_MEASURED:
+		break;
+	}
+	return forecast_boot_horizon(boot, g->behavior.boot_time_ms);
 }
 
 static int required_for(double demand, double capacity)
@@ -296,7 +349,8 @@ static int check_params(const struct group_conf *g, const struct trace_reader *t
 	/* A restore slower than a cold boot would make the pool a delay. */
 	if (p->warm.size < 0 || p->warm.size > SIM_MAX_WARM || p->warm.restore_ms < 0 ||
 	    (p->warm.size > 0 && p->warm.restore_ms > p->boot_ms) || !(p->instance_memory_mib >= 0) ||
-	    !isfinite(p->instance_memory_mib) || (unsigned)p->warm.state > SIM_WARM_STOPPED)
+	    !isfinite(p->instance_memory_mib) || (unsigned)p->warm.state > SIM_WARM_STOPPED ||
+	    (unsigned)p->horizon > SIM_HORIZON_WARM_RESTORE)
 		return -EINVAL;
 	return 0;
 }
@@ -434,7 +488,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		 * boot time as this run's own scale-outs measure it. */
 		ready_now = pool_ready(&pool, now);
 		forecast_boot_observe(&boot, now, ready_now);
-		horizon = forecast_boot_horizon(&boot, g->behavior.boot_time_ms);
+		horizon = step_horizon(g, p, &boot, &wp, now);
 		for (size_t s = 0; k > 0 && s < g->n_signals && !isnan(prev_demand); s++) {
 			if (g->signals[s].type == SIGNAL_UTILIZATION) {
 				if (prev_ready > 0)

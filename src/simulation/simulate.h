@@ -101,6 +101,25 @@ const char *sim_warm_state_name(enum sim_warm_state s);
  * its prepared disk (BOOT_MS). */
 int64_t sim_warm_default_restore_ms(enum sim_warm_state state, int64_t boot_ms);
 
+/* The horizon the forecasters predict for, which is also the engine's
+ * cost of a relaunch (observation.boot_ms). */
+enum sim_horizon {
+	/* As the daemon: the launch-to-ready time its own scale-outs measure
+	 * (forecast_boot_horizon()), the group's boot_time until one has. A
+	 * scale-out the warm pool serves measures the restore delay, one that
+	 * also launches cold the boot delay, which counts at once. */
+	SIM_HORIZON_MEASURED,
+	/* The group's configured boot_time, always. */
+	SIM_HORIZON_BOOT_TIME,
+	/* The restore delay while the warm pool has a member available, else
+	 * as measured. */
+	SIM_HORIZON_WARM_RESTORE,
+};
+
+/* "measured", "boot-time" or "warm-restore": 0 or -EINVAL. */
+int sim_horizon_parse(const char *s, enum sim_horizon *ret);
+const char *sim_horizon_name(enum sim_horizon h);
+
 struct sim_params {
 	int64_t boot_ms;                /* launch to ready; default 60 s */
 	double capacity;                /* demand units one instance serves; default 1 */
@@ -119,6 +138,7 @@ struct sim_params {
 	int initial;
 	struct sim_warm_pool warm;      /* size 0: no warm pool */
 	double instance_memory_mib;     /* one instance's memory, for memory-hours; 0: not counted */
+	enum sim_horizon horizon;       /* default: as the daemon measures it */
 };
 
 /* One evaluation step, for --csv and --svg. */

@@ -25,6 +25,7 @@ static void usage(FILE *f)
 		   "                          [--tz ZONE] [--from TIME] [--to TIME] [--title TEXT]\n"
 		   "                          [--plot-max N] [--warm-pool N] [--warm-state STATE]\n"
 		   "                          [--restore-delay S] [--instance-memory MIB]\n"
+		   "                          [--horizon measured|boot-time|warm-restore]\n"
 		   "\n"
 		   "Replays a load trace through the group's policy on a virtual clock and\n"
 		   "reports cost and service against the perfect-foresight oracle.\n"
@@ -48,7 +49,10 @@ static void usage(FILE *f)
 		   "them first (ready one restore delay later) and each is refilled in the\n"
 		   "background. --warm-state paused|saved|stopped (default paused) sets what\n"
 		   "they hold and the default --restore-delay: 1s, 5s, or the boot delay.\n"
-		   "--instance-memory MIB (default 2048) prices memory-hours.\n");
+		   "--instance-memory MIB (default 2048) prices memory-hours.\n"
+		   "--horizon: what the forecasts look ahead, and the cost of a relaunch: as\n"
+		   "the daemon measures its own scale-outs (default), the group's boot_time,\n"
+		   "or the restore delay while a warm member is available.\n");
 }
 
 /* How the capacity per instance was set: given, or from the peak. */
@@ -142,6 +146,7 @@ static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const
 	cJSON_AddNumberToObject(o, "warm_taken", m->warm_taken);
 	cJSON_AddNumberToObject(o, "cold_launches", m->cold_launches);
 	cJSON_AddNumberToObject(o, "oracle_warm_taken", (double)m->oracle_warm_taken);
+	cJSON_AddStringToObject(o, "horizon", sim_horizon_name(p->horizon));
 	return o;
 }
 
@@ -390,7 +395,7 @@ int simulate_main(int argc, char **argv)
 {
 	enum { OPT_GROUP = 256, OPT_TRACE, OPT_FORMAT, OPT_BOOT, OPT_CAP, OPT_STEP, OPT_GRAN, OPT_MIN, OPT_JSON,
 	       OPT_CSV, OPT_SVG, OPT_AGENT, OPT_WARMUP, OPT_INITIAL, OPT_PEAK, OPT_TZ, OPT_FROM, OPT_TO,
-	       OPT_TITLE, OPT_PLOT_MAX, OPT_WARM_POOL, OPT_WARM_STATE, OPT_RESTORE, OPT_MEMORY };
+	       OPT_TITLE, OPT_PLOT_MAX, OPT_WARM_POOL, OPT_WARM_STATE, OPT_RESTORE, OPT_MEMORY, OPT_HORIZON };
 	static const struct option long_opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"group", required_argument, NULL, OPT_GROUP},
@@ -417,6 +422,7 @@ int simulate_main(int argc, char **argv)
 		{"warm-state", required_argument, NULL, OPT_WARM_STATE},
 		{"restore-delay", required_argument, NULL, OPT_RESTORE},
 		{"instance-memory", required_argument, NULL, OPT_MEMORY},
+		{"horizon", required_argument, NULL, OPT_HORIZON},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -587,6 +593,12 @@ int simulate_main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_HORIZON:
+			if (sim_horizon_parse(optarg, &p.horizon) < 0) {
+				log_warnx("simulate: --horizon '%s' is not measured, boot-time or warm-restore", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -601,6 +613,10 @@ int simulate_main(int argc, char **argv)
 	}
 	if (warm_pool_from_flags(&wf, p.boot_ms, &p.warm) < 0)
 		return 2;
+	if (p.horizon == SIM_HORIZON_WARM_RESTORE && p.warm.size == 0) {
+		log_warnx("simulate: --horizon warm-restore needs a warm pool (--warm-pool N)");
+		return 2;
+	}
 	if (capacity_given && cs.peak_instances > 0) {
 		log_warnx("simulate: give --capacity-per-instance or --peak-instances, not both");
 		return 2;

@@ -72,10 +72,13 @@ sim -c "$conf" --group pool --trace "$trace" --format csv --warm-state paused >/
 st1=$?
 sim -c "$conf" --group pool --trace "$trace" --format csv --warm-pool 2 --warm-state hibernated >/dev/null 2>"$tmp/err2"
 st2=$?
-if [ $st1 -eq 2 ] && grep -q "give --warm-pool" "$tmp/err" && [ $st2 -eq 2 ] && grep -q "'hibernated' is not" "$tmp/err2"; then
-	ok "a warm state without a pool, or an unknown one, is refused"
+sim -c "$conf" --group pool --trace "$trace" --format csv --horizon warm-restore >/dev/null 2>"$tmp/err3"
+st3=$?
+if [ $st1 -eq 2 ] && grep -q "give --warm-pool" "$tmp/err" && [ $st2 -eq 2 ] && grep -q "'hibernated' is not" "$tmp/err2" &&
+	[ $st3 -eq 2 ] && grep -q "needs a warm pool" "$tmp/err3"; then
+	ok "a warm state or a restore horizon without a pool, or an unknown state, is refused"
 else
-	not_ok "warm state refused: $(cat "$tmp/err" "$tmp/err2")"
+	not_ok "warm state refused: $(cat "$tmp/err" "$tmp/err2" "$tmp/err3")"
 fi
 sim -c "$conf" --group pool --trace "$trace" --format csv --boot-delay 60s --warm-pool 2 --restore-delay 90s \
 	>/dev/null 2>"$tmp/err"

@@ -466,6 +466,7 @@ static void test_decisions_do_not_see_the_future(void **state)
 	struct sim_step *st_full, *st_cut;
 	size_t n_full, n_cut;
 	struct sim_metrics m;
+	double measured_vm_hours[2] = {0};
 
 	assert_non_null(v);
 	/* Two days of a daily wave with bursts, at 5 s, squeezed into two
@@ -481,10 +482,31 @@ static void test_decisions_do_not_see_the_future(void **state)
 	f->g.behavior.scale_in.stabilization_ms = 120 * S;
 	f->g.behavior.initialization_ms = 45 * S;
 	f->prof.max = 40;
-	for (int given = 0; given < 2; given++) {
+	for (int variant = 0; variant < 6; variant++) {
+		int given = variant % 2;
+
+		/* Then with a warm pool, a forecast and a lazy scale-in, for
+		 * each horizon: the pool changes when instances are ready, and
+		 * the horizon what the forecast looks at, never what it sees. */
+		if (variant >= 2) {
+			f->p.warm = (struct sim_warm_pool){.size = 3, .state = SIM_WARM_SAVED, .restore_ms = 5 * S};
+			f->p.horizon = variant >= 4 ? SIM_HORIZON_WARM_RESTORE : SIM_HORIZON_MEASURED;
+			f->sig.forecast.mode = FORECAST_ON;
+			f->sig.forecast.quantile = 0.9;
+			f->g.behavior.lazy_scale_in = true;
+			f->g.behavior.boot_time_ms = 30 * S;
+		}
 		f->p.initial = given ? 5 : -1;
 		assert_int_equal(run_series(f, &full, &m, &st_full, &n_full), 0);
 		assert_true(m.actions_out > 3 && m.actions_in > 3);
+		if (variant >= 2)
+			assert_true(m.warm_taken > 0);
+		/* The restore as the horizon changes the run: it is not the
+		 * measured one by another name. */
+		if (variant >= 4)
+			assert_true(fabs(m.vm_hours - measured_vm_hours[given]) > 0.1);
+		else
+			measured_vm_hours[given] = m.vm_hours;
 		for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
 			struct series part = full;
 			int64_t cut_ms = full.start_ms + (int64_t)cuts[c] * full.res_ms;
