@@ -76,7 +76,9 @@ static int warm_pool_from_flags(const struct warm_flags *f, int64_t boot_ms, str
 {
 	struct sim_warm_pool w = {.size = f->size > 0 ? f->size : 0, .state = SIM_WARM_PAUSED};
 
-	if (f->size <= 0 && (f->state || f->restore_ms >= 0)) {
+	/* --warm-pool 0 with a state is a pool of none, as a script sweeping
+	 * sizes gives it; a state with no --warm-pool at all is a mistake. */
+	if (f->size < 0 && (f->state || f->restore_ms >= 0)) {
 		log_warnx("simulate: --warm-state and --restore-delay describe a warm pool: give --warm-pool N");
 		return -EINVAL;
 	}
