@@ -485,7 +485,8 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		trace_cursor_drop(&cur, now);
 
 		/* 1. Samples measured over the step that just ended, and the
-		 * boot time as this run's own scale-outs measure it. */
+		 * horizon: by default the boot time as this run's own
+		 * scale-outs measure it (sim_horizon). */
 		ready_now = pool_ready(&pool, now);
 		forecast_boot_observe(&boot, now, ready_now);
 		horizon = step_horizon(g, p, &boot, &wp, now);

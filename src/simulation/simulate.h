@@ -6,11 +6,12 @@
  *   1. each configured signal gets one sample derived from the trace over
  *      the step that just ended: utilization signals demand / (ready x
  *      capacity) x 100, average signals the demand itself (a group total);
- *   2. instances whose boot delay has passed become ready;
+ *   2. instances whose boot delay (or, taken from a warm pool, restore
+ *      delay: struct sim_warm_pool) has passed become ready;
  *   3. engine_evaluate() runs exactly as in the daemon, with the agent's
  *      inputs (a pause, a pin, a partial observation, a busy driver) the
  *      run is given (sim_params.events);
- *   4. an action launches instances (ready one boot delay later) or removes
+ *   4. an action launches instances (ready one boot or restore delay later) or removes
  *      the newest ones (provisioning ones first), and is recorded with
  *      engine_record_action();
  *   5. the step is scored: demand over the coming step against the ready
