@@ -137,7 +137,8 @@ static bool warm_take(struct oracle *o, int64_t launch_ms)
 			best = i;
 	if (best < 0)
 		return false;
-	o->warm_avail[best] = launch_ms + o->p.refill_ms;
+	/* A refill that takes no time still serves only later launches. */
+	o->warm_avail[best] = launch_ms + (o->p.refill_ms > 0 ? o->p.refill_ms : 1);
 	return true;
 }
 

@@ -216,12 +216,14 @@ static int warm_pool_init(struct warm_pool *wp, const struct sim_params *p, int6
 	return 0;
 }
 
-/* Takes an available member at NOW_MS, if any, and starts its refill. */
+/* Takes an available member at NOW_MS, if any, and starts its refill.
+ * A refill that takes no time is still another member: it is there for
+ * the next scale-out, never for the one that took its predecessor. */
 static bool warm_pool_take(struct warm_pool *wp, int64_t now_ms)
 {
 	for (int i = 0; i < wp->size; i++) {
 		if (wp->avail_ms[i] <= now_ms) {
-			wp->avail_ms[i] = now_ms + wp->refill_ms;
+			wp->avail_ms[i] = now_ms + (wp->refill_ms > 0 ? wp->refill_ms : 1);
 			return true;
 		}
 	}

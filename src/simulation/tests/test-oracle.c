@@ -175,6 +175,12 @@ static void test_warm_pool(void **state)
 	assert_int_equal(oracle_plan(burst, 8, &p, &r), 0);
 	assert_true(fabs(r.vm_hours * 3600 - (480 + 300 + 420)) < 1e-6);
 	assert_int_equal(r.warm_launches, 2);
+	/* A refill that takes no time serves the next launch, not the one
+	 * beside it: each burst's second layer boots cold. */
+	p.refill_ms = 0;
+	assert_int_equal(oracle_plan(burst, 8, &p, &r), 0);
+	assert_int_equal(r.warm_launches, 2);
+	assert_true(fabs(r.vm_hours * 3600 - (480 + 300 + 420)) < 1e-6);
 	/* A restore slower than the boot is refused. */
 	p.restore_ms = 121 * S;
 	assert_int_equal(oracle_plan(burst, 8, &p, &r), -EINVAL);

@@ -570,6 +570,16 @@ static void test_warm_pool_serves_scale_out(void **state)
 	assert_true(fabs(m.oracle_vm_hours * 3600 - 390) < 1e-6);
 	assert_int_equal(m.oracle_warm_taken, 2);
 	free(st);
+
+	/* A stopped member is refilled at once, but one member serves one
+	 * instance of a scale-out: the other two launch cold. */
+	f->p.warm = (struct sim_warm_pool){.size = 1, .state = SIM_WARM_STOPPED, .restore_ms = 15 * S};
+	assert_int_equal(run(f, &m, &st, &n), 0);
+	assert_int_equal(st[4].ready, 2);
+	assert_int_equal(m.warm_taken, 1);
+	assert_int_equal(m.cold_launches, 2);
+	assert_int_equal(m.oracle_warm_taken, 1);
+	free(st);
 }
 
 /* Members taken at 45 s are refilled in the background: a paused member
