@@ -47,6 +47,8 @@ struct candidate {
 	int64_t launches_before;
 	uint64_t seq;  /* its place in the segment: the look-back counts these */
 	bool at_start; /* busy at the first step: no launch */
+	bool warm;     /* launched from the warm pool */
+	int64_t warm_before;
 };
 
 struct layer {
@@ -59,7 +61,7 @@ struct layer {
 	int64_t busy_since; /* start of the open interval */
 	int64_t last_end;   /* end of the last closed one */
 	bool busy, any;
-	int64_t seg_best, seg_launches; /* the segment's intervals so far */
+	int64_t seg_best, seg_launches, seg_warm; /* the segment's intervals so far */
 };
 
 struct oracle {
@@ -68,19 +70,33 @@ struct oracle {
 	size_t n_layers; /* allocated; busy ones are [0, prev) */
 	int prev, peak;
 	size_t n;
-	int64_t never_bridge, billed_ms, launches;
+	int64_t never_bridge, billed_ms, launches, warm_launches;
+	/* When each warm pool member is available: taken members are
+	 * replaced at once, so the pool always has warm_size of them. */
+	int64_t *warm_avail;
 };
 
 int oracle_new(const struct oracle_params *p, struct oracle **ret)
 {
 	struct oracle *o;
 
-	if (!p || !ret || p->step_ms <= 0 || p->boot_ms < 0)
+	if (!p || !ret || p->step_ms <= 0 || p->boot_ms < 0 || p->warm_size < 0 || p->restore_ms < 0 ||
+	    p->refill_ms < 0 || (p->warm_size > 0 && p->restore_ms > p->boot_ms))
 		return -EINVAL;
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
 	o->p = *p;
+	if (p->warm_size > 0) {
+		/* The pool is full when the series starts. */
+		o->warm_avail = calloc((size_t)p->warm_size, sizeof(*o->warm_avail));
+		if (!o->warm_avail) {
+			free(o);
+			return -ENOMEM;
+		}
+		for (int i = 0; i < p->warm_size; i++)
+			o->warm_avail[i] = INT64_MIN;
+	}
 	o->never_bridge = p->boot_ms + 2 * ((p->billing_granularity_ms > 0 ? p->billing_granularity_ms : 0) +
 					    (p->billing_minimum_ms > 0 ? p->billing_minimum_ms : 0));
 	*ret = o;
@@ -94,6 +110,7 @@ void oracle_free(struct oracle *o)
 	for (size_t j = 0; j < o->n_layers; j++)
 		free(o->layers[j].ring);
 	free(o->layers);
+	free(o->warm_avail);
 	free(o);
 }
 
@@ -101,9 +118,28 @@ static void commit_segment(struct oracle *o, struct layer *l)
 {
 	o->billed_ms += l->seg_best;
 	o->launches += l->seg_launches;
-	l->seg_best = l->seg_launches = 0;
+	o->warm_launches += l->seg_warm;
+	l->seg_best = l->seg_launches = l->seg_warm = 0;
 	l->ring_n = 0;
 	l->next_seq = 0;
+}
+
+/* Takes a warm pool member available at LAUNCH_MS, if there is one, and
+ * starts its replacement. Launches come in time order (each restore_ms
+ * before the interval it serves), so the member available longest is as
+ * good as any. */
+static bool warm_take(struct oracle *o, int64_t launch_ms)
+{
+	int best = -1;
+
+	for (int i = 0; i < o->p.warm_size; i++)
+		if (o->warm_avail[i] <= launch_ms && (best < 0 || o->warm_avail[i] < o->warm_avail[best]))
+			best = i;
+	if (best < 0)
+		return false;
+	/* A refill that takes no time still serves only later launches. */
+	o->warm_avail[best] = launch_ms + (o->p.refill_ms > 0 ? o->p.refill_ms : 1);
+	return true;
 }
 
 /* Layer L becomes busy at T. */
@@ -130,8 +166,16 @@ static int layer_open(struct oracle *o, struct layer *l, int64_t t)
 	/* Instances busy at the first step are running when the series starts. */
 	c->at_start = t == o->p.start_ms;
 	c->launch_ms = c->at_start ? t : t - o->p.boot_ms;
+	/* A gap shorter than the restore delay is bridged whatever the
+	 * billing (keeping the instance costs less than the restore): no
+	 * member is taken for it. */
+	c->warm = !c->at_start && o->p.warm_size > 0 && (!l->any || t - l->last_end >= o->p.restore_ms) &&
+		  warm_take(o, t - o->p.restore_ms);
+	if (c->warm)
+		c->launch_ms = t - o->p.restore_ms;
 	c->best_before = l->seg_best;
 	c->launches_before = l->seg_launches;
+	c->warm_before = l->seg_warm;
 	l->busy = true;
 	l->busy_since = t;
 	return 0;
@@ -163,7 +207,7 @@ static void layer_close(struct oracle *o, struct layer *l, int64_t t)
 	struct candidate *v = l->ring;
 	size_t n = l->ring_n, w;
 	uint64_t lo = l->next_seq > ORACLE_LOOKBACK ? l->next_seq - ORACLE_LOOKBACK : 0;
-	int64_t best = INT64_MAX, launches = 0, min_k = INT64_MAX;
+	int64_t best = INT64_MAX, launches = 0, warm = 0, min_k = INT64_MAX;
 	int64_t g = o->p.billing_granularity_ms > 1 ? o->p.billing_granularity_ms : 1;
 
 	for (size_t k = n; k-- > 0;) {
@@ -177,6 +221,7 @@ static void layer_close(struct oracle *o, struct layer *l, int64_t t)
 		if (cost < best) {
 			best = cost;
 			launches = v[k].launches_before + !v[k].at_start;
+			warm = v[k].warm_before + v[k].warm;
 		}
 		if (t - v[k].launch_ms >= o->p.billing_minimum_ms && key < min_k)
 			min_k = key;
@@ -187,6 +232,7 @@ static void layer_close(struct oracle *o, struct layer *l, int64_t t)
 	l->ring_n = w;
 	l->seg_best = best;
 	l->seg_launches = launches;
+	l->seg_warm = warm;
 	l->busy = false;
 	l->any = true;
 	l->last_end = t;
@@ -246,6 +292,7 @@ int oracle_finish(struct oracle *o, int64_t series_end_ms, struct oracle_result 
 			commit_segment(o, &o->layers[j]);
 	ret->vm_hours = (double)o->billed_ms / 3.6e6;
 	ret->launches = o->launches;
+	ret->warm_launches = o->warm_launches;
 	ret->peak = o->peak;
 	return 0;
 }

@@ -33,11 +33,21 @@ struct oracle_params {
 	 * is not a whole number of steps long (it must lie after the last
 	 * step's start and at most one step past it). 0: start_ms + n x step_ms. */
 	int64_t end_ms;
+	/* A warm pool of warm_size members (0: none): a launch that finds a
+	 * member available takes it and is ready restore_ms later instead of
+	 * boot_ms; the member is replaced, available refill_ms after it was
+	 * taken. The oracle takes a member only for a busy interval a
+	 * relaunch may serve (the layer's first, or one after an idle gap of
+	 * at least the restore delay), so it never counts on a member twice. */
+	int warm_size;
+	int64_t restore_ms;
+	int64_t refill_ms;
 };
 
 struct oracle_result {
 	double vm_hours;      /* billed */
 	int64_t launches;     /* instances launched after the first step */
+	int64_t warm_launches; /* of those, taken from the warm pool */
 	int peak;             /* the largest need */
 };
 

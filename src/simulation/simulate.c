@@ -114,6 +114,162 @@ static void pool_observe(struct pool *pool, int64_t now_ms, int64_t warm_ms, str
 	obs->in_flight = DIR_NONE;
 }
 
+int sim_warm_state_parse(const char *s, enum sim_warm_state *ret)
+{
+	if (!s)
+		return -EINVAL;
+	if (strcmp(s, "paused") == 0)
+		*ret = SIM_WARM_PAUSED;
+	else if (strcmp(s, "saved") == 0)
+		*ret = SIM_WARM_SAVED;
+	else if (strcmp(s, "stopped") == 0)
+		*ret = SIM_WARM_STOPPED;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *sim_warm_state_name(enum sim_warm_state s)
+{
+	switch (s) {
+	case SIM_WARM_PAUSED:
+		return "paused";
+	case SIM_WARM_SAVED:
+		return "saved";
+	case SIM_WARM_STOPPED:
+		return "stopped";
+	}
+	return "?";
+}
+
+int64_t sim_warm_default_restore_ms(enum sim_warm_state state, int64_t boot_ms)
+{
+	switch (state) {
+	case SIM_WARM_PAUSED:
+		return 1 * MS_PER_SEC;
+	case SIM_WARM_SAVED:
+		return 5 * MS_PER_SEC;
+	case SIM_WARM_STOPPED:
+		break;
+	}
+	return boot_ms;
+}
+
+int sim_horizon_parse(const char *s, enum sim_horizon *ret)
+{
+	if (!s)
+		return -EINVAL;
+	if (strcmp(s, "measured") == 0)
+		*ret = SIM_HORIZON_MEASURED;
+	else if (strcmp(s, "boot-time") == 0)
+		*ret = SIM_HORIZON_BOOT_TIME;
+	else if (strcmp(s, "warm-restore") == 0)
+		*ret = SIM_HORIZON_WARM_RESTORE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *sim_horizon_name(enum sim_horizon h)
+{
+	switch (h) {
+	case SIM_HORIZON_MEASURED:
+		return "measured";
+	case SIM_HORIZON_BOOT_TIME:
+		return "boot-time";
+	case SIM_HORIZON_WARM_RESTORE:
+		return "warm-restore";
+	}
+	return "?";
+}
+
+/* The warm pool: when each member is available. A member taken is
+ * replaced at once, so there are always `size` of them; one whose time
+ * lies ahead is being refilled. */
+struct warm_pool {
+	int64_t *avail_ms;
+	int size;
+	int64_t refill_ms;
+	const struct sim_warm_pool *conf;
+	double member_ms, memory_member_ms; /* scored time, summed over members */
+};
+
+/* A paused or saved member boots before it is suspended or saved; a
+ * stopped one needs only its disk. */
+static int64_t warm_refill_ms(const struct sim_warm_pool *w, int64_t boot_ms)
+{
+	return w->state == SIM_WARM_STOPPED ? 0 : boot_ms;
+}
+
+static int warm_pool_init(struct warm_pool *wp, const struct sim_params *p, int64_t t0)
+{
+	wp->conf = &p->warm;
+	wp->size = p->warm.size;
+	wp->refill_ms = warm_refill_ms(&p->warm, p->boot_ms);
+	if (wp->size == 0)
+		return 0;
+	wp->avail_ms = malloc((size_t)wp->size * sizeof(*wp->avail_ms));
+	if (!wp->avail_ms)
+		return -ENOMEM;
+	for (int i = 0; i < wp->size; i++)
+		wp->avail_ms[i] = t0;
+	return 0;
+}
+
+/* Takes an available member at NOW_MS, if any, and starts its refill.
+ * A refill that takes no time is still another member: it is there for
+ * the next scale-out, never for the one that took its predecessor. */
+static bool warm_pool_take(struct warm_pool *wp, int64_t now_ms)
+{
+	for (int i = 0; i < wp->size; i++) {
+		if (wp->avail_ms[i] <= now_ms) {
+			wp->avail_ms[i] = now_ms + (wp->refill_ms > 0 ? wp->refill_ms : 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Counts the pool's members over a scored step of DT_MS from NOW_MS:
+ * every member is a VM kept; a paused one holds its memory, and so does
+ * any refill still booting (a stopped member's refill boots nothing). */
+static void warm_pool_account(struct warm_pool *wp, int64_t now_ms, double dt_ms)
+{
+	for (int i = 0; i < wp->size; i++) {
+		bool refilling = wp->avail_ms[i] > now_ms;
+		bool memory = refilling ? wp->conf->state != SIM_WARM_STOPPED : wp->conf->state == SIM_WARM_PAUSED;
+
+		wp->member_ms += dt_ms;
+		if (memory)
+			wp->memory_member_ms += dt_ms;
+	}
+}
+
+static bool warm_pool_available(const struct warm_pool *wp, int64_t now_ms)
+{
+	for (int i = 0; i < wp->size; i++)
+		if (wp->avail_ms[i] <= now_ms)
+			return true;
+	return false;
+}
+
+/* The horizon of this step (sim_horizon). */
+static int64_t step_horizon(const struct group_conf *g, const struct sim_params *p, const struct forecast_boot *boot,
+			    const struct warm_pool *wp, int64_t now_ms)
+{
+	switch (p->horizon) {
+	case SIM_HORIZON_BOOT_TIME:
+		return g->behavior.boot_time_ms;
+	case SIM_HORIZON_WARM_RESTORE:
+		if (warm_pool_available(wp, now_ms))
+			return p->warm.restore_ms;
+		break;
+	case SIM_HORIZON_MEASURED:
+		break;
+	}
+	return forecast_boot_horizon(boot, g->behavior.boot_time_ms);
+}
+
 static int required_for(double demand, double capacity)
 {
 	double r;
@@ -192,6 +348,12 @@ static int check_params(const struct group_conf *g, const struct trace_reader *t
 	if (!g || !t || !p || p->step_ms <= 0 || p->boot_ms < 0 || !(p->capacity > 0) || p->warmup_ms < 0 ||
 	    g->n_signals > CONFIG_MAX_SIGNALS)
 		return -EINVAL;
+	/* A restore slower than a cold boot would make the pool a delay. */
+	if (p->warm.size < 0 || p->warm.size > SIM_MAX_WARM || p->warm.restore_ms < 0 ||
+	    (p->warm.size > 0 && p->warm.restore_ms > p->boot_ms) || !(p->instance_memory_mib >= 0) ||
+	    !isfinite(p->instance_memory_mib) || (unsigned)p->warm.state > SIM_WARM_STOPPED ||
+	    (unsigned)p->horizon > SIM_HORIZON_WARM_RESTORE)
+		return -EINVAL;
 	return 0;
 }
 
@@ -234,6 +396,8 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 	struct forecast_boot boot = {0};
 	struct engine_signal_input inputs[CONFIG_MAX_SIGNALS];
 	struct pool pool = {.p = p};
+	struct warm_pool wp = {0};
+	double active_member_ms = 0;
 	struct trace_cursor cur;
 	struct engine_state state;
 	struct scoring sc = {0};
@@ -272,8 +436,14 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		.boot_ms = p->boot_ms,
 		.billing_granularity_ms = p->billing_granularity_ms,
 		.billing_minimum_ms = p->billing_minimum_ms,
+		.warm_size = p->warm.size,
+		.restore_ms = p->warm.restore_ms,
+		.refill_ms = warm_refill_ms(&p->warm, p->boot_ms),
 	};
 	r = oracle_new(&op, &orcl);
+	if (r < 0)
+		goto out;
+	r = warm_pool_init(&wp, p, t0);
 	if (r < 0)
 		goto out;
 	for (size_t s = 0; s < g->n_signals; s++) {
@@ -317,10 +487,11 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		trace_cursor_drop(&cur, now);
 
 		/* 1. Samples measured over the step that just ended, and the
-		 * boot time as this run's own scale-outs measure it. */
+		 * horizon: by default the boot time as this run's own
+		 * scale-outs measure it (sim_horizon). */
 		ready_now = pool_ready(&pool, now);
 		forecast_boot_observe(&boot, now, ready_now);
-		horizon = forecast_boot_horizon(&boot, g->behavior.boot_time_ms);
+		horizon = step_horizon(g, p, &boot, &wp, now);
 		for (size_t s = 0; k > 0 && s < g->n_signals && !isnan(prev_demand); s++) {
 			if (g->signals[s].type == SIGNAL_UTILIZATION) {
 				if (prev_ready > 0)
@@ -383,10 +554,20 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 
 			if (to > SIM_MAX_INSTANCES)
 				to = SIM_MAX_INSTANCES;
+			/* Warm members first, then cold launches: a scale-in
+			 * removes the newest, so the slowest go first. */
 			while ((int)pool.n < to) {
-				r = pool_launch(&pool, now, now + p->boot_ms);
+				bool warm = warm_pool_take(&wp, now);
+
+				r = pool_launch(&pool, now, now + (warm ? p->warm.restore_ms : p->boot_ms));
 				if (r < 0)
 					goto out;
+				if (st.scored) {
+					if (warm)
+						res.warm_taken++;
+					else
+						res.cold_launches++;
+				}
 			}
 			while ((int)pool.n > to && pool.n > 0)
 				pool_remove_newest(&pool, now);
@@ -427,6 +608,8 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			if (st.ready > res.peak_ready)
 				res.peak_ready = st.ready;
 			score_step(&sc, &st, p->capacity, (double)(step_end - now));
+			warm_pool_account(&wp, now, (double)(step_end - now));
+			active_member_ms += (double)st.billed * (double)(step_end - now);
 			st.oracle = st.required > pr->min ? st.required : pr->min;
 			r = oracle_push(orcl, st.oracle);
 			if (r < 0)
@@ -460,6 +643,11 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 	res.hours = sc.t_known_ms / 3.6e6;
 	res.vm_hours = (double)pool.billed_ms / 3.6e6;
 	res.oracle_vm_hours = orc.vm_hours;
+	res.oracle_warm_taken = orc.warm_launches;
+	res.warm_vm_hours = wp.member_ms / 3.6e6;
+	res.warm_memory_gib_hours = wp.memory_member_ms / 3.6e6 * p->instance_memory_mib / 1024.0;
+	res.memory_gib_hours =
+		(active_member_ms + wp.memory_member_ms) / 3.6e6 * p->instance_memory_mib / 1024.0;
 	res.cost_ratio = orc.vm_hours > 0 ? res.vm_hours / orc.vm_hours : NAN;
 	if (sc.t_known_ms > 0) {
 		res.theta_u = 100.0 * sc.under_acc / sc.t_known_ms;
@@ -477,6 +665,7 @@ out:
 	trace_cursor_destroy(&cur);
 	free(pool.v);
 	free(pool.obs);
+	free(wp.avail_ms);
 	oracle_free(orcl);
 	free(dec);
 	free(fc);

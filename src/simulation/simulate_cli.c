@@ -23,7 +23,9 @@ static void usage(FILE *f)
 		   "                          [--warmup S] [--initial-instances N] [--peak-instances N]\n"
 		   "                          [--json] [--csv OUT] [--svg OUT] [--agent-inputs FILE]\n"
 		   "                          [--tz ZONE] [--from TIME] [--to TIME] [--title TEXT]\n"
-		   "                          [--plot-max N]\n"
+		   "                          [--plot-max N] [--warm-pool N] [--warm-state STATE]\n"
+		   "                          [--restore-delay S] [--instance-memory MIB]\n"
+		   "                          [--horizon measured|boot-time|warm-restore]\n"
 		   "\n"
 		   "Replays a load trace through the group's policy on a virtual clock and\n"
 		   "reports cost and service against the perfect-foresight oracle.\n"
@@ -42,7 +44,15 @@ static void usage(FILE *f)
 		   "--to: the plot shows only that range (ISO 8601, \"2026-11-27T08:00\", in\n"
 		   "ZONE unless an offset is given); the run and its metrics cover the trace.\n"
 		   "--title TEXT heads the plot; --plot-max N puts N instances at its top, so\n"
-		   "plots of several runs share one scale.\n");
+		   "plots of several runs share one scale.\n"
+		   "--warm-pool N keeps N stand-by instances beside the group: a scale-out takes\n"
+		   "them first (ready one restore delay later) and each is refilled in the\n"
+		   "background. --warm-state paused|saved|stopped (default paused) sets what\n"
+		   "they hold and the default --restore-delay: 1s, 5s, or the boot delay.\n"
+		   "--instance-memory MIB (default 2048) prices memory-hours.\n"
+		   "--horizon: what the forecasts look ahead, and the cost of a relaunch: as\n"
+		   "the daemon measures its own scale-outs (default), the group's boot_time,\n"
+		   "or the restore delay while a warm member is available.\n");
 }
 
 /* How the capacity per instance was set: given, or from the peak. */
@@ -50,6 +60,42 @@ struct capacity_setup {
 	int peak_instances; /* 0: given */
 	double peak_demand;
 };
+
+/* The warm pool as the command line gives it. */
+struct warm_flags {
+	int size;                /* -1: not given */
+	const char *state;       /* NULL: not given */
+	int64_t restore_ms;      /* -1: not given */
+};
+
+/* The simulation's warm pool from the command line: the one place its
+ * parameters come from (the group's configuration does not describe one
+ * to simulate), with the restore delay defaulting by state. 0, or
+ * -EINVAL after saying why. */
+static int warm_pool_from_flags(const struct warm_flags *f, int64_t boot_ms, struct sim_warm_pool *ret)
+{
+	struct sim_warm_pool w = {.size = f->size > 0 ? f->size : 0, .state = SIM_WARM_PAUSED};
+
+	/* --warm-pool 0 with a state is a pool of none, as a script sweeping
+	 * sizes gives it; a state with no --warm-pool at all is a mistake. */
+	if (f->size < 0 && (f->state || f->restore_ms >= 0)) {
+		log_warnx("simulate: --warm-state and --restore-delay describe a warm pool: give --warm-pool N");
+		return -EINVAL;
+	}
+	if (f->state && sim_warm_state_parse(f->state, &w.state) < 0) {
+		log_warnx("simulate: --warm-state '%s' is not paused, saved or stopped", f->state);
+		return -EINVAL;
+	}
+	w.restore_ms = f->restore_ms >= 0 ? f->restore_ms : sim_warm_default_restore_ms(w.state, boot_ms);
+	if (w.size > 0 && w.restore_ms > boot_ms) {
+		log_warnx("simulate: --restore-delay %.3gs is longer than the boot delay %.3gs: the pool would only "
+			  "delay scale-outs",
+			  (double)w.restore_ms / 1000.0, (double)boot_ms / 1000.0);
+		return -EINVAL;
+	}
+	*ret = w;
+	return 0;
+}
 
 static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const char *trace_path,
 			   const struct sim_params *p, const struct capacity_setup *cs)
@@ -90,6 +136,19 @@ static cJSON *metrics_json(const struct sim_metrics *m, const char *group, const
 	cJSON_AddNumberToObject(o, "actions_in", m->actions_in);
 	cJSON_AddNumberToObject(o, "reversals", m->reversals);
 	cJSON_AddNumberToObject(o, "peak_ready", m->peak_ready);
+	cJSON_AddNumberToObject(o, "instance_memory_mib", p->instance_memory_mib);
+	cJSON_AddNumberToObject(o, "memory_gib_hours", m->memory_gib_hours);
+	cJSON_AddNumberToObject(o, "warm_pool", p->warm.size);
+	if (p->warm.size > 0) {
+		cJSON_AddStringToObject(o, "warm_state", sim_warm_state_name(p->warm.state));
+		cJSON_AddNumberToObject(o, "restore_delay_s", (double)p->warm.restore_ms / 1000.0);
+	}
+	cJSON_AddNumberToObject(o, "warm_vm_hours", m->warm_vm_hours);
+	cJSON_AddNumberToObject(o, "warm_memory_gib_hours", m->warm_memory_gib_hours);
+	cJSON_AddNumberToObject(o, "warm_taken", m->warm_taken);
+	cJSON_AddNumberToObject(o, "cold_launches", m->cold_launches);
+	cJSON_AddNumberToObject(o, "oracle_warm_taken", (double)m->oracle_warm_taken);
+	cJSON_AddStringToObject(o, "horizon", sim_horizon_name(p->horizon));
 	return o;
 }
 
@@ -119,6 +178,15 @@ static void print_table(FILE *f, const struct sim_metrics *m, const char *group,
 	fprintf(f, "actions_in         %d\n", m->actions_in);
 	fprintf(f, "reversals          %d\n", m->reversals);
 	fprintf(f, "peak_ready         %d\n", m->peak_ready);
+	fprintf(f, "memory_gib_hours   %.2f   (%.0f MiB per instance)\n", m->memory_gib_hours, p->instance_memory_mib);
+	if (p->warm.size > 0) {
+		fprintf(f, "warm_pool          %d %s, restore %.3g s\n", p->warm.size, sim_warm_state_name(p->warm.state),
+			(double)p->warm.restore_ms / 1000.0);
+		fprintf(f, "warm_vm_hours      %.2f   (stand-by, not capacity)\n", m->warm_vm_hours);
+		fprintf(f, "warm_memory_gib_h  %.2f   (held by the pool)\n", m->warm_memory_gib_hours);
+		fprintf(f, "warm_taken         %d   (cold launches %d; the oracle took %lld)\n", m->warm_taken,
+			m->cold_launches, (long long)m->oracle_warm_taken);
+	}
 }
 
 /* Per-step output: the CSV rows as the run produces them, and the steps
@@ -329,7 +397,7 @@ int simulate_main(int argc, char **argv)
 {
 	enum { OPT_GROUP = 256, OPT_TRACE, OPT_FORMAT, OPT_BOOT, OPT_CAP, OPT_STEP, OPT_GRAN, OPT_MIN, OPT_JSON,
 	       OPT_CSV, OPT_SVG, OPT_AGENT, OPT_WARMUP, OPT_INITIAL, OPT_PEAK, OPT_TZ, OPT_FROM, OPT_TO,
-	       OPT_TITLE, OPT_PLOT_MAX };
+	       OPT_TITLE, OPT_PLOT_MAX, OPT_WARM_POOL, OPT_WARM_STATE, OPT_RESTORE, OPT_MEMORY, OPT_HORIZON };
 	static const struct option long_opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"group", required_argument, NULL, OPT_GROUP},
@@ -352,6 +420,11 @@ int simulate_main(int argc, char **argv)
 		{"to", required_argument, NULL, OPT_TO},
 		{"title", required_argument, NULL, OPT_TITLE},
 		{"plot-max", required_argument, NULL, OPT_PLOT_MAX},
+		{"warm-pool", required_argument, NULL, OPT_WARM_POOL},
+		{"warm-state", required_argument, NULL, OPT_WARM_STATE},
+		{"restore-delay", required_argument, NULL, OPT_RESTORE},
+		{"instance-memory", required_argument, NULL, OPT_MEMORY},
+		{"horizon", required_argument, NULL, OPT_HORIZON},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -363,7 +436,9 @@ int simulate_main(int argc, char **argv)
 		.billing_minimum_ms = 60 * MS_PER_SEC,
 		.warmup_ms = 0,
 		.initial = -1,
+		.instance_memory_mib = 2048,
 	};
+	struct warm_flags wf = {.size = -1, .restore_ms = -1};
 	const char *cfg_path = NULL, *group = NULL, *trace_path = NULL, *format = NULL, *csv = NULL, *svg = NULL;
 	const char *agent_path = NULL, *tz_name = NULL, *from = NULL, *to = NULL, *plot_title = NULL;
 	int plot_max = 0;
@@ -492,6 +567,40 @@ int simulate_main(int argc, char **argv)
 			plot_max = (int)v;
 			break;
 		}
+		case OPT_WARM_POOL: {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &e, 10);
+			if (errno || e == optarg || *e || v < 0 || v > SIM_MAX_WARM) {
+				log_warnx("simulate: --warm-pool '%s' is not a count from 0 to %d", optarg, SIM_MAX_WARM);
+				return 2;
+			}
+			wf.size = (int)v;
+			break;
+		}
+		case OPT_WARM_STATE:
+			wf.state = optarg;
+			break;
+		case OPT_RESTORE:
+			if (parse_seconds_opt("--restore-delay", optarg, &wf.restore_ms) < 0)
+				return 2;
+			break;
+		case OPT_MEMORY:
+			errno = 0;
+			p.instance_memory_mib = strtod(optarg, &e);
+			if (errno || e == optarg || *e || !(p.instance_memory_mib > 0) ||
+			    p.instance_memory_mib > 1024.0 * 1024 * 1024) {
+				log_warnx("simulate: --instance-memory '%s' is not a positive number of MiB", optarg);
+				return 2;
+			}
+			break;
+		case OPT_HORIZON:
+			if (sim_horizon_parse(optarg, &p.horizon) < 0) {
+				log_warnx("simulate: --horizon '%s' is not measured, boot-time or warm-restore", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -502,6 +611,12 @@ int simulate_main(int argc, char **argv)
 	}
 	if (optind < argc || !cfg_path || !group || !trace_path || !format) {
 		usage(stderr);
+		return 2;
+	}
+	if (warm_pool_from_flags(&wf, p.boot_ms, &p.warm) < 0)
+		return 2;
+	if (p.horizon == SIM_HORIZON_WARM_RESTORE && p.warm.size == 0) {
+		log_warnx("simulate: --horizon warm-restore needs a warm pool (--warm-pool N)");
 		return 2;
 	}
 	if (capacity_given && cs.peak_instances > 0) {

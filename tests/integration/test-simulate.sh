@@ -20,7 +20,7 @@ fi
 conf="$top_srcdir/bench/configs/hpa.conf"
 trace="$top_srcdir/tests/data/traces/ramp.csv"
 . "$top_srcdir/tests/integration/tap.sh"
-tap_plan 17
+tap_plan 20
 
 if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
 	--json --csv "$tmp/steps.csv" --svg "$tmp/plot.svg" >"$tmp/out.json" 2>"$tmp/err"; then
@@ -44,6 +44,49 @@ assert 0 <= m["tau_u"] < 20 and m["unserved_fraction"] < 0.05, m
 assert 2.9 < m["hours"] < 3.1, m
 PY
 then ok "metrics are present and plausible"; else not_ok "metrics are present and plausible"; fi
+
+# The same ramp with a warm pool of 3 saved members: scale-outs take them
+# first, so the group is short no more often and the oracle, with the same
+# pool, costs no more; the pool's members are counted apart, and a saved
+# member holds memory only while its refill boots.
+if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
+	--warm-pool 3 --warm-state saved --instance-memory 1024 --json >"$tmp/warm.json" 2>"$tmp/err" &&
+	python3 - "$tmp/out.json" "$tmp/warm.json" <<'PY'
+import json, sys
+cold, warm = (json.load(open(p)) for p in sys.argv[1:3])
+assert warm["warm_pool"] == 3 and warm["warm_state"] == "saved" and warm["restore_delay_s"] == 5, warm
+assert cold["warm_pool"] == 0 and "warm_state" not in cold, cold
+assert warm["warm_taken"] > 0 and warm["oracle_warm_taken"] > 0, warm
+assert warm["tau_u"] <= cold["tau_u"], (warm["tau_u"], cold["tau_u"])
+assert warm["oracle_vm_hours"] < cold["oracle_vm_hours"], (warm, cold)
+assert abs(warm["warm_vm_hours"] - 3 * warm["hours"]) < 1e-6, warm
+assert 0 < warm["warm_memory_gib_hours"] < warm["warm_vm_hours"], warm
+assert warm["memory_gib_hours"] > warm["warm_memory_gib_hours"], warm
+# 2048 MiB an instance by default: memory-hours follow the billed instances.
+assert cold["instance_memory_mib"] == 2048 and cold["warm_memory_gib_hours"] == 0, cold
+assert abs(cold["memory_gib_hours"] / 2 - cold["vm_hours"]) < 0.05 * cold["vm_hours"], cold
+PY
+then ok "a warm pool serves scale-outs and its cost is reported"; else not_ok "warm pool: $(cat "$tmp/err")"; fi
+
+sim -c "$conf" --group pool --trace "$trace" --format csv --warm-state paused >/dev/null 2>"$tmp/err"
+st1=$?
+sim -c "$conf" --group pool --trace "$trace" --format csv --warm-pool 2 --warm-state hibernated >/dev/null 2>"$tmp/err2"
+st2=$?
+sim -c "$conf" --group pool --trace "$trace" --format csv --horizon warm-restore >/dev/null 2>"$tmp/err3"
+st3=$?
+if [ $st1 -eq 2 ] && grep -q "give --warm-pool" "$tmp/err" && [ $st2 -eq 2 ] && grep -q "'hibernated' is not" "$tmp/err2" &&
+	[ $st3 -eq 2 ] && grep -q "needs a warm pool" "$tmp/err3"; then
+	ok "a warm state or a restore horizon without a pool, or an unknown state, is refused"
+else
+	not_ok "warm state refused: $(cat "$tmp/err" "$tmp/err2" "$tmp/err3")"
+fi
+sim -c "$conf" --group pool --trace "$trace" --format csv --boot-delay 60s --warm-pool 2 --restore-delay 90s \
+	>/dev/null 2>"$tmp/err"
+if [ $? -eq 2 ] && grep -q "longer than the boot delay" "$tmp/err"; then
+	ok "a restore slower than the boot is refused"
+else
+	not_ok "slow restore refused: $(cat "$tmp/err")"
+fi
 
 # One row per 15 s step of the 3 hours, plus the header.
 rows=$(wc -l <"$tmp/steps.csv")

@@ -147,6 +147,45 @@ static void test_partial_last_step(void **state)
 	assert_int_equal(oracle_plan(rise, 3, &p, &r), -EINVAL);
 }
 
+/* The burst with a warm pool of 2 restored in 60 s (boot 120 s): both
+ * extra instances are taken from the pool 60 s before minute 2 and again
+ * before minute 6, their refills (120 s) back by then. Each extra layer
+ * costs 180 + 120 s: 480 + 2 x 300 = 1080 s, where cold it was 1320 s. */
+static void test_warm_pool(void **state)
+{
+	struct oracle_params p = {.step_ms = 60 * S, .boot_ms = 120 * S, .warm_size = 2, .restore_ms = 60 * S,
+				  .refill_ms = 120 * S};
+	struct oracle_result r;
+
+	(void)state;
+	assert_int_equal(oracle_plan(burst, 8, &p, &r), 0);
+	assert_true(fabs(r.vm_hours * 3600 - 1080) < 1e-6);
+	assert_int_equal(r.launches, 4);
+	assert_int_equal(r.warm_launches, 4);
+	/* Refills of 300 s are back only at 360 s, after the second launch
+	 * (300 s): it boots cold from 240 s, as dear as keeping the
+	 * instance: 480 + 2 x 360 s. */
+	p.refill_ms = 300 * S;
+	assert_int_equal(oracle_plan(burst, 8, &p, &r), 0);
+	assert_true(fabs(r.vm_hours * 3600 - 1200) < 1e-6);
+	assert_int_equal(r.warm_launches, 2);
+	/* One member: one layer restores, the other boots. */
+	p.refill_ms = 120 * S;
+	p.warm_size = 1;
+	assert_int_equal(oracle_plan(burst, 8, &p, &r), 0);
+	assert_true(fabs(r.vm_hours * 3600 - (480 + 300 + 420)) < 1e-6);
+	assert_int_equal(r.warm_launches, 2);
+	/* A refill that takes no time serves the next launch, not the one
+	 * beside it: each burst's second layer boots cold. */
+	p.refill_ms = 0;
+	assert_int_equal(oracle_plan(burst, 8, &p, &r), 0);
+	assert_int_equal(r.warm_launches, 2);
+	assert_true(fabs(r.vm_hours * 3600 - (480 + 300 + 420)) < 1e-6);
+	/* A restore slower than the boot is refused. */
+	p.restore_ms = 121 * S;
+	assert_int_equal(oracle_plan(burst, 8, &p, &r), -EINVAL);
+}
+
 static void test_bad_input(void **state)
 {
 	static const int neg[] = {1, -1};
@@ -172,6 +211,7 @@ int main(void)
 		cmocka_unit_test(test_coarse_billing_bridges_only_when_cheaper),
 		cmocka_unit_test(test_warm_start_and_idle_stretch),
 		cmocka_unit_test(test_partial_last_step),
+		cmocka_unit_test(test_warm_pool),
 		cmocka_unit_test(test_bad_input),
 	};
 

@@ -466,6 +466,7 @@ static void test_decisions_do_not_see_the_future(void **state)
 	struct sim_step *st_full, *st_cut;
 	size_t n_full, n_cut;
 	struct sim_metrics m;
+	double measured_vm_hours[2] = {0};
 
 	assert_non_null(v);
 	/* Two days of a daily wave with bursts, at 5 s, squeezed into two
@@ -481,10 +482,31 @@ static void test_decisions_do_not_see_the_future(void **state)
 	f->g.behavior.scale_in.stabilization_ms = 120 * S;
 	f->g.behavior.initialization_ms = 45 * S;
 	f->prof.max = 40;
-	for (int given = 0; given < 2; given++) {
+	for (int variant = 0; variant < 6; variant++) {
+		int given = variant % 2;
+
+		/* Then with a warm pool, a forecast and a lazy scale-in, for
+		 * each horizon: the pool changes when instances are ready, and
+		 * the horizon what the forecast looks at, never what it sees. */
+		if (variant >= 2) {
+			f->p.warm = (struct sim_warm_pool){.size = 3, .state = SIM_WARM_SAVED, .restore_ms = 5 * S};
+			f->p.horizon = variant >= 4 ? SIM_HORIZON_WARM_RESTORE : SIM_HORIZON_MEASURED;
+			f->sig.forecast.mode = FORECAST_ON;
+			f->sig.forecast.quantile = 0.9;
+			f->g.behavior.lazy_scale_in = true;
+			f->g.behavior.boot_time_ms = 30 * S;
+		}
 		f->p.initial = given ? 5 : -1;
 		assert_int_equal(run_series(f, &full, &m, &st_full, &n_full), 0);
 		assert_true(m.actions_out > 3 && m.actions_in > 3);
+		if (variant >= 2)
+			assert_true(m.warm_taken > 0);
+		/* The restore as the horizon changes the run: it is not the
+		 * measured one by another name. */
+		if (variant >= 4)
+			assert_true(fabs(m.vm_hours - measured_vm_hours[given]) > 0.1);
+		else
+			measured_vm_hours[given] = m.vm_hours;
 		for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
 			struct series part = full;
 			int64_t cut_ms = full.start_ms + (int64_t)cuts[c] * full.res_ms;
@@ -513,6 +535,180 @@ static void test_decisions_do_not_see_the_future(void **state)
 		free(st_full);
 	}
 	free(v);
+}
+
+/* A warm pool of 2 (paused, restored in 15 s) beside the hand-computed
+ * run: the scale-out of 3 at 45 s takes both members, ready at 60 s, and
+ * launches the third cold, ready at 75 s. Nothing else changes: the
+ * members are not capacity and the engine never sees them. */
+static void test_warm_pool_serves_scale_out(void **state)
+{
+	static const int ready[] = {1, 1, 1, 1, 3, 4, 4, 1, 1, 1};
+	static const int billed[] = {1, 1, 1, 4, 4, 4, 4, 1, 1, 1};
+	struct fixture *f = *state;
+	struct sim_metrics m;
+	struct sim_step *st;
+	size_t n;
+
+	f->p.warm = (struct sim_warm_pool){.size = 2, .state = SIM_WARM_PAUSED, .restore_ms = 15 * S};
+	assert_int_equal(run(f, &m, &st, &n), 0);
+	assert_int_equal(n, 10);
+	for (size_t k = 0; k < n; k++) {
+		assert_int_equal(st[k].ready, ready[k]);
+		assert_int_equal(st[k].billed, billed[k]);
+	}
+	assert_int_equal(m.warm_taken, 2);
+	assert_int_equal(m.cold_launches, 1);
+	/* Still short for three steps (the decision comes at 45 s), but by
+	 * 1 of 4 in the third, where it was 3 of 4. */
+	assert_true(fabs(m.tau_u - 30) < 1e-9);
+	assert_true(fabs(m.theta_u - 17.5) < 1e-9);
+	/* Billed as before: an instance is paid from the scale-out on. */
+	assert_true(fabs(m.vm_hours * 3600 - 330) < 1e-6);
+	/* The oracle restores two of its three extra instances 15 s before
+	 * 30 s and boots the third 30 s before: 150 + 2 x 75 + 90 s. */
+	assert_true(fabs(m.oracle_vm_hours * 3600 - 390) < 1e-6);
+	assert_int_equal(m.oracle_warm_taken, 2);
+	free(st);
+
+	/* A stopped member is refilled at once, but one member serves one
+	 * instance of a scale-out: the other two launch cold. */
+	f->p.warm = (struct sim_warm_pool){.size = 1, .state = SIM_WARM_STOPPED, .restore_ms = 15 * S};
+	assert_int_equal(run(f, &m, &st, &n), 0);
+	assert_int_equal(st[4].ready, 2);
+	assert_int_equal(m.warm_taken, 1);
+	assert_int_equal(m.cold_launches, 2);
+	assert_int_equal(m.oracle_warm_taken, 1);
+	free(st);
+}
+
+/* Members taken at 45 s are refilled in the background: a paused member
+ * boots first, so with a 60 s boot they are back at 105 s, in time for
+ * the second burst's scale-out; with a 75 s boot they are back only at
+ * 120 s and that scale-out launches cold. */
+static void test_warm_pool_refill(void **state)
+{
+	static const double twice[] = {1, 1, 3, 3, 1, 1, 3, 3, 1, 1, 1, 1};
+	struct fixture *f = *state;
+	struct sim_metrics m;
+	struct sim_step *st;
+	size_t n;
+
+	f->t.v = (double *)twice;
+	f->t.n = 12;
+	f->p.initial = 1;
+	f->p.warm = (struct sim_warm_pool){.size = 2, .state = SIM_WARM_PAUSED, .restore_ms = 15 * S};
+	f->p.boot_ms = 60 * S;
+	assert_int_equal(run(f, &m, &st, &n), 0);
+	assert_int_equal(st[3].action, 1);
+	assert_int_equal(st[5].action, -1);
+	assert_int_equal(st[7].action, 1);
+	assert_int_equal(st[4].ready, 3);
+	assert_int_equal(st[8].ready, 3);
+	assert_int_equal(m.warm_taken, 4);
+	assert_int_equal(m.cold_launches, 0);
+	free(st);
+
+	f->p.boot_ms = 75 * S;
+	assert_int_equal(run(f, &m, &st, &n), 0);
+	assert_int_equal(st[7].action, 1);
+	assert_int_equal(m.warm_taken, 2);
+	assert_int_equal(m.cold_launches, 2);
+	/* Cold from 105 s: ready at 180 s, after the trace. */
+	assert_int_equal(st[8].ready, 1);
+	assert_int_equal(st[11].ready, 1);
+	free(st);
+
+	/* A stopped member needs no boot to be refilled. */
+	f->p.warm.state = SIM_WARM_STOPPED;
+	assert_int_equal(run(f, &m, &st, &n), 0);
+	assert_int_equal(m.warm_taken, 4);
+	assert_int_equal(st[8].ready, 3);
+	free(st);
+}
+
+/* However large, a pool that no scale-out draws on changes nothing the
+ * group serves or pays: its members are neither ready nor billed. */
+static void test_warm_pool_is_not_capacity(void **state)
+{
+	static const double flat[] = {2, 2, 2, 2, 2, 2, 2, 2};
+	struct fixture *f = *state;
+	struct sim_metrics m;
+	struct sim_step *st;
+	size_t n;
+
+	f->t.v = (double *)flat;
+	f->t.n = 8;
+	f->p.warm = (struct sim_warm_pool){.size = 5, .state = SIM_WARM_PAUSED, .restore_ms = 15 * S};
+	assert_int_equal(run(f, &m, &st, &n), 0);
+	for (size_t k = 0; k < n; k++) {
+		assert_int_equal(st[k].ready, 2);
+		assert_int_equal(st[k].billed, 2);
+		assert_int_equal(st[k].desired, 2);
+		assert_int_equal(st[k].action, 0);
+	}
+	assert_true(fabs(m.vm_hours * 3600 - 2 * 120) < 1e-6);
+	assert_true(fabs(m.oracle_vm_hours * 3600 - 2 * 120) < 1e-6);
+	assert_true(fabs(m.warm_vm_hours * 3600 - 5 * 120) < 1e-6);
+	assert_int_equal(m.peak_ready, 2);
+	free(st);
+}
+
+/* Memory-hours of the hand-computed run at 1 GiB an instance: the billed
+ * instances (22 instance-steps of 15 s: 330 s) and what the pool of 2
+ * holds over the 150 s. Paused members hold memory all the time (when
+ * available, and their refills while they boot); saved ones only while
+ * their refill boots (45 s to 75 s); stopped ones never. */
+static void test_warm_pool_memory_hours(void **state)
+{
+	static const struct {
+		enum sim_warm_state state;
+		double pool_s;
+	} cases[] = {{SIM_WARM_PAUSED, 300}, {SIM_WARM_SAVED, 60}, {SIM_WARM_STOPPED, 0}};
+	struct fixture *f = *state;
+	struct sim_metrics m;
+
+	f->p.instance_memory_mib = 1024;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		f->p.warm = (struct sim_warm_pool){.size = 2, .state = cases[i].state, .restore_ms = 15 * S};
+		assert_int_equal(run(f, &m, NULL, NULL), 0);
+		assert_true(fabs(m.warm_vm_hours * 3600 - 300) < 1e-6);
+		assert_true(fabs(m.warm_memory_gib_hours * 3600 - cases[i].pool_s) < 1e-6);
+		assert_true(fabs(m.memory_gib_hours * 3600 - (330 + cases[i].pool_s)) < 1e-6);
+	}
+	/* Without a pool, the billed instances' alone; at 2 GiB, twice. */
+	f->p.warm.size = 0;
+	f->p.instance_memory_mib = 2048;
+	assert_int_equal(run(f, &m, NULL, NULL), 0);
+	assert_true(fabs(m.memory_gib_hours * 3600 - 2 * 330) < 1e-6);
+	assert_true(m.warm_vm_hours == 0 && m.warm_memory_gib_hours == 0);
+}
+
+static void test_warm_pool_bad_params(void **state)
+{
+	struct fixture *f = *state;
+	struct sim_metrics m;
+	enum sim_warm_state ws;
+
+	/* A restore slower than a boot, a negative pool or restore. */
+	f->p.warm = (struct sim_warm_pool){.size = 1, .restore_ms = 31 * S};
+	assert_int_equal(run(f, &m, NULL, NULL), -EINVAL);
+	f->p.warm = (struct sim_warm_pool){.size = -1};
+	assert_int_equal(run(f, &m, NULL, NULL), -EINVAL);
+	f->p.warm = (struct sim_warm_pool){.size = 1, .restore_ms = -1};
+	assert_int_equal(run(f, &m, NULL, NULL), -EINVAL);
+	f->p.warm = (struct sim_warm_pool){.size = 1, .state = (enum sim_warm_state)7};
+	assert_int_equal(run(f, &m, NULL, NULL), -EINVAL);
+	f->p.warm = (struct sim_warm_pool){0};
+	f->p.instance_memory_mib = NAN;
+	assert_int_equal(run(f, &m, NULL, NULL), -EINVAL);
+	assert_int_equal(sim_warm_state_parse("saved", &ws), 0);
+	assert_int_equal(ws, SIM_WARM_SAVED);
+	assert_string_equal(sim_warm_state_name(ws), "saved");
+	assert_int_equal(sim_warm_state_parse("hibernated", &ws), -EINVAL);
+	assert_int_equal(sim_warm_default_restore_ms(SIM_WARM_PAUSED, 120 * S), 1 * S);
+	assert_int_equal(sim_warm_default_restore_ms(SIM_WARM_SAVED, 120 * S), 5 * S);
+	assert_int_equal(sim_warm_default_restore_ms(SIM_WARM_STOPPED, 120 * S), 120 * S);
 }
 
 static void test_bad_params(void **state)
@@ -611,6 +807,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_initial_given, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_decisions_do_not_see_the_future, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_params, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warm_pool_serves_scale_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warm_pool_refill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warm_pool_is_not_capacity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warm_pool_memory_hours, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warm_pool_bad_params, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_agent_events, setup, teardown),
 	};
 
