@@ -89,6 +89,25 @@ struct lv_member {
 	double cpu_percent;     /* < 0: no value yet */
 };
 
+enum lv_warm_state {
+	LV_WARM_PAUSED,  /* booted, then suspended: memory held */
+	LV_WARM_SAVED,   /* booted, then managed-saved: disk only */
+	LV_WARM_STOPPED, /* defined with its disk made, never started */
+};
+
+/* The group's warm pool, from the options "warm_pool.KEY" that the daemon
+ * adds for a group's warm_pool block (driver_options_from_group()). */
+struct lv_warm_options {
+	int size;               /* 0: no pool; warm members found are removed */
+	enum lv_warm_state state;
+	int64_t max_age_ms;     /* 0: no limit */
+	int64_t refill_ms;
+	int64_t warmup_ms;
+	bool return_on_scale_in;
+	char **reseed;          /* NULL-terminated argv, NULL for none */
+	size_t n_reseed;
+};
+
 struct lv_options {
 	char *template_name;
 	char *name_pattern;
@@ -102,6 +121,7 @@ struct lv_options {
 	char **uris;
 	double *weights;
 	size_t n_uris;
+	struct lv_warm_options warm;
 };
 
 struct autoscaled_driver_instance {
