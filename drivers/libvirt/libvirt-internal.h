@@ -9,6 +9,16 @@
  * "active" afterwards and "removing" once a scale-in has chosen it, so that a
  * crash at any point leaves a mark saying how to finish the job.
  *
+ * A warm member (a group's warm_pool, libvirt-warm.c) carries the same tag
+ * with a warm marker: warm="booting" (started, to be parked once warmed
+ * up), "paused" (suspended), "saved" (managed-saved) or "stopped" (defined,
+ * never started), and parked="TIME" once parked. A scan puts it in the
+ * handle's warm list, never among the members, so nothing counts it as
+ * capacity, reads its CPU or sends it traffic; taking it into service
+ * rewrites the tag without the marker (state "creating") before the domain
+ * is resumed or started, so a crash at any point leaves either a warm
+ * member or a member, never both.
+ *
  * Names are deterministic: member N of group G is the name pattern expanded
  * (default "%g-%n": "web-3"), its volumes are "<member><ext>" and
  * "<member>-disk<k><ext>" in the pool of the template's disk. Volumes with
@@ -73,9 +83,20 @@ struct lv_host {
 /* The source the driver feeds: each domain's CPU utilisation. */
 #define LV_CPU_SOURCE "libvirt_cpu"
 
+/* A domain's warm marker (see above); LV_W_NONE for a member. */
+enum lv_warm {
+	LV_W_NONE,
+	LV_W_BOOTING,
+	LV_W_PAUSED,
+	LV_W_SAVED,
+	LV_W_STOPPED,
+};
+
 struct lv_member {
 	char name[LV_NAME_MAX];
 	int index;
+	enum lv_warm warm;
+	int64_t parked_ms;      /* epoch ms a warm member was parked, 0 not yet */
 	struct lv_host *host;
 	enum lv_phase phase;
 	int dom_state;          /* VIR_DOMAIN_RUNNING, ... */
@@ -132,6 +153,11 @@ struct autoscaled_driver_instance {
 	/* The members as of the last scan; CPU samples carry over by name. */
 	struct lv_member *members;
 	size_t n_members;
+	/* The warm members as of the last scan (never among the members). */
+	struct lv_member *warm;
+	size_t n_warm;
+	int64_t warm_refill_at_ms; /* monotonic; no top-up of the pool before it */
+	int64_t warm_reported[5];  /* last count published per enum lv_warm, -1 none */
 };
 
 /* Parses and checks the options (libvirt-options.c); logs each
@@ -161,6 +187,13 @@ virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *h
  * left half done. Sets *partial when a host could not be asked. */
 int lv_scan(struct autoscaled_driver_instance *h, bool *partial);
 
+/* Which hosts can take a new domain now (up, with the template; each
+ * missing template logged); false when none can. */
+bool lv_eligible_hosts(struct autoscaled_driver_instance *h, bool *eligible);
+/* The lowest index no member, warm member or member of a host that is down
+ * has. */
+int lv_next_index(struct autoscaled_driver_instance *h);
+
 /* Pure helpers (libvirt-util.c), unit-tested without libvirt. */
 int lv_expand_name(const char *pattern, const char *group, int index, char *buf, size_t len);
 int lv_match_name(const char *pattern, const char *group, const char *name);
@@ -185,6 +218,9 @@ int lv_set_tag(struct autoscaled_driver_instance *h, virDomainPtr dom, const str
 /* Scale-out (libvirt-clone.c): creates member `index` on host. */
 int lv_create_member(struct autoscaled_driver_instance *h, struct lv_host *host, int index,
 		     struct lv_member *ret);
+/* The same for a warm member in the pool's configured state: started and
+ * tagged "booting" (paused, saved), or defined and tagged "stopped". */
+int lv_create_warm(struct autoscaled_driver_instance *h, struct lv_host *host, int index, struct lv_member *ret);
 /* Deletes crash leftovers: volumes named for a member with no domain. */
 void lv_sweep_volumes(struct autoscaled_driver_instance *h, struct lv_host *host);
 /* Scale-in (libvirt-remove.c): removes the given members, graceful
@@ -194,5 +230,23 @@ int lv_remove_members(struct autoscaled_driver_instance *h, struct lv_member **v
 /* Destroys, undefines and deletes the volumes of one member now. */
 int lv_finish_removal(struct autoscaled_driver_instance *h, struct lv_host *host, virDomainPtr dom,
 		      const char *name);
+
+/* Warm pools (libvirt-warm.c). The scan's repair of a warm member: returns
+ * true when it still exists (perhaps with a new marker) afterwards. */
+bool lv_warm_repair(struct autoscaled_driver_instance *h, struct lv_host *host, virDomainPtr dom, struct lv_member *m);
+/* Takes up to `want` warm members into service for a scale-out, appending
+ * them to h->members; returns the number taken. */
+size_t lv_warm_take(struct autoscaled_driver_instance *h, size_t want);
+/* Parks victims of a scale-in in the pool while it has room (for
+ * return_on_scale_in); moves those parked to the front of v and returns
+ * how many, each reported through fn as a removed member. */
+size_t lv_warm_return(struct autoscaled_driver_instance *h, struct lv_member **v, size_t n, autoscaled_instance_fn fn,
+		      void *ctx);
+/* The pool's upkeep at the end of an observation: parks warmed-up members,
+ * replaces stale ones, tops the pool up (paced by refill) and publishes
+ * the counts. */
+void lv_warm_maintain(struct autoscaled_driver_instance *h);
+/* The state word of a marker ("booting", "paused", ...), "" for none. */
+const char *lv_warm_name(enum lv_warm w);
 
 #endif

@@ -86,6 +86,12 @@ enum autoscaled_metric {
 	/* A counter: `value` provider requests or long-running operations
 	 * failed for good, after any retries (label NULL). */
 	AUTOSCALED_METRIC_API_ERRORS = 2,
+	/* A gauge: the group's warm members (instances made ready ahead of a
+	 * scale-out and not counted as capacity) in the state `label` names
+	 * ("booting", "paused", "saved", "stopped"); each label is its own
+	 * series. Appended in a minor revision of ABI 2; an older host ignores
+	 * it. */
+	AUTOSCALED_METRIC_WARM_INSTANCES = 3,
 };
 
 /* One configuration option of a group's driver: `driver { key = value; }`.
