@@ -246,6 +246,9 @@ size_t lv_warm_return(struct autoscaled_driver_instance *h, struct lv_member **v
  * replaces stale ones, tops the pool up (paced by refill) and publishes
  * the counts. */
 void lv_warm_maintain(struct autoscaled_driver_instance *h);
+/* Publishes the pool's counts per state (a metric, and a log line when
+ * they changed). */
+void lv_warm_publish(struct autoscaled_driver_instance *h);
 /* The state word of a marker ("booting", "paused", ...), "" for none. */
 const char *lv_warm_name(enum lv_warm w);
 

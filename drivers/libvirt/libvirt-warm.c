@@ -302,8 +302,10 @@ size_t lv_warm_take(struct autoscaled_driver_instance *h, size_t want)
 	}
 	/* The pool is refilled only after the pacing interval, so that the
 	 * refill does not compete with the scale-out it served. */
-	if (taken)
+	if (taken) {
 		h->warm_refill_at_ms = clock_mono_ms() + h->opt.warm.refill_ms;
+		lv_warm_publish(h);
+	}
 	return taken;
 }
 
@@ -393,6 +395,8 @@ size_t lv_warm_return(struct autoscaled_driver_instance *h, struct lv_member **v
 		v[i] = v[k];
 		v[k++] = m;
 	}
+	if (k)
+		lv_warm_publish(h);
 	return k;
 }
 
@@ -438,7 +442,7 @@ static size_t worst(const struct autoscaled_driver_instance *h)
 	return w;
 }
 
-static void publish(struct autoscaled_driver_instance *h)
+void lv_warm_publish(struct autoscaled_driver_instance *h)
 {
 	int64_t count[LV_W_STOPPED + 1] = { 0 };
 	bool changed = false;
@@ -526,5 +530,5 @@ void lv_warm_maintain(struct autoscaled_driver_instance *h)
 		}
 		h->warm_refill_at_ms = clock_mono_ms() + w->refill_ms;
 	}
-	publish(h);
+	lv_warm_publish(h);
 }
