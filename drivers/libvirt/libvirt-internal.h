@@ -143,6 +143,10 @@ struct lv_options {
 	double *weights;
 	size_t n_uris;
 	struct lv_warm_options warm;
+	/* Host capacity: each host takes new members while its committed
+	 * memory (vCPUs) stays within this times its own; 0 = not bounded. */
+	double memory_overcommit;
+	double cpu_overcommit;
 };
 
 struct autoscaled_driver_instance {
@@ -158,6 +162,7 @@ struct autoscaled_driver_instance {
 	size_t n_warm;
 	int64_t warm_refill_at_ms; /* monotonic; no top-up of the pool before it */
 	int64_t warm_reported[5];  /* last count published per enum lv_warm, -1 none */
+	bool warm_capped;          /* the last top-up found no host with room (logged once) */
 };
 
 /* Parses and checks the options (libvirt-options.c); logs each
@@ -193,6 +198,27 @@ bool lv_eligible_hosts(struct autoscaled_driver_instance *h, bool *eligible);
 /* The lowest index no member, warm member or member of a host that is down
  * has. */
 int lv_next_index(struct autoscaled_driver_instance *h);
+
+/* Host capacity (libvirt-capacity.c). */
+struct lv_room {
+	unsigned long long total_kib, used_kib, need_kib;
+	unsigned cpus, used_vcpus, need_vcpus;
+	int fit;                /* new members that fit; INT_MAX unbounded */
+};
+/* Whether the group bounds placement by host capacity at all. */
+bool lv_bounded(const struct autoscaled_driver_instance *h);
+/* Reads host's capacity, what its active domains commit and what a new
+ * member needs. */
+int lv_host_room(struct autoscaled_driver_instance *h, struct lv_host *host, struct lv_room *ret);
+/* The room of every eligible host (others get fit 0) and the total, also
+ * published as the metric AUTOSCALED_METRIC_HOST_ROOM. */
+int lv_hosts_room(struct autoscaled_driver_instance *h, const bool *eligible, struct lv_room *rooms);
+/* Logs that a scale-out to `want` new members made only `made`. */
+void lv_log_capped(struct autoscaled_driver_instance *h, int want, int made, const bool *eligible,
+		   const struct lv_room *rooms);
+/* Pure: how many more members fit in room under the ratios (0 = that
+ * resource unbounded; INT_MAX when neither bounds). */
+int lv_fit(const struct lv_room *room, double memory_overcommit, double cpu_overcommit);
 
 /* Pure helpers (libvirt-util.c), unit-tested without libvirt. */
 int lv_expand_name(const char *pattern, const char *group, int index, char *buf, size_t len);

@@ -27,7 +27,7 @@ void lv_options_free(struct lv_options *o)
 /* Every option the driver reads, for the near-miss suggestion. */
 static const char *const known_keys[] = {
 	"uri", "weights", "template", "name_pattern", "pool", "volume_mode", "victim_policy", "shutdown_mode",
-	"ready_port", "ready_timeout", "shutdown_timeout", NULL,
+	"ready_port", "ready_timeout", "shutdown_timeout", "memory_overcommit", "cpu_overcommit", NULL,
 };
 
 /* Logs a problem with option `o` (NULL: one that is missing) as a
@@ -205,6 +205,16 @@ int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled
 		} else if (strcmp(p->key, "shutdown_timeout") == 0) {
 			if ((e = parse_duration(host, p, 0, 3600 * 1000, "0 to 1h", &o.shutdown_timeout_ms)) < 0)
 				r = e;
+		} else if (strcmp(p->key, "memory_overcommit") == 0 || strcmp(p->key, "cpu_overcommit") == 0) {
+			char *end = NULL;
+			double x = p->value ? strtod(p->value, &end) : -1;
+
+			if (!p->value || end == p->value || *end || !(x > 0 && x <= 100))
+				r = bad(host, p, "give a ratio above 0, up to 100 (1 = the host's own size)");
+			else if (p->key[0] == 'm')
+				o.memory_overcommit = x;
+			else
+				o.cpu_overcommit = x;
 		} else if (strncmp(p->key, "warm_pool.", strlen("warm_pool.")) == 0) {
 			if ((e = parse_warm(host, p, &o.warm)) < 0)
 				r = e;

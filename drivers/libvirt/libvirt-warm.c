@@ -268,16 +268,29 @@ static int take_one(struct autoscaled_driver_instance *h, struct lv_member *m)
 
 size_t lv_warm_take(struct autoscaled_driver_instance *h, size_t want)
 {
+	bool bounded = lv_bounded(h) && h->n_warm > 0, up[LV_MAX_HOSTS];
+	struct lv_room rooms[LV_MAX_HOSTS] = { { 0 } };
 	size_t taken = 0;
 
+	/* A paused member holds its memory already; a saved or stopped one
+	 * needs room on its host to start. */
+	if (bounded) {
+		for (size_t i = 0; i < h->n_hosts; i++)
+			up[i] = h->hosts[i].conn != NULL;
+		lv_hosts_room(h, up, rooms);
+	}
 	while (taken < want) {
 		struct lv_member m, *nv;
 		size_t best = h->n_warm;
+		enum lv_warm was;
 
 		for (size_t i = 0; i < h->n_warm; i++) {
 			const struct lv_member *a = &h->warm[i], *b = best < h->n_warm ? &h->warm[best] : NULL;
 
 			if (!a->host->conn || a->phase != LV_ACTIVE)
+				continue;
+			if (bounded && (a->warm == LV_W_SAVED || a->warm == LV_W_STOPPED) &&
+			    rooms[a->host - h->hosts].fit <= 0)
 				continue;
 			/* By speed, then the oldest parked (the first max_age
 			 * would replace). */
@@ -288,9 +301,12 @@ size_t lv_warm_take(struct autoscaled_driver_instance *h, size_t want)
 		if (best == h->n_warm)
 			break;
 		m = h->warm[best];
+		was = m.warm;
 		forget(h, best);
 		if (take_one(h, &m) < 0)
 			continue;
+		if (bounded && (was == LV_W_SAVED || was == LV_W_STOPPED))
+			rooms[m.host - h->hosts].fit--;
 		nv = realloc(h->members, (h->n_members + 1) * sizeof(*nv));
 		if (!nv) {
 			/* It is a member on the host; the next scan finds it. */
@@ -514,12 +530,31 @@ void lv_warm_maintain(struct autoscaled_driver_instance *h)
 	deadline = clock_mono_ms() + TOPUP_BUDGET_MS;
 	if (!down && h->n_warm < (size_t)w->size && clock_mono_ms() >= h->warm_refill_at_ms &&
 	    lv_eligible_hosts(h, eligible)) {
+		/* A warm member boots before it parks: it needs room as a
+		 * member does, except a stopped one, which never runs. */
+		bool bounded = lv_bounded(h) && want != LV_W_STOPPED;
+		struct lv_room rooms[LV_MAX_HOSTS] = { { 0 } };
+
+		if (bounded)
+			lv_hosts_room(h, eligible, rooms);
 		while (h->n_warm < (size_t)w->size && clock_mono_ms() < deadline) {
-			struct lv_host *host = lv_place(h->hosts, h->n_hosts, eligible, h->warm, h->n_warm);
+			bool fits[LV_MAX_HOSTS];
+			struct lv_host *host;
 			struct lv_member m, *nv;
 
-			if (!host)
+			for (size_t i = 0; i < h->n_hosts; i++)
+				fits[i] = eligible[i] && (!bounded || rooms[i].fit > 0);
+			host = lv_place(h->hosts, h->n_hosts, fits, h->warm, h->n_warm);
+			if (!host) {
+				if (bounded && !h->warm_capped)
+					lv_log(h, AUTOSCALED_LOG_WARNING, "warm pool of %d holds %zu: no host has room for "
+					       "another (memory_overcommit, cpu_overcommit)", w->size, h->n_warm);
+				h->warm_capped = true;
 				break;
+			}
+			h->warm_capped = false;
+			if (bounded)
+				rooms[host - h->hosts].fit--;
 			nv = realloc(h->warm, (h->n_warm + 1) * sizeof(*nv));
 			if (!nv)
 				break;

@@ -33,6 +33,9 @@ static const char config_help[] =
 	"shutdown_timeout = duration wait for a graceful stop before destroying, up to 1h (60s)\n"
 	"ready_port = number        a member is ready only once this TCP port of its first address answers (off)\n"
 	"ready_timeout = duration   wait for ready_port, all members at once, 10ms to 30s (1s)\n"
+	"memory_overcommit = number a host takes members while its active domains' memory stays within this\n"
+	"                           times its own (off)\n"
+	"cpu_overcommit = number    the same for vCPUs against the host's CPUs (off)\n"
 	"Members carry <autoscaled:member group=...> in the namespace " LV_NS ";\n"
 	"remove that metadata (virsh metadata DOMAIN " LV_NS " --remove) to take a domain out of the pool.\n";
 
@@ -553,9 +556,10 @@ int lv_next_index(struct autoscaled_driver_instance *h)
 
 static int lv_set_capacity(struct autoscaled_driver_instance *h, int count, autoscaled_instance_fn fn, void *ctx)
 {
-	bool partial, eligible[LV_MAX_HOSTS];
+	bool partial, eligible[LV_MAX_HOSTS], bounded = lv_bounded(h);
+	struct lv_room rooms[LV_MAX_HOSTS] = { { 0 } };
 	size_t active;
-	int r;
+	int r, want, made = 0;
 
 	if (count < 0 || count > LV_MAX_MEMBERS) {
 		lv_log(h, AUTOSCALED_LOG_ERROR, "capacity %d is outside 0..%d", count, LV_MAX_MEMBERS);
@@ -591,12 +595,23 @@ static int lv_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 		       h->opt.template_name);
 		return partial ? -EHOSTUNREACH : -ENOENT;
 	}
+	if (bounded)
+		lv_hosts_room(h, eligible, rooms);
+	want = (int)((size_t)count - active);
 	while (active < (size_t)count) {
+		bool fits[LV_MAX_HOSTS];
 		struct lv_member m, *nv;
 		struct lv_host *host;
 		int idx = lv_next_index(h);
 
-		host = lv_place(h->hosts, h->n_hosts, eligible, h->members, h->n_members);
+		/* Spread by weight over the hosts that still have room. */
+		for (size_t i = 0; i < h->n_hosts; i++)
+			fits[i] = eligible[i] && (!bounded || rooms[i].fit > 0);
+		host = lv_place(h->hosts, h->n_hosts, fits, h->members, h->n_members);
+		if (!host && bounded && lv_place(h->hosts, h->n_hosts, eligible, h->members, h->n_members)) {
+			lv_log_capped(h, want, made, eligible, rooms);
+			return -ENOSPC;
+		}
 		if (!host) {
 			lv_log(h, AUTOSCALED_LOG_ERROR, "no host has a weight above 0 for new members");
 			return -ENOSPC;
@@ -604,6 +619,8 @@ static int lv_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 		r = lv_create_member(h, host, idx, &m);
 		if (r < 0)
 			return r;
+		rooms[host - h->hosts].fit--;
+		made++;
 		nv = realloc(h->members, (h->n_members + 1) * sizeof(*nv));
 		if (!nv)
 			return -ENOMEM;

@@ -92,6 +92,11 @@ enum autoscaled_metric {
 	 * series. Appended in a minor revision of ABI 2; an older host ignores
 	 * it. */
 	AUTOSCALED_METRIC_WARM_INSTANCES = 3,
+	/* A gauge: how many more instances the group's hosts can take, as
+	 * the driver last measured them (label NULL); published only by a
+	 * driver that bounds placement by host capacity. Appended with
+	 * AUTOSCALED_METRIC_WARM_INSTANCES. */
+	AUTOSCALED_METRIC_HOST_ROOM = 4,
 };
 
 /* One configuration option of a group's driver: `driver { key = value; }`.

@@ -99,6 +99,9 @@ struct group_metrics {
 	/* Warm members per state (AUTOSCALED_METRIC_WARM_INSTANCES). */
 	struct named_gauge warm[METRICS_MAX_WARM_STATES];
 	size_t n_warm;
+	/* New instances the group's hosts can take (AUTOSCALED_METRIC_HOST_ROOM). */
+	bool have_host_room;
+	double host_room;
 };
 
 struct metrics {
@@ -383,6 +386,7 @@ static bool set_driver(struct group_metrics *g, const char *driver)
 	for (size_t i = 0; i < g->n_warm; i++)
 		free(g->warm[i].name);
 	g->n_warm = 0;
+	g->have_host_room = false;
 	g->driver_retries = g->driver_api_errors = 0;
 	free(g->driver_name);
 	g->driver_name = n;
@@ -431,6 +435,12 @@ void metrics_record_driver_metric(struct metrics *m, const char *group, const ch
 
 			if (w)
 				w->value = value;
+		}
+		break;
+	case AUTOSCALED_METRIC_HOST_ROOM:
+		if (isfinite(value) && value >= 0) {
+			g->have_host_room = true;
+			g->host_room = value;
 		}
 		break;
 	}
@@ -777,6 +787,16 @@ static void driver_families(FILE *f, const struct metrics *m)
 			fputc('\n', f);
 		}
 	}
+	header(f, "autoscaled_group_host_room", "gauge",
+	       "New instances the group's hosts can still take, as the driver last measured (libvirt with "
+	       "memory_overcommit or cpu_overcommit); 0 means a scale-out is capped by the hosts, not by max.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->driver_name && m->groups[i]->have_host_room) {
+			driver_labels(f, "autoscaled_group_host_room", m->groups[i]);
+			fputs("} ", f);
+			put_value(f, m->groups[i]->host_room);
+			fputc('\n', f);
+		}
 	header(f, "autoscaled_driver_retries_total", "counter", "Cloud API requests the driver retried.");
 	for (size_t i = 0; i < m->n_groups; i++)
 		if (m->groups[i]->driver_name) {

@@ -10,6 +10,7 @@
  * are linked in to test the CPU arithmetic and victim order with values the
  * test hypervisor cannot report (it has no cpu.time). */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1049,12 +1050,15 @@ static void test_ready_port(void **state)
 /* What the driver published as warm members, by state. */
 static double warm_metric[8];
 static int warm_metric_calls;
+static double host_room = -1;
 
 static void capture_metric(const struct autoscaled_host *h, enum autoscaled_metric metric, const char *label,
 			   double value)
 {
 	static const char *const states[] = { "", "booting", "paused", "saved", "stopped" };
 
+	if (metric == AUTOSCALED_METRIC_HOST_ROOM)
+		host_room = value;
 	if (metric != AUTOSCALED_METRIC_WARM_INSTANCES)
 		return;
 	warm_metric_calls++;
@@ -1397,6 +1401,77 @@ static void test_warm_crash(void **state)
 	host.metric = NULL;
 }
 
+/* Host capacity: test:///default has 16 CPUs and 3 GiB, and its own domain
+ * "test" runs with 2 vCPUs and 2 GiB; a clone of web-template needs 2 vCPUs
+ * and 128 MiB. With cpu_overcommit 1, (16 - 2) / 2 = 7 members fit; paused
+ * warm members count, as they hold theirs. */
+static void test_host_capacity(void **state)
+{
+	struct autoscaled_driver_instance *h;
+	struct autoscaled_observation obs;
+	struct seen s;
+	int r, base = count_domains();
+
+	host.metric = capture_metric;
+	h = open_with(&r, "uri=test:///default", "template=web-template", "cpu_overcommit=1", NULL);
+	assert_int_equal(r, 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->set_capacity(h, 10, collect, &s), -ENOSPC);
+	assert_int_equal(s.n, 7);
+	assert_int_equal(host_room, 7);
+	assert_int_equal(count_domains(), base + 7);
+	assert_non_null(strstr(logbuf, "scale-out capped by hosts, not by max: 7 of 10 new members fit"));
+	assert_int_equal(drv->set_capacity(h, 8, NULL, NULL), -ENOSPC);
+	assert_int_equal(host_room, 0);
+	observe_into(h, &s, &obs);
+	assert_int_equal(obs.target_size, 7);
+	/* Memory bounds alike: 2 GiB of 1.5 GiB allowed are committed. */
+	assert_int_equal(drv->remove_instances(h, 7, NULL, 0, NULL, NULL), 0);
+	drv->close(h);
+	h = open_with(&r, "uri=test:///default", "template=web-template", "memory_overcommit=0.5", NULL);
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 1, NULL, NULL), -ENOSPC);
+	assert_int_equal(count_domains(), base);
+	drv->close(h);
+
+	/* Two paused warm members hold 4 vCPUs: taking them needs no room,
+	 * and 5 clones fit beside them; the pool is not refilled past the
+	 * hosts either. */
+	memset(warm_metric, 0, sizeof(warm_metric));
+	logbuf[0] = '\0';
+	h = open_with(&r, "uri=test:///default", "template=web-template", "cpu_overcommit=1", "warm_pool.size=2",
+		      "warm_pool.warmup=0", "shutdown_timeout=2", NULL);
+	assert_int_equal(r, 0);
+	observe_into(h, &s, &obs);
+	observe_into(h, &s, &obs);
+	assert_int_equal(warm_metric[2], 2);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->set_capacity(h, 7, collect, &s), 0);
+	assert_int_equal(s.n, 7);
+	assert_int_equal(count_domains(), base + 7);
+	assert_int_equal(drv->set_capacity(h, 8, NULL, NULL), -ENOSPC);
+	drv->close(h);
+	host.metric = NULL;
+	host_room = -1;
+}
+
+static void test_fit(void **state)
+{
+	struct lv_room room = { .total_kib = 3145728, .used_kib = 2097152, .need_kib = 131072,
+				.cpus = 16, .used_vcpus = 2, .need_vcpus = 2 };
+
+	assert_int_equal(lv_fit(&room, 0, 0), INT_MAX);
+	assert_int_equal(lv_fit(&room, 1, 0), 8);
+	assert_int_equal(lv_fit(&room, 0, 1), 7);
+	assert_int_equal(lv_fit(&room, 1, 1), 7);
+	assert_int_equal(lv_fit(&room, 1, 4), 8);
+	assert_int_equal(lv_fit(&room, 0.5, 4), 0);
+	room.used_kib = 4 * 1048576ULL;
+	assert_int_equal(lv_fit(&room, 1, 0), 0);
+	room.need_vcpus = 0;
+	assert_int_equal(lv_fit(&room, 0, 1), INT_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1424,6 +1499,8 @@ int main(void)
 		cmocka_unit_test_setup(test_warm_saved_stopped, reset),
 		cmocka_unit_test_setup(test_warm_return, reset),
 		cmocka_unit_test_setup(test_warm_crash, reset),
+		cmocka_unit_test_setup(test_host_capacity, reset),
+		cmocka_unit_test(test_fit),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -217,6 +217,12 @@ static void test_driver_metrics(void **st)
 	assert_non_null(strstr(t, "# TYPE autoscaled_group_warm_instances gauge\n"));
 	assert_non_null(strstr(t, "autoscaled_group_warm_instances{group=\"web\",driver=\"azure-vmss\",state=\"paused\"} 2\n"));
 	assert_non_null(strstr(t, "autoscaled_group_warm_instances{group=\"web\",driver=\"azure-vmss\",state=\"booting\"} 0\n"));
+	assert_null(strstr(t, "autoscaled_group_host_room{"));
+	free(t);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_HOST_ROOM, NULL, 3);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_HOST_ROOM, NULL, -1);
+	t = render(m);
+	assert_non_null(strstr(t, "autoscaled_group_host_room{group=\"web\",driver=\"azure-vmss\"} 3\n"));
 	free(t);
 
 	/* A reload onto another driver starts its series afresh. */
