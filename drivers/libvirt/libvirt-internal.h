@@ -163,6 +163,7 @@ struct autoscaled_driver_instance {
 	int64_t warm_refill_at_ms; /* monotonic; no top-up of the pool before it */
 	int64_t warm_reported[5];  /* last count published per enum lv_warm, -1 none */
 	bool warm_capped;          /* the last top-up found no host with room (logged once) */
+	bool warm_ever;            /* the handle had a pool or warm members: publish their counts */
 };
 
 /* Parses and checks the options (libvirt-options.c); logs each

@@ -463,15 +463,19 @@ void lv_warm_publish(struct autoscaled_driver_instance *h)
 	int64_t count[LV_W_STOPPED + 1] = { 0 };
 	bool changed = false;
 
+	/* A group that never had a pool publishes nothing: its series would
+	 * say "0 warm members" of a pool that does not exist. */
+	h->warm_ever = h->warm_ever || h->opt.warm.size > 0 || h->n_warm > 0;
+	if (!h->warm_ever)
+		return;
 	for (size_t i = 0; i < h->n_warm; i++)
 		count[h->warm[i].warm]++;
 	for (int s = LV_W_BOOTING; s <= LV_W_STOPPED; s++) {
 		changed = changed || count[s] != h->warm_reported[s];
-		/* A pool that never had a member publishes nothing. */
-		if (AUTOSCALED_HOST_HAS(h->host, metric) && (h->opt.warm.size > 0 || h->warm_reported[s] >= 0))
+		if (AUTOSCALED_HOST_HAS(h->host, metric))
 			h->host->metric(h->host, AUTOSCALED_METRIC_WARM_INSTANCES, lv_warm_name(s), (double)count[s]);
 	}
-	if (changed && (h->opt.warm.size > 0 || h->n_warm > 0))
+	if (changed)
 		lv_log(h, AUTOSCALED_LOG_INFO, "warm pool: %lld booting, %lld paused, %lld saved, %lld stopped (size %d)",
 		       (long long)count[LV_W_BOOTING], (long long)count[LV_W_PAUSED], (long long)count[LV_W_SAVED],
 		       (long long)count[LV_W_STOPPED], h->opt.warm.size);
@@ -486,6 +490,8 @@ void lv_warm_maintain(struct autoscaled_driver_instance *h)
 	int64_t now = clock_wall_ms(), deadline;
 	bool eligible[LV_MAX_HOSTS], down = false;
 
+	/* Warm members left by an earlier pool are published while removed. */
+	h->warm_ever = h->warm_ever || h->n_warm > 0;
 	/* Park what has warmed up; replace what is stale. */
 	for (size_t i = 0; i < h->n_warm;) {
 		struct lv_member *m = &h->warm[i];

@@ -1226,10 +1226,19 @@ static void test_warm_paused(void **state)
 	assert_int_equal(r, 0);
 	observe_into(h, &s, &obs);
 	assert_int_equal(s.n, 0);
+	assert_int_equal(warm_metric[2], 0);
 	assert_false(domain_exists("web-4"));
 	assert_false(domain_exists("web-5"));
 	assert_false(volume_exists("web-4.qcow2"));
 	assert_int_equal(count_domains(), base);
+	drv->close(h);
+	/* A group that never had a pool publishes no warm series. */
+	h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
+	assert_int_equal(r, 0);
+	warm_metric_calls = 0;
+	observe_into(h, &s, &obs);
+	observe_into(h, &s, &obs);
+	assert_int_equal(warm_metric_calls, 0);
 	drv->close(h);
 	host.metric = NULL;
 }
