@@ -36,6 +36,9 @@ static const char config_help[] =
 	"memory_overcommit = number a host takes members while its active domains' memory stays within this\n"
 	"                           times its own (off)\n"
 	"cpu_overcommit = number    the same for vCPUs against the host's CPUs (off)\n"
+	"warm_pool.KEY              set by the daemon from the group's warm_pool block (autoscaled.conf(5),\n"
+	"                           WARM POOLS): size, state, warmup, refill, max_age, return_on_scale_in,\n"
+	"                           reseed_command\n"
 	"Members carry <autoscaled:member group=...> in the namespace " LV_NS ";\n"
 	"remove that metadata (virsh metadata DOMAIN " LV_NS " --remove) to take a domain out of the pool.\n";
 

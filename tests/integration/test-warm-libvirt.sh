@@ -52,10 +52,10 @@ calls() { grep -c "^$1 " "$T/virt.log"; }
 # nth REGEX N: the line number of the Nth hypervisor call matching REGEX,
 # or a number past the end when there are fewer.
 nth() { local n; n=$(grep -nE "$1" "$T/virt.log" | sed -n "$2p" | cut -d: -f1); echo "${n:-999999}"; }
-# started_then_suspended N: N domains were suspended, each after its start.
+# started_then_suspended: some domains were suspended, each after its start.
 started_then_suspended() {
 	local dom
-	[ "$(calls suspend)" -eq "$1" ] || return 1
+	[ "$(calls suspend)" -ge 2 ] || return 1
 	for dom in $(sed -n "s/^suspend //p" "$T/virt.log"); do
 		[ "$(nth "^start $dom\$" 1)" -lt "$(nth "^suspend $dom\$" 1)" ] || return 1
 	done
@@ -97,17 +97,20 @@ DAEMON_PID=$!
 check "the daemon starts with one member" wait_for 20 current 1
 check "the pool fills with two paused warm members" wait_for 20 warm paused 2
 check "none of them is a member" current 1
-check "both were started, then suspended" started_then_suspended 2
+check "each suspended domain was started first" started_then_suspended
 D0=$(calls define)
 check "three domains defined in all ($D0): a member and two warm" test "$D0" -eq 3
 
 # ------------------------------------------- a scale-out from the pool
+# (The first member may have come from the pool too, warming up or paused.)
+R0=$(calls resume)
+T0=$(log_count "from the warm pool (paused)")
 set_load 30
 check "the group scales out to 3" wait_for 20 current 3
-check "the two warm members were resumed" test "$(calls resume)" -eq 2
-check "and taken from the pool (log)" test "$(log_count "from the warm pool (paused)")" -eq 2
+check "the two warm members were resumed" test "$(calls resume)" -eq $((R0 + 2))
+check "and taken from the pool (log)" test "$(log_count "from the warm pool (paused)")" -eq $((T0 + 2))
 check "no domain was defined for the scale-out (the next define follows both resumes)" \
-	test "$(nth '^define ' $((D0 + 1)))" -gt "$(nth '^resume ' 2)"
+	test "$(nth '^define ' $((D0 + 1)))" -gt "$(nth '^resume ' $((R0 + 2)))"
 
 # ------------------------------------------------- refill afterwards
 check "the pool is refilled to two paused members" wait_for 20 warm paused 2
@@ -126,7 +129,7 @@ check "the metric still says two paused" warm paused 2
 set_load 40
 check "the next scale-out reaches 4" wait_for 20 current 4
 check "served by resuming a warm member found after the restart, before any new define" \
-	test "$(nth '^define ' $((D0 + 3)))" -gt "$(nth '^resume ' 3)"
+	test "$(nth '^define ' $((D0 + 3)))" -gt "$(nth '^resume ' $((R0 + 3)))"
 check "each domain was defined once" test -z "$(grep '^define ' "$T/virt.log" | sort | uniq -d)"
 check "each domain was resumed at most once" test -z "$(grep '^resume ' "$T/virt.log" | sort | uniq -d)"
 check "no error in the daemon's log ($(grep -i "error" "$T/daemon.log" | tail -1))" \
