@@ -11,9 +11,13 @@
  * member, and calls set_capacity for one member, printing
  *   took NAME T0_MS T1_MS
  * with the wall-clock times around the call. The member is left running
- * for the caller to time its readiness and to remove. Exit status 0, or 1
- * with the reason on stderr. */
+ * for the caller to time its readiness and to remove. With a warm pool, it
+ * then waits for another line and observes until the pool is refilled (its
+ * member parked again; warm_pool.refill paces it), printing
+ *   refilled MS
+ * the time that took. Exit status 0, or 1 with the reason on stderr. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,14 +63,47 @@ static long long wall_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Observes every 200 ms until the pool holds a member parked in the state
+ * wanted, then says so (when `say`) and waits for a line on stdin. */
+static int wait_parked(const struct driver *d, struct autoscaled_driver_instance *h, bool say)
+{
+	int64_t deadline = clock_mono_ms() + 300 * 1000;
+	struct autoscaled_observation obs;
+	char line[64];
+	int r;
+
+	if (!say && !fgets(line, sizeof(line), stdin))
+		return -EPIPE;
+	parked_count = 0;
+	for (;;) {
+		if ((r = d->ops->observe(h, NULL, NULL, NULL, &obs)) < 0) {
+			fprintf(stderr, "observe: %s\n", strerror(-r));
+			return r;
+		}
+		if (parked_count >= 1)
+			break;
+		if (clock_mono_ms() > deadline) {
+			fprintf(stderr, "the warm member was not %s within 300 s\n", want_state);
+			return -ETIMEDOUT;
+		}
+		usleep(200 * 1000);
+	}
+	if (say) {
+		printf("parked\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return -EPIPE;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct autoscaled_option opts[32];
 	struct autoscaled_driver_instance *h = NULL;
-	struct autoscaled_observation obs;
 	const struct driver *d;
 	struct autoscaled_host host;
-	char err[1024], line[64], keys[32][128];
+	char err[1024], keys[32][128];
 	size_t n = 0;
 	long long t0, t1;
 	int r;
@@ -100,37 +137,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "open: %s\n", strerror(-r));
 		return 1;
 	}
-	if (want_state) {
-		int64_t deadline = clock_mono_ms() + 300 * 1000;
-
-		while (parked_count < 1) {
-			if (clock_mono_ms() > deadline) {
-				fprintf(stderr, "the warm member was not %s within 300 s\n", want_state);
-				d->ops->close(h);
-				return 1;
-			}
-			if ((r = d->ops->observe(h, NULL, NULL, NULL, &obs)) < 0) {
-				fprintf(stderr, "observe: %s\n", strerror(-r));
-				d->ops->close(h);
-				return 1;
-			}
-			usleep(200 * 1000);
-		}
-		printf("parked\n");
-		fflush(stdout);
-		if (!fgets(line, sizeof(line), stdin)) {
-			d->ops->close(h);
-			return 1;
-		}
+	if (want_state && wait_parked(d, h, 1) < 0) {
+		d->ops->close(h);
+		return 1;
 	}
 	t0 = wall_ms();
 	r = d->ops->set_capacity(h, 1, member, NULL);
 	t1 = wall_ms();
-	d->ops->close(h);
 	if (r < 0) {
 		fprintf(stderr, "set_capacity: %s\n", strerror(-r));
+		d->ops->close(h);
 		return 1;
 	}
 	printf("took %s %lld %lld\n", took, t0, t1);
-	return 0;
+	fflush(stdout);
+	if (want_state) {
+		r = wait_parked(d, h, 0);
+		if (r == 0)
+			printf("refilled %lld\n", wall_ms() - t1);
+	}
+	d->ops->close(h);
+	return r < 0 ? 1 : 0;
 }

@@ -10,7 +10,8 @@ around the call; the member is ready when the guest answers a key on its
 keyboard (it prints "idle" on its serial console, a file): keys are sent
 every 100 ms from the call on. Before the call, the parked member's
 footprint is read: the resident memory of its QEMU process (paused), the
-size of its managed-save image (saved) and of its overlay.
+size of its managed-save image (saved) and of its overlay. Once the member
+is ready, the bench waits for the pool's refill (a new member parked).
 
 Prints a Markdown table (the median of ROUNDS runs per mode, and the
 range) for docs/warm-pools.md, and TAP results. Not part of `make check`
@@ -82,7 +83,8 @@ def one(mode, group, template, pool, img):
     args = [BENCH, group, mode, "uri=" + e2e.URI, "template=" + template, "volume_mode=overlay",
             "shutdown_timeout=5"]
     if mode != "cold":
-        args += ["warm_pool.size=1", "warm_pool.state=" + mode, "warm_pool.warmup=%d" % WARMUP]
+        args += ["warm_pool.size=1", "warm_pool.state=" + mode, "warm_pool.warmup=%d" % WARMUP,
+                 "warm_pool.refill=1"]
     p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=dict(os.environ, AUTOSCALED_DRIVER_DIR=e2e.DRIVER_DIR))
     name = group + "-1"
@@ -98,25 +100,39 @@ def one(mode, group, template, pool, img):
                     "overlay": file_kib(os.path.join(img, name + ".qcow2"))}
             p.stdin.write("go\n")
             p.stdin.flush()
+        out = p.stdout.readline()
+        if not out.startswith("took "):
+            p.stdin.close()
+            raise RuntimeError("warm-bench %s failed: %r %s" % (mode, out, p.stderr.read().strip()[-500:]))
+        _, took, t0, t1 = out.split()
+        if took != name:
+            raise RuntimeError("took %s, expected %s" % (took, name))
+        t0, t1 = int(t0), int(t1)
+        before = console(img, name).count("idle from")
+        deadline = time.time() + READY_TIMEOUT
+        while console(img, name).count("idle from") <= before:
+            if time.time() > deadline:
+                raise RuntimeError("%s never answered a key: %r" % (name, console(img, name)[-300:]))
+            e2e.virsh("send-key", name, "KEY_A", check=False, timeout=10)
+            time.sleep(0.1)
+        ready = time.time() * 1000
+        # The refill, once the member is ready, so that the new warm
+        # member's boot does not slow the one measured.
+        if mode != "cold":
+            p.stdin.write("refill\n")
+            p.stdin.flush()
         out, err = p.communicate(timeout=300)
     except Exception:
         p.kill()
         p.wait()
         raise
-    if p.returncode != 0 or not out.startswith("took "):
+    if p.returncode != 0:
         raise RuntimeError("warm-bench %s failed: %s" % (mode, err.strip()[-500:]))
-    _, took, t0, t1 = out.split()
-    if took != name:
-        raise RuntimeError("took %s, expected %s" % (took, name))
-    t0, t1 = int(t0), int(t1)
-    before = console(img, name).count("idle from")
-    deadline = time.time() + READY_TIMEOUT
-    while console(img, name).count("idle from") <= before:
-        if time.time() > deadline:
-            raise RuntimeError("%s never answered a key: %r" % (name, console(img, name)[-300:]))
-        e2e.virsh("send-key", name, "KEY_A", check=False, timeout=10)
-        time.sleep(0.1)
-    ready = time.time() * 1000
+    if mode != "cold":
+        if not out.startswith("refilled ") or e2e.virsh("domstate", group + "-2", check=False).strip() not in (
+                {"paused": "paused", "saved": "shut off", "stopped": "shut off"}[mode],):
+            raise RuntimeError("the pool was not refilled with %s-2: %r %s" % (group, out, err.strip()[-300:]))
+        foot["refill"] = int(out.split()[1])
     return t1 - t0, ready - t0, foot
 
 
@@ -155,16 +171,19 @@ def run(tmp, state):
             except Exception as ex:
                 ok(False, "%s, round %d" % (mode, r + 1), str(ex))
                 remove(group + "-1", pool)
+                remove(group + "-2", pool)
                 continue
             results[mode].append((call, ready, foot))
             ok(True, "%s, round %d: call %.0f ms, ready %.0f ms%s" % (
-                mode, r + 1, call, ready, "" if not foot else ", RSS %d KiB, save image %d KiB, overlay %d KiB" %
-                (foot["rss"], foot["save"], foot["overlay"])))
-            remove(group + "-1", pool)
-            try:
-                os.unlink(os.path.join(img, group + "-1-console.log"))
-            except OSError:
-                pass
+                mode, r + 1, call, ready, "" if not foot else
+                ", RSS %d KiB, save image %d KiB, overlay %d KiB; the pool refilled %d ms after the call" %
+                (foot["rss"], foot["save"], foot["overlay"], foot["refill"])))
+            for n in (group + "-1", group + "-2"):
+                remove(n, pool)
+                try:
+                    os.unlink(os.path.join(img, n + "-console.log"))
+                except OSError:
+                    pass
     note("")
     note("| scale-out by | driver call (ms) | call to ready (ms) | parked member holds |")
     note("|---|---|---|---|")
