@@ -302,9 +302,14 @@ static int rewrite(struct autoscaled_driver_instance *h, struct lv_host *host, x
 	return 0;
 }
 
-int lv_create_member(struct autoscaled_driver_instance *h, struct lv_host *host, int index, struct lv_member *ret)
+/* Makes member `index` on host: a member (warm LV_W_NONE), or a warm
+ * member started to warm up (LV_W_BOOTING) or only defined (LV_W_STOPPED).
+ * The tag says "creating" from the define on, so that a crash before the
+ * last step leaves a mark the scan finishes or removes. */
+static int create(struct autoscaled_driver_instance *h, struct lv_host *host, int index, enum lv_warm warm,
+		  struct lv_member *ret)
 {
-	struct lv_member m = { .index = index, .host = host, .phase = LV_CREATING, .cpu_percent = -1 };
+	struct lv_member m = { .index = index, .host = host, .phase = LV_CREATING, .warm = warm, .cpu_percent = -1 };
 	virStorageVolPtr vols[LV_MAX_DISKS];
 	size_t n_vols = 0;
 	virDomainPtr tmpl, dom = NULL;
@@ -348,20 +353,27 @@ int lv_create_member(struct autoscaled_driver_instance *h, struct lv_host *host,
 		r = out ? lv_virt_errno() : -ENOMEM;
 		goto fail;
 	}
-	if (virDomainCreate(dom) < 0) {
-		lv_log_virt(h, AUTOSCALED_LOG_ERROR, "starting new member '%s' on '%s' failed; removing it", m.name,
-			    host->uri);
+	if (warm != LV_W_STOPPED && virDomainCreate(dom) < 0) {
+		lv_log_virt(h, AUTOSCALED_LOG_ERROR, "starting new %smember '%s' on '%s' failed; removing it",
+			    warm ? "warm " : "", m.name, host->uri);
 		r = lv_virt_errno();
 		if (virDomainUndefine(dom) < 0)
 			lv_log_virt(h, AUTOSCALED_LOG_ERROR, "undefining '%s' failed; the next scan retries", m.name);
 		goto fail;
 	}
 	m.phase = LV_ACTIVE;
-	m.started_ms = clock_wall_ms();
-	m.dom_state = VIR_DOMAIN_RUNNING;
-	/* A failure here is repaired by the next scan (creating + running). */
+	if (warm == LV_W_STOPPED) {
+		m.parked_ms = clock_wall_ms();
+		m.dom_state = VIR_DOMAIN_SHUTOFF;
+	} else {
+		m.started_ms = clock_wall_ms();
+		m.dom_state = VIR_DOMAIN_RUNNING;
+	}
+	/* A failure here is repaired by the next scan (creating + running);
+	 * a stopped warm member that stays "creating" is removed by it. */
 	lv_set_tag(h, dom, &m);
-	lv_log(h, AUTOSCALED_LOG_INFO, "created '%s' on '%s'", m.name, host->uri);
+	lv_log(h, AUTOSCALED_LOG_INFO, "created %s%s'%s' on '%s'", warm ? "warm member " : "",
+	       warm == LV_W_STOPPED ? "(stopped) " : "", m.name, host->uri);
 	for (size_t i = 0; i < n_vols; i++)
 		virStorageVolFree(vols[i]);
 	virDomainFree(dom);
@@ -377,6 +389,16 @@ fail:
 	xmlFree(out);
 	xmlFreeDoc(doc);
 	return r < 0 ? r : -EIO;
+}
+
+int lv_create_member(struct autoscaled_driver_instance *h, struct lv_host *host, int index, struct lv_member *ret)
+{
+	return create(h, host, index, LV_W_NONE, ret);
+}
+
+int lv_create_warm(struct autoscaled_driver_instance *h, struct lv_host *host, int index, struct lv_member *ret)
+{
+	return create(h, host, index, h->opt.warm.state == LV_WARM_STOPPED ? LV_W_STOPPED : LV_W_BOOTING, ret);
 }
 
 /* The pools that hold member volumes on host: the template disks' pools, or

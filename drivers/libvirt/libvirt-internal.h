@@ -9,6 +9,16 @@
  * "active" afterwards and "removing" once a scale-in has chosen it, so that a
  * crash at any point leaves a mark saying how to finish the job.
  *
+ * A warm member (a group's warm_pool, libvirt-warm.c) carries the same tag
+ * with a warm marker: warm="booting" (started, to be parked once warmed
+ * up), "paused" (suspended), "saved" (managed-saved) or "stopped" (defined,
+ * never started), and parked="TIME" once parked. A scan puts it in the
+ * handle's warm list, never among the members, so nothing counts it as
+ * capacity, reads its CPU or sends it traffic; taking it into service
+ * rewrites the tag without the marker (state "creating") before the domain
+ * is resumed or started, so a crash at any point leaves either a warm
+ * member or a member, never both.
+ *
  * Names are deterministic: member N of group G is the name pattern expanded
  * (default "%g-%n": "web-3"), its volumes are "<member><ext>" and
  * "<member>-disk<k><ext>" in the pool of the template's disk. Volumes with
@@ -73,9 +83,20 @@ struct lv_host {
 /* The source the driver feeds: each domain's CPU utilisation. */
 #define LV_CPU_SOURCE "libvirt_cpu"
 
+/* A domain's warm marker (see above); LV_W_NONE for a member. */
+enum lv_warm {
+	LV_W_NONE,
+	LV_W_BOOTING,
+	LV_W_PAUSED,
+	LV_W_SAVED,
+	LV_W_STOPPED,
+};
+
 struct lv_member {
 	char name[LV_NAME_MAX];
 	int index;
+	enum lv_warm warm;
+	int64_t parked_ms;      /* epoch ms a warm member was parked, 0 not yet */
 	struct lv_host *host;
 	enum lv_phase phase;
 	int dom_state;          /* VIR_DOMAIN_RUNNING, ... */
@@ -87,6 +108,25 @@ struct lv_member {
 	uint64_t cpu_ns;
 	int64_t cpu_wall_ns;
 	double cpu_percent;     /* < 0: no value yet */
+};
+
+enum lv_warm_state {
+	LV_WARM_PAUSED,  /* booted, then suspended: memory held */
+	LV_WARM_SAVED,   /* booted, then managed-saved: disk only */
+	LV_WARM_STOPPED, /* defined with its disk made, never started */
+};
+
+/* The group's warm pool, from the options "warm_pool.KEY" that the daemon
+ * adds for a group's warm_pool block (driver_options_from_group()). */
+struct lv_warm_options {
+	int size;               /* 0: no pool; warm members found are removed */
+	enum lv_warm_state state;
+	int64_t max_age_ms;     /* 0: no limit */
+	int64_t refill_ms;
+	int64_t warmup_ms;
+	bool return_on_scale_in;
+	char **reseed;          /* NULL-terminated argv, NULL for none */
+	size_t n_reseed;
 };
 
 struct lv_options {
@@ -102,6 +142,11 @@ struct lv_options {
 	char **uris;
 	double *weights;
 	size_t n_uris;
+	struct lv_warm_options warm;
+	/* Host capacity: each host takes new members while its committed
+	 * memory (vCPUs) stays within this times its own; 0 = not bounded. */
+	double memory_overcommit;
+	double cpu_overcommit;
 };
 
 struct autoscaled_driver_instance {
@@ -112,6 +157,13 @@ struct autoscaled_driver_instance {
 	/* The members as of the last scan; CPU samples carry over by name. */
 	struct lv_member *members;
 	size_t n_members;
+	/* The warm members as of the last scan (never among the members). */
+	struct lv_member *warm;
+	size_t n_warm;
+	int64_t warm_refill_at_ms; /* monotonic; no top-up of the pool before it */
+	int64_t warm_reported[5];  /* last count published per enum lv_warm, -1 none */
+	bool warm_capped;          /* the last top-up found no host with room (logged once) */
+	bool warm_ever;            /* the handle had a pool or warm members: publish their counts */
 };
 
 /* Parses and checks the options (libvirt-options.c); logs each
@@ -141,6 +193,34 @@ virConnectPtr lv_connect(struct autoscaled_driver_instance *h, struct lv_host *h
  * left half done. Sets *partial when a host could not be asked. */
 int lv_scan(struct autoscaled_driver_instance *h, bool *partial);
 
+/* Which hosts can take a new domain now (up, with the template; each
+ * missing template logged); false when none can. */
+bool lv_eligible_hosts(struct autoscaled_driver_instance *h, bool *eligible);
+/* The lowest index no member, warm member or member of a host that is down
+ * has. */
+int lv_next_index(struct autoscaled_driver_instance *h);
+
+/* Host capacity (libvirt-capacity.c). */
+struct lv_room {
+	unsigned long long total_kib, used_kib, need_kib;
+	unsigned cpus, used_vcpus, need_vcpus;
+	int fit;                /* new members that fit; INT_MAX unbounded */
+};
+/* Whether the group bounds placement by host capacity at all. */
+bool lv_bounded(const struct autoscaled_driver_instance *h);
+/* Reads host's capacity, what its active domains commit and what a new
+ * member needs. */
+int lv_host_room(struct autoscaled_driver_instance *h, struct lv_host *host, struct lv_room *ret);
+/* The room of every eligible host (others get fit 0) and the total, also
+ * published as the metric AUTOSCALED_METRIC_HOST_ROOM. */
+int lv_hosts_room(struct autoscaled_driver_instance *h, const bool *eligible, struct lv_room *rooms);
+/* Logs that a scale-out to `want` new members made only `made`. */
+void lv_log_capped(struct autoscaled_driver_instance *h, int want, int made, const bool *eligible,
+		   const struct lv_room *rooms);
+/* Pure: how many more members fit in room under the ratios (0 = that
+ * resource unbounded; INT_MAX when neither bounds). */
+int lv_fit(const struct lv_room *room, double memory_overcommit, double cpu_overcommit);
+
 /* Pure helpers (libvirt-util.c), unit-tested without libvirt. */
 int lv_expand_name(const char *pattern, const char *group, int index, char *buf, size_t len);
 int lv_match_name(const char *pattern, const char *group, const char *name);
@@ -165,6 +245,9 @@ int lv_set_tag(struct autoscaled_driver_instance *h, virDomainPtr dom, const str
 /* Scale-out (libvirt-clone.c): creates member `index` on host. */
 int lv_create_member(struct autoscaled_driver_instance *h, struct lv_host *host, int index,
 		     struct lv_member *ret);
+/* The same for a warm member in the pool's configured state: started and
+ * tagged "booting" (paused, saved), or defined and tagged "stopped". */
+int lv_create_warm(struct autoscaled_driver_instance *h, struct lv_host *host, int index, struct lv_member *ret);
 /* Deletes crash leftovers: volumes named for a member with no domain. */
 void lv_sweep_volumes(struct autoscaled_driver_instance *h, struct lv_host *host);
 /* Scale-in (libvirt-remove.c): removes the given members, graceful
@@ -174,5 +257,26 @@ int lv_remove_members(struct autoscaled_driver_instance *h, struct lv_member **v
 /* Destroys, undefines and deletes the volumes of one member now. */
 int lv_finish_removal(struct autoscaled_driver_instance *h, struct lv_host *host, virDomainPtr dom,
 		      const char *name);
+
+/* Warm pools (libvirt-warm.c). The scan's repair of a warm member: returns
+ * true when it still exists (perhaps with a new marker) afterwards. */
+bool lv_warm_repair(struct autoscaled_driver_instance *h, struct lv_host *host, virDomainPtr dom, struct lv_member *m);
+/* Takes up to `want` warm members into service for a scale-out, appending
+ * them to h->members; returns the number taken. */
+size_t lv_warm_take(struct autoscaled_driver_instance *h, size_t want);
+/* Parks victims of a scale-in in the pool while it has room (for
+ * return_on_scale_in); moves those parked to the front of v and returns
+ * how many, each reported through fn as a removed member. */
+size_t lv_warm_return(struct autoscaled_driver_instance *h, struct lv_member **v, size_t n, autoscaled_instance_fn fn,
+		      void *ctx);
+/* The pool's upkeep at the end of an observation: parks warmed-up members,
+ * replaces stale ones, tops the pool up (paced by refill) and publishes
+ * the counts. */
+void lv_warm_maintain(struct autoscaled_driver_instance *h);
+/* Publishes the pool's counts per state (a metric, and a log line when
+ * they changed). */
+void lv_warm_publish(struct autoscaled_driver_instance *h);
+/* The state word of a marker ("booting", "paused", ...), "" for none. */
+const char *lv_warm_name(enum lv_warm w);
 
 #endif

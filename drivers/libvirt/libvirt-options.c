@@ -3,6 +3,7 @@
 #include "libvirt-internal.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +18,16 @@ void lv_options_free(struct lv_options *o)
 		free(o->uris[i]);
 	free(o->uris);
 	free(o->weights);
+	for (size_t i = 0; i < o->warm.n_reseed; i++)
+		free(o->warm.reseed[i]);
+	free(o->warm.reseed);
 	*o = (struct lv_options){ 0 };
 }
 
 /* Every option the driver reads, for the near-miss suggestion. */
 static const char *const known_keys[] = {
 	"uri", "weights", "template", "name_pattern", "pool", "volume_mode", "victim_policy", "shutdown_mode",
-	"ready_port", "ready_timeout", "shutdown_timeout", NULL,
+	"ready_port", "ready_timeout", "shutdown_timeout", "memory_overcommit", "cpu_overcommit", NULL,
 };
 
 /* Logs a problem with option `o` (NULL: one that is missing) as a
@@ -79,13 +83,61 @@ static int parse_enum(const struct autoscaled_host *host, const struct autoscale
 	return bad(host, o, why);
 }
 
+/* The warm pool's options, "warm_pool.KEY": the daemon writes them from the
+ * group's warm_pool block, which it has checked already; they are checked
+ * again here for a host that passes them by hand (tests, tools). */
+static int parse_warm(const struct autoscaled_host *host, const struct autoscaled_option *p, struct lv_warm_options *w)
+{
+	static const char *const states[] = { "paused", "saved", "stopped", NULL };
+	const char *k = p->key + strlen("warm_pool.");
+	int x = 0, e;
+
+	if (strcmp(k, "size") == 0) {
+		char *end = NULL;
+		long v = p->value ? strtol(p->value, &end, 10) : -1;
+
+		if (!p->value || end == p->value || *end || v < 0 || v > 1000)
+			return bad(host, p, "give a number of warm members from 0 to 1000");
+		w->size = (int)v;
+	} else if (strcmp(k, "state") == 0) {
+		if ((e = parse_enum(host, p, states, &x)) < 0)
+			return e;
+		w->state = x;
+	} else if (strcmp(k, "max_age") == 0) {
+		return parse_duration(host, p, 0, INT64_C(365) * 86400 * 1000, "0 to 365d", &w->max_age_ms);
+	} else if (strcmp(k, "refill") == 0) {
+		return parse_duration(host, p, 1000, 86400 * 1000, "1s to 1d", &w->refill_ms);
+	} else if (strcmp(k, "warmup") == 0) {
+		return parse_duration(host, p, 0, 3600 * 1000, "0 to 1h", &w->warmup_ms);
+	} else if (strcmp(k, "return_on_scale_in") == 0) {
+		if (!p->value || (strcmp(p->value, "true") != 0 && strcmp(p->value, "false") != 0))
+			return bad(host, p, "give true or false");
+		w->return_on_scale_in = strcmp(p->value, "true") == 0;
+	} else if (strcmp(k, "reseed_command") == 0) {
+		if (p->value || p->n_list == 0 || p->list[0][0] != '/')
+			return bad(host, p, "give a list of strings starting with an absolute path");
+		w->reseed = calloc(p->n_list + 1, sizeof(*w->reseed));
+		if (!w->reseed)
+			return -ENOMEM;
+		for (size_t i = 0; i < p->n_list; i++) {
+			if (!(w->reseed[i] = strdup(p->list[i])))
+				return -ENOMEM;
+			w->n_reseed = i + 1;
+		}
+	} else {
+		return unknown(host, p);
+	}
+	return 0;
+}
+
 int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled_option *v, size_t n,
 			 struct lv_options *ret)
 {
 	static const char *const modes[] = { "clone", "overlay", NULL };
 	static const char *const policies[] = { "newest", "oldest", "least-busy", NULL };
 	static const char *const shutdowns[] = { "acpi", "agent", NULL };
-	struct lv_options o = { .shutdown_timeout_ms = 60 * 1000, .ready_timeout_ms = 1000 };
+	struct lv_options o = { .shutdown_timeout_ms = 60 * 1000, .ready_timeout_ms = 1000,
+				.warm = { .refill_ms = 30 * 1000, .warmup_ms = 60 * 1000 } };
 	const struct autoscaled_option *weights = NULL, *pattern = NULL;
 	int r = 0, e;
 
@@ -152,6 +204,19 @@ int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled
 				r = e;
 		} else if (strcmp(p->key, "shutdown_timeout") == 0) {
 			if ((e = parse_duration(host, p, 0, 3600 * 1000, "0 to 1h", &o.shutdown_timeout_ms)) < 0)
+				r = e;
+		} else if (strcmp(p->key, "memory_overcommit") == 0 || strcmp(p->key, "cpu_overcommit") == 0) {
+			char *end = NULL;
+			double x = p->value ? strtod(p->value, &end) : -1;
+
+			if (!p->value || end == p->value || *end || !(x > 0 && x <= 100))
+				r = bad(host, p, "give a ratio above 0, up to 100 (1 = the host's own size)");
+			else if (p->key[0] == 'm')
+				o.memory_overcommit = x;
+			else
+				o.cpu_overcommit = x;
+		} else if (strncmp(p->key, "warm_pool.", strlen("warm_pool.")) == 0) {
+			if ((e = parse_warm(host, p, &o.warm)) < 0)
 				r = e;
 		} else {
 			r = unknown(host, p);

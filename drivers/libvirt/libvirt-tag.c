@@ -14,13 +14,19 @@
 #include <libxml/tree.h>
 
 static const char *const phase_names[] = { "creating", "active", "removing" };
+static const char *const warm_names[] = { "", "booting", "paused", "saved", "stopped" };
+
+const char *lv_warm_name(enum lv_warm w)
+{
+	return (unsigned)w < sizeof(warm_names) / sizeof(warm_names[0]) ? warm_names[w] : "";
+}
 
 int lv_parse_tag(const char *xml, const char *group, struct lv_member *m)
 {
 	xmlDocPtr doc = xmlReadMemory(xml, (int)strlen(xml), "member.xml", NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
 										  XML_PARSE_NOWARNING);
 	xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
-	xmlChar *g = NULL, *idx = NULL, *created = NULL, *started = NULL, *state = NULL;
+	xmlChar *g = NULL, *idx = NULL, *created = NULL, *started = NULL, *state = NULL, *warm = NULL, *parked = NULL;
 	int r = -EINVAL;
 
 	if (!root || xmlStrcmp(root->name, BAD_CAST "member") != 0)
@@ -30,6 +36,8 @@ int lv_parse_tag(const char *xml, const char *group, struct lv_member *m)
 	created = xmlGetProp(root, BAD_CAST "created");
 	started = xmlGetProp(root, BAD_CAST "started");
 	state = xmlGetProp(root, BAD_CAST "state");
+	warm = xmlGetProp(root, BAD_CAST "warm");
+	parked = xmlGetProp(root, BAD_CAST "parked");
 	if (!g || strcmp((const char *)g, group) != 0 || !idx)
 		goto out;
 	char *end;
@@ -43,6 +51,16 @@ int lv_parse_tag(const char *xml, const char *group, struct lv_member *m)
 	for (int p = 0; state && p < 3; p++)
 		if (strcmp((const char *)state, phase_names[p]) == 0)
 			m->phase = p;
+	m->warm = LV_W_NONE;
+	m->parked_ms = lv_parse_time((const char *)parked);
+	if (warm) {
+		/* A marker this version does not know is still a warm member:
+		 * never one to count (the scan removes what it cannot use). */
+		m->warm = LV_W_BOOTING;
+		for (int w = LV_W_BOOTING; w <= LV_W_STOPPED; w++)
+			if (strcmp((const char *)warm, warm_names[w]) == 0)
+				m->warm = w;
+	}
 	r = 0;
 out:
 	xmlFree(g);
@@ -50,6 +68,8 @@ out:
 	xmlFree(created);
 	xmlFree(started);
 	xmlFree(state);
+	xmlFree(warm);
+	xmlFree(parked);
 	xmlFreeDoc(doc);
 	return r;
 }
@@ -71,6 +91,13 @@ xmlNodePtr lv_make_tag(const char *group, const struct lv_member *m)
 		xmlSetProp(n, BAD_CAST "started", BAD_CAST buf);
 	}
 	xmlSetProp(n, BAD_CAST "state", BAD_CAST phase_names[m->phase]);
+	if (m->warm != LV_W_NONE) {
+		xmlSetProp(n, BAD_CAST "warm", BAD_CAST lv_warm_name(m->warm));
+		if (m->parked_ms) {
+			lv_format_time(m->parked_ms, buf, sizeof(buf));
+			xmlSetProp(n, BAD_CAST "parked", BAD_CAST buf);
+		}
+	}
 	return n;
 }
 
@@ -86,7 +113,8 @@ int lv_set_tag(struct autoscaled_driver_instance *h, virDomainPtr dom, const str
 		flags |= VIR_DOMAIN_AFFECT_LIVE;
 	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, (const char *)xmlBufferContent(buf), LV_NS_PREFIX,
 				 LV_NS, flags) < 0) {
-		lv_log_virt(h, AUTOSCALED_LOG_WARNING, "tagging '%s' as %s failed", m->name, phase_names[m->phase]);
+		lv_log_virt(h, AUTOSCALED_LOG_WARNING, "tagging '%s' as %s%s%s failed", m->name, phase_names[m->phase],
+			    m->warm ? " warm " : "", lv_warm_name(m->warm));
 		r = lv_virt_errno();
 	}
 	xmlBufferFree(buf);

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -228,6 +230,24 @@ struct lv_host *lv_place(struct lv_host *hosts, size_t n_hosts, const bool *elig
 		}
 	}
 	return best;
+}
+
+int lv_fit(const struct lv_room *room, double memory_overcommit, double cpu_overcommit)
+{
+	double fit = INT_MAX;
+
+	if (memory_overcommit > 0 && room->need_kib > 0) {
+		double left = (double)room->total_kib * memory_overcommit - (double)room->used_kib;
+
+		fit = left > 0 ? floor(left / (double)room->need_kib) : 0;
+	}
+	if (cpu_overcommit > 0 && room->need_vcpus > 0) {
+		double left = (double)room->cpus * cpu_overcommit - (double)room->used_vcpus;
+		double f = left > 0 ? floor(left / (double)room->need_vcpus) : 0;
+
+		fit = f < fit ? f : fit;
+	}
+	return fit >= INT_MAX ? INT_MAX : (int)fit;
 }
 
 /* Starts a non-blocking connect; returns the socket, or -1 when it failed

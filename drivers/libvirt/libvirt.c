@@ -33,6 +33,12 @@ static const char config_help[] =
 	"shutdown_timeout = duration wait for a graceful stop before destroying, up to 1h (60s)\n"
 	"ready_port = number        a member is ready only once this TCP port of its first address answers (off)\n"
 	"ready_timeout = duration   wait for ready_port, all members at once, 10ms to 30s (1s)\n"
+	"memory_overcommit = number a host takes members while its active domains' memory stays within this\n"
+	"                           times its own (off)\n"
+	"cpu_overcommit = number    the same for vCPUs against the host's CPUs (off)\n"
+	"warm_pool.KEY              set by the daemon from the group's warm_pool block (autoscaled.conf(5),\n"
+	"                           WARM POOLS): size, state, warmup, refill, max_age, return_on_scale_in,\n"
+	"                           reseed_command\n"
 	"Members carry <autoscaled:member group=...> in the namespace " LV_NS ";\n"
 	"remove that metadata (virsh metadata DOMAIN " LV_NS " --remove) to take a domain out of the pool.\n";
 
@@ -49,13 +55,18 @@ static void silence_libvirt(void)
 
 /* ------------------------------------------------------------------ scan */
 
-static void remember_indices(struct lv_host *host, const struct lv_member *m, size_t n)
+/* The indices of host's members and warm members: a warm member's name is
+ * the one it keeps as a member. */
+static void remember_indices(struct lv_host *host, const struct lv_member *m, size_t n, const struct lv_member *w,
+			     size_t n_w)
 {
 	size_t k = 0;
 	int *v;
 
 	for (size_t i = 0; i < n; i++)
 		k += m[i].host == host;
+	for (size_t i = 0; i < n_w; i++)
+		k += w[i].host == host;
 	v = calloc(k ? k : 1, sizeof(*v));
 	if (!v)
 		return; /* keep the older list: better stale than none */
@@ -63,6 +74,9 @@ static void remember_indices(struct lv_host *host, const struct lv_member *m, si
 	for (size_t i = 0; i < n; i++)
 		if (m[i].host == host)
 			v[k++] = m[i].index;
+	for (size_t i = 0; i < n_w; i++)
+		if (w[i].host == host)
+			v[k++] = w[i].index;
 	free(host->indices);
 	host->indices = v;
 	host->n_indices = k;
@@ -76,6 +90,18 @@ static bool repair(struct autoscaled_driver_instance *h, struct lv_host *host, v
 		lv_log(h, AUTOSCALED_LOG_NOTICE, "finishing the removal of '%s' on '%s' that was interrupted",
 		       m->name, host->uri);
 		return lv_finish_removal(h, host, dom, m->name) < 0;
+	}
+	/* A warm member being taken into service: tagged as a member, not yet
+	 * resumed. */
+	if (m->phase == LV_CREATING && m->dom_state == VIR_DOMAIN_PAUSED) {
+		lv_log(h, AUTOSCALED_LOG_NOTICE, "resuming '%s' on '%s', taken from the warm pool before an interruption",
+		       m->name, host->uri);
+		if (virDomainResume(dom) < 0) {
+			lv_log_virt(h, AUTOSCALED_LOG_ERROR, "resuming '%s' on '%s' failed", m->name, host->uri);
+			return true;
+		}
+		m->dom_state = VIR_DOMAIN_RUNNING;
+		m->started_ms = 0;
 	}
 	if (m->dom_state == VIR_DOMAIN_SHUTOFF || m->dom_state == VIR_DOMAIN_CRASHED) {
 		lv_log(h, AUTOSCALED_LOG_NOTICE, "%s '%s' on '%s'",
@@ -97,8 +123,32 @@ static bool repair(struct autoscaled_driver_instance *h, struct lv_host *host, v
 	return true;
 }
 
-static int scan_host(struct autoscaled_driver_instance *h, struct lv_host *host, struct lv_member **v, size_t *n,
-		     size_t *cap)
+struct vec {
+	struct lv_member *v;
+	size_t n, cap;
+};
+
+static int push(struct autoscaled_driver_instance *h, struct vec *x, const struct lv_member *m)
+{
+	if (x->n == LV_MAX_MEMBERS) {
+		lv_log(h, AUTOSCALED_LOG_ERROR, "more than %d %smembers; ignoring '%s'", LV_MAX_MEMBERS,
+		       m->warm ? "warm " : "", m->name);
+		return 0;
+	}
+	if (x->n == x->cap) {
+		size_t nc = x->cap ? x->cap * 2 : 16;
+		struct lv_member *nv = realloc(x->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		x->v = nv;
+		x->cap = nc;
+	}
+	x->v[x->n++] = *m;
+	return 0;
+}
+
+static int scan_host(struct autoscaled_driver_instance *h, struct lv_host *host, struct vec *members, struct vec *warm)
 {
 	virDomainPtr *doms = NULL;
 	int nd, r = 0;
@@ -123,25 +173,13 @@ static int scan_host(struct autoscaled_driver_instance *h, struct lv_host *host,
 		snprintf(m.name, sizeof(m.name), "%s", virDomainGetName(doms[i]));
 		if (virDomainGetState(doms[i], &m.dom_state, &reason, 0) < 0)
 			m.dom_state = VIR_DOMAIN_NOSTATE;
-		if (repair(h, host, doms[i], &m)) {
-			if (*n == LV_MAX_MEMBERS) {
-				lv_log(h, AUTOSCALED_LOG_ERROR, "more than %d members; ignoring '%s'", LV_MAX_MEMBERS,
-				       m.name);
-			} else {
-				if (*n == *cap) {
-					size_t nc = *cap ? *cap * 2 : 16;
-					struct lv_member *nv = realloc(*v, nc * sizeof(*nv));
-
-					if (!nv) {
-						r = -ENOMEM;
-						virDomainFree(doms[i]);
-						continue;
-					}
-					*v = nv;
-					*cap = nc;
-				}
-				(*v)[(*n)++] = m;
-			}
+		/* A domain is a warm member or a member by its tag alone, and
+		 * goes to one list, so nothing is ever counted as both. */
+		if (m.warm != LV_W_NONE) {
+			if (lv_warm_repair(h, host, doms[i], &m) && push(h, warm, &m) < 0)
+				r = -ENOMEM;
+		} else if (repair(h, host, doms[i], &m) && push(h, members, &m) < 0) {
+			r = -ENOMEM;
 		}
 		virDomainFree(doms[i]);
 	}
@@ -151,29 +189,37 @@ static int scan_host(struct autoscaled_driver_instance *h, struct lv_host *host,
 
 int lv_scan(struct autoscaled_driver_instance *h, bool *partial)
 {
-	struct lv_member *v = NULL;
-	size_t n = 0, cap = 0, seen = 0;
+	struct vec mv = { 0 }, wv = { 0 };
+	struct lv_member *v;
+	size_t n, seen = 0;
 
 	*partial = false;
 	for (size_t i = 0; i < h->n_hosts; i++) {
 		struct lv_host *host = &h->hosts[i];
-		size_t before = n;
+		size_t before = mv.n, before_w = wv.n;
 
-		if (!lv_connect(h, host) || scan_host(h, host, &v, &n, &cap) < 0) {
+		if (!lv_connect(h, host) || scan_host(h, host, &mv, &wv) < 0) {
 			/* Drop what this host gave before failing: all or nothing. */
-			n = before;
+			mv.n = before;
+			wv.n = before_w;
 			*partial = true;
 			continue;
 		}
 		seen++;
 		lv_sweep_volumes(h, host);
-		remember_indices(host, v, n);
+		remember_indices(host, mv.v, mv.n, wv.v, wv.n);
 	}
 	if (seen == 0) {
 		/* Keep the last members known: nothing newer is known. */
-		free(v);
+		free(mv.v);
+		free(wv.v);
 		return -EHOSTUNREACH;
 	}
+	v = mv.v;
+	n = mv.n;
+	free(h->warm);
+	h->warm = wv.v;
+	h->n_warm = wv.n;
 	/* CPU samples carry over to the same member on the same host. */
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < h->n_members; j++)
@@ -285,6 +331,7 @@ static void lv_close(struct autoscaled_driver_instance *h)
 		free(h->hosts[i].indices);
 	}
 	free(h->members);
+	free(h->warm);
 	lv_options_free(&h->opt);
 	free(h);
 }
@@ -328,6 +375,8 @@ static int lv_open(const struct autoscaled_host *host, const struct autoscaled_o
 	}
 	h->host = host;
 	apply_options(h, &o);
+	for (size_t i = 0; i < sizeof(h->warm_reported) / sizeof(h->warm_reported[0]); i++)
+		h->warm_reported[i] = -1;
 	/* Connects and repairs; a host that is down is retried later, so it
 	 * does not fail the open of a multi-host pool. */
 	lv_scan(h, &partial);
@@ -422,6 +471,9 @@ static int lv_observe(struct autoscaled_driver_instance *h, autoscaled_instance_
 	 * whether or not a signal reads it. */
 	if ((sample || h->opt.policy == LV_LEAST_BUSY) && (r = read_cpu(h, sample, ctx)) != 0)
 		return r;
+	/* The pool's upkeep comes after the members are reported, so an
+	 * observation is never late for it; it uses the same scan. */
+	lv_warm_maintain(h);
 	obs.partial = partial;
 	if (partial)
 		for (size_t i = 0; i < h->n_hosts; i++)
@@ -458,16 +510,59 @@ static int remove_by_policy(struct autoscaled_driver_instance *h, size_t count, 
 		lv_log(h, AUTOSCALED_LOG_WARNING, "asked to remove %zu members but the group has %zu", count, n);
 		count = n;
 	}
-	r = lv_remove_members(h, v, count, fn, ctx);
+	/* Victims the warm pool takes back are parked, not deleted. */
+	size_t parked = lv_warm_return(h, v, count, fn, ctx);
+	r = lv_remove_members(h, v + parked, count - parked, fn, ctx);
 	free(v);
 	return r;
 }
 
+bool lv_eligible_hosts(struct autoscaled_driver_instance *h, bool *eligible)
+{
+	bool any = false;
+
+	/* A host can take members when it is up and has the template. */
+	for (size_t i = 0; i < h->n_hosts; i++) {
+		virDomainPtr t;
+
+		eligible[i] = false;
+		if (!h->hosts[i].conn)
+			continue;
+		t = virDomainLookupByName(h->hosts[i].conn, h->opt.template_name);
+		if (!t) {
+			lv_log_virt(h, AUTOSCALED_LOG_ERROR, "template domain '%s' not found on '%s'",
+				    h->opt.template_name, h->hosts[i].uri);
+			continue;
+		}
+		virDomainFree(t);
+		eligible[i] = true;
+		any = true;
+	}
+	return any;
+}
+
+int lv_next_index(struct autoscaled_driver_instance *h)
+{
+	int taken[LV_MAX_MEMBERS];
+	size_t n_taken = 0;
+
+	/* Indices of members on hosts that are down stay taken, and so do
+	 * those of warm members. */
+	for (size_t i = 0; i < h->n_hosts; i++)
+		if (!h->hosts[i].conn)
+			for (size_t j = 0; j < h->hosts[i].n_indices && n_taken < LV_MAX_MEMBERS; j++)
+				taken[n_taken++] = h->hosts[i].indices[j];
+	for (size_t j = 0; j < h->n_warm && n_taken < LV_MAX_MEMBERS; j++)
+		taken[n_taken++] = h->warm[j].index;
+	return lv_lowest_free_index(h->members, h->n_members, taken, n_taken);
+}
+
 static int lv_set_capacity(struct autoscaled_driver_instance *h, int count, autoscaled_instance_fn fn, void *ctx)
 {
-	bool partial, eligible[LV_MAX_HOSTS];
+	bool partial, eligible[LV_MAX_HOSTS], bounded = lv_bounded(h);
+	struct lv_room rooms[LV_MAX_HOSTS] = { { 0 } };
 	size_t active;
-	int r;
+	int r, want, made = 0;
 
 	if (count < 0 || count > LV_MAX_MEMBERS) {
 		lv_log(h, AUTOSCALED_LOG_ERROR, "capacity %d is outside 0..%d", count, LV_MAX_MEMBERS);
@@ -485,43 +580,41 @@ static int lv_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 	}
 	if ((size_t)count == active)
 		return 0;
-	/* A host can take members when it is up and has the template. */
-	bool any = false;
-	for (size_t i = 0; i < h->n_hosts; i++) {
-		virDomainPtr t;
+	/* Warm members first: resumed or restored in about a second, where a
+	 * clone boots. */
+	size_t before = h->n_members;
+	active += lv_warm_take(h, (size_t)count - active);
+	for (size_t i = before; fn && i < h->n_members; i++) {
+		struct autoscaled_instance in;
 
-		eligible[i] = false;
-		if (!h->hosts[i].conn)
-			continue;
-		t = virDomainLookupByName(h->hosts[i].conn, h->opt.template_name);
-		if (!t) {
-			lv_log_virt(h, AUTOSCALED_LOG_ERROR, "template domain '%s' not found on '%s'",
-				    h->opt.template_name, h->hosts[i].uri);
-			continue;
-		}
-		virDomainFree(t);
-		eligible[i] = true;
-		any = true;
+		to_instance(h, &h->members[i], &in);
+		if ((r = fn(ctx, &in)) != 0)
+			return r;
 	}
-	if (!any) {
+	if ((size_t)count == active)
+		return 0;
+	if (!lv_eligible_hosts(h, eligible)) {
 		lv_log(h, AUTOSCALED_LOG_ERROR, "no host can take new members: none is up with template '%s'",
 		       h->opt.template_name);
 		return partial ? -EHOSTUNREACH : -ENOENT;
 	}
+	if (bounded)
+		lv_hosts_room(h, eligible, rooms);
+	want = (int)((size_t)count - active);
 	while (active < (size_t)count) {
-		int taken[LV_MAX_MEMBERS];
-		size_t n_taken = 0;
+		bool fits[LV_MAX_HOSTS];
 		struct lv_member m, *nv;
 		struct lv_host *host;
-		int idx;
+		int idx = lv_next_index(h);
 
-		/* Indices of members on hosts that are down stay taken. */
+		/* Spread by weight over the hosts that still have room. */
 		for (size_t i = 0; i < h->n_hosts; i++)
-			if (!h->hosts[i].conn)
-				for (size_t j = 0; j < h->hosts[i].n_indices && n_taken < LV_MAX_MEMBERS; j++)
-					taken[n_taken++] = h->hosts[i].indices[j];
-		idx = lv_lowest_free_index(h->members, h->n_members, taken, n_taken);
-		host = lv_place(h->hosts, h->n_hosts, eligible, h->members, h->n_members);
+			fits[i] = eligible[i] && (!bounded || rooms[i].fit > 0);
+		host = lv_place(h->hosts, h->n_hosts, fits, h->members, h->n_members);
+		if (!host && bounded && lv_place(h->hosts, h->n_hosts, eligible, h->members, h->n_members)) {
+			lv_log_capped(h, want, made, eligible, rooms);
+			return -ENOSPC;
+		}
 		if (!host) {
 			lv_log(h, AUTOSCALED_LOG_ERROR, "no host has a weight above 0 for new members");
 			return -ENOSPC;
@@ -529,6 +622,8 @@ static int lv_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 		r = lv_create_member(h, host, idx, &m);
 		if (r < 0)
 			return r;
+		rooms[host - h->hosts].fit--;
+		made++;
 		nv = realloc(h->members, (h->n_members + 1) * sizeof(*nv));
 		if (!nv)
 			return -ENOMEM;
@@ -579,7 +674,8 @@ static int lv_remove_instances(struct autoscaled_driver_instance *h, int count, 
 		else
 			v[n++] = &h->members[j];
 	}
-	r = lv_remove_members(h, v, n, fn, ctx);
+	size_t parked = lv_warm_return(h, v, n, fn, ctx);
+	r = lv_remove_members(h, v + parked, n - parked, fn, ctx);
 	free(v);
 	return r;
 }

@@ -86,6 +86,17 @@ enum autoscaled_metric {
 	/* A counter: `value` provider requests or long-running operations
 	 * failed for good, after any retries (label NULL). */
 	AUTOSCALED_METRIC_API_ERRORS = 2,
+	/* A gauge: the group's warm members (instances made ready ahead of a
+	 * scale-out and not counted as capacity) in the state `label` names
+	 * ("booting", "paused", "saved", "stopped"); each label is its own
+	 * series. Appended in a minor revision of ABI 2; an older host ignores
+	 * it. */
+	AUTOSCALED_METRIC_WARM_INSTANCES = 3,
+	/* A gauge: how many more instances the group's hosts can take, as
+	 * the driver last measured them (label NULL); published only by a
+	 * driver that bounds placement by host capacity. Appended with
+	 * AUTOSCALED_METRIC_WARM_INSTANCES. */
+	AUTOSCALED_METRIC_HOST_ROOM = 4,
 };
 
 /* One configuration option of a group's driver: `driver { key = value; }`.

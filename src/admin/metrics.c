@@ -20,6 +20,7 @@
 #define METRICS_MAX_KINDS 16       /* error kinds per group */
 #define METRICS_MAX_OPERATIONS 8   /* driver operations per group */
 #define METRICS_MAX_BUDGETS 16     /* throttling budgets a driver reports per group */
+#define METRICS_MAX_WARM_STATES 8  /* states of warm members a driver reports per group */
 #define METRICS_MAX_LABEL 128      /* a longer label is not recorded */
 #define METRICS_MAX_BODY 1024
 #define METRICS_SHARE_MS 1000
@@ -95,6 +96,12 @@ struct group_metrics {
 	struct named_gauge budgets[METRICS_MAX_BUDGETS];
 	size_t n_budgets;
 	unsigned long long driver_retries, driver_api_errors;
+	/* Warm members per state (AUTOSCALED_METRIC_WARM_INSTANCES). */
+	struct named_gauge warm[METRICS_MAX_WARM_STATES];
+	size_t n_warm;
+	/* New instances the group's hosts can take (AUTOSCALED_METRIC_HOST_ROOM). */
+	bool have_host_room;
+	double host_room;
 };
 
 struct metrics {
@@ -142,6 +149,8 @@ static void group_free(struct group_metrics *g)
 		free(g->driver[i].name);
 	for (size_t i = 0; i < g->n_budgets; i++)
 		free(g->budgets[i].name);
+	for (size_t i = 0; i < g->n_warm; i++)
+		free(g->warm[i].name);
 	free(g->driver_name);
 	free(g->profile);
 	free(g->name);
@@ -374,6 +383,10 @@ static bool set_driver(struct group_metrics *g, const char *driver)
 	for (size_t i = 0; i < g->n_budgets; i++)
 		free(g->budgets[i].name);
 	g->n_budgets = 0;
+	for (size_t i = 0; i < g->n_warm; i++)
+		free(g->warm[i].name);
+	g->n_warm = 0;
+	g->have_host_room = false;
 	g->driver_retries = g->driver_api_errors = 0;
 	free(g->driver_name);
 	g->driver_name = n;
@@ -415,6 +428,20 @@ void metrics_record_driver_metric(struct metrics *m, const char *group, const ch
 		break;
 	case AUTOSCALED_METRIC_API_ERRORS:
 		g->driver_api_errors += increment(value);
+		break;
+	case AUTOSCALED_METRIC_WARM_INSTANCES:
+		if (label && *label && isfinite(value) && value >= 0) {
+			struct named_gauge *w = SLOT(g->warm, &g->n_warm, METRICS_MAX_WARM_STATES, label);
+
+			if (w)
+				w->value = value;
+		}
+		break;
+	case AUTOSCALED_METRIC_HOST_ROOM:
+		if (isfinite(value) && value >= 0) {
+			g->have_host_room = true;
+			g->host_room = value;
+		}
 		break;
 	}
 out:
@@ -746,6 +773,30 @@ static void driver_families(FILE *f, const struct metrics *m)
 			fputc('\n', f);
 		}
 	}
+	header(f, "autoscaled_group_warm_instances", "gauge",
+	       "Warm members of the group's warm pool by state; not counted as capacity.");
+	for (size_t i = 0; i < m->n_groups; i++) {
+		const struct group_metrics *g = m->groups[i];
+
+		for (size_t k = 0; g->driver_name && k < g->n_warm; k++) {
+			driver_labels(f, "autoscaled_group_warm_instances", g);
+			fputs(",state=\"", f);
+			put_label(f, g->warm[k].name);
+			fputs("\"} ", f);
+			put_value(f, g->warm[k].value);
+			fputc('\n', f);
+		}
+	}
+	header(f, "autoscaled_group_host_room", "gauge",
+	       "New instances the group's hosts can still take, as the driver last measured (libvirt with "
+	       "memory_overcommit or cpu_overcommit); 0 means a scale-out is capped by the hosts, not by max.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->driver_name && m->groups[i]->have_host_room) {
+			driver_labels(f, "autoscaled_group_host_room", m->groups[i]);
+			fputs("} ", f);
+			put_value(f, m->groups[i]->host_room);
+			fputc('\n', f);
+		}
 	header(f, "autoscaled_driver_retries_total", "counter", "Cloud API requests the driver retried.");
 	for (size_t i = 0; i < m->n_groups; i++)
 		if (m->groups[i]->driver_name) {

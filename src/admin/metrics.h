@@ -55,11 +55,14 @@ void metrics_record_error(struct metrics *m, const char *group, const char *kind
 void metrics_record_driver_call(struct metrics *m, const char *group, const char *operation, double seconds);
 
 /* Records what driver `driver` of `group` published through host->metric:
- * a throttling budget's remaining requests (label: the budget), or retries
- * or API errors to add to the group's totals. Unknown metrics are ignored.
- * Safe from any thread. Exported as autoscaled_driver_ratelimit_remaining
- * {group,driver,bucket}, autoscaled_driver_retries_total{group,driver} and
- * autoscaled_driver_api_errors_total{group,driver}. */
+ * a throttling budget's remaining requests (label: the budget), retries
+ * or API errors to add to the group's totals, its warm members in one
+ * state (label: the state), or how many more instances its hosts take. Unknown metrics are ignored. Safe from any
+ * thread. Exported as autoscaled_driver_ratelimit_remaining
+ * {group,driver,bucket}, autoscaled_driver_retries_total{group,driver},
+ * autoscaled_driver_api_errors_total{group,driver},
+ * autoscaled_group_warm_instances{group,driver,state} and
+ * autoscaled_group_host_room{group,driver}. */
 void metrics_record_driver_metric(struct metrics *m, const char *group, const char *driver,
 				  enum autoscaled_metric metric, const char *label, double value);
 

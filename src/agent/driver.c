@@ -407,6 +407,90 @@ int driver_options_from_config(const struct options *in, struct driver_options *
 	return 0;
 }
 
+/* Appends one option with a text value to o (which has room). */
+static int option_add(struct driver_options *o, const char *key, const char *value, const char *const *list,
+		      size_t n_list, const char *file, int line)
+{
+	struct autoscaled_option *p = &o->v[o->n];
+	char **copy = NULL;
+
+	*p = (struct autoscaled_option){ 0 };
+	o->n++;
+	p->key = strdup(key);
+	if (!p->key || (file && asprintf((char **)&p->where, "%s:%d", file, line) < 0))
+		return -ENOMEM;
+	if (list) {
+		copy = calloc(n_list ? n_list : 1, sizeof(*copy));
+		if (!copy)
+			return -ENOMEM;
+		p->list = (const char *const *)copy;
+		for (size_t i = 0; i < n_list; i++) {
+			if (!(copy[i] = strdup(list[i])))
+				return -ENOMEM;
+			p->n_list = i + 1;
+		}
+		return 0;
+	}
+	p->value = value ? strdup(value) : NULL;
+	return p->value ? 0 : -ENOMEM;
+}
+
+/* A group's warm pool (struct warm_pool_conf) reaches the libvirt driver as
+ * extra options named "warm_pool.KEY", so the driver ABI does not change:
+ * the option table is already how a group's settings reach its driver, and
+ * libconfig names cannot hold a '.', so no driver_options key a user writes
+ * can collide with these. They are added only when the group has a
+ * warm_pool block; the configuration refuses one on any driver but libvirt. */
+#define WARM_POOL_KEYS 7
+static int add_warm_pool(const struct warm_pool_conf *w, struct driver_options *o)
+{
+	char size[16], age[32], refill[32], warmup[32];
+	int r;
+
+	snprintf(size, sizeof(size), "%d", w->size);
+	snprintf(age, sizeof(age), "%" PRId64 "ms", w->max_age_ms);
+	snprintf(refill, sizeof(refill), "%" PRId64 "ms", w->refill_ms);
+	snprintf(warmup, sizeof(warmup), "%" PRId64 "ms", w->warmup_ms);
+	if ((r = option_add(o, "warm_pool.size", size, NULL, 0, w->file, w->line)) < 0 ||
+	    (r = option_add(o, "warm_pool.state", warm_state_name(w->state), NULL, 0, w->file, w->line)) < 0 ||
+	    (r = option_add(o, "warm_pool.max_age", age, NULL, 0, w->file, w->line)) < 0 ||
+	    (r = option_add(o, "warm_pool.refill", refill, NULL, 0, w->file, w->line)) < 0 ||
+	    (r = option_add(o, "warm_pool.warmup", warmup, NULL, 0, w->file, w->line)) < 0 ||
+	    (r = option_add(o, "warm_pool.return_on_scale_in", w->return_on_scale_in ? "true" : "false", NULL, 0,
+			    w->file, w->line)) < 0)
+		return r;
+	if (w->reseed_command)
+		return option_add(o, "warm_pool.reseed_command", NULL, (const char *const *)w->reseed_command,
+				  w->n_reseed_command, w->file, w->line);
+	return 0;
+}
+
+int driver_options_from_group(const struct group_conf *gc, struct driver_options *ret)
+{
+	struct driver_options o;
+	struct autoscaled_option *v;
+	int r = driver_options_from_config(&gc->driver_options, &o);
+
+	if (r < 0 || !gc->warm_pool.file) {
+		if (r == 0)
+			*ret = o;
+		return r;
+	}
+	v = realloc(o.v, (o.n + WARM_POOL_KEYS) * sizeof(*v));
+	if (!v) {
+		driver_options_free(&o);
+		return -ENOMEM;
+	}
+	o.v = v;
+	r = add_warm_pool(&gc->warm_pool, &o);
+	if (r < 0) {
+		driver_options_free(&o);
+		return r;
+	}
+	*ret = o;
+	return 0;
+}
+
 void driver_options_free(struct driver_options *o)
 {
 	if (!o)

@@ -77,6 +77,10 @@ struct driver_options {
  * Returns 0 or -ENOMEM (then *ret is untouched). Free with
  * driver_options_free(), which accepts an empty or zeroed struct. */
 int driver_options_from_config(const struct options *in, struct driver_options *ret);
+/* A group's options as its driver gets them: its driver_options as above,
+ * then its warm pool (when it has one) as options "warm_pool.size",
+ * "warm_pool.state", ... (see add_warm_pool() in driver.c). */
+int driver_options_from_group(const struct group_conf *gc, struct driver_options *ret);
 void driver_options_free(struct driver_options *o);
 
 /* Fills `host` with this daemon's callbacks for a driver instance serving

@@ -32,7 +32,8 @@
 
 static bool same_driver(const struct group_conf *a, const struct group_conf *b)
 {
-	return strcmp(a->driver, b->driver) == 0 && config_options_equal(&a->driver_options, &b->driver_options);
+	return strcmp(a->driver, b->driver) == 0 && config_options_equal(&a->driver_options, &b->driver_options) &&
+	       config_warm_pool_equal(&a->warm_pool, &b->warm_pool);
 }
 
 /* The host a handle of this group is opened with, made once per handle. */
@@ -68,7 +69,7 @@ static void start_driver_call(struct group_rt *g)
 		j->want_samples = g->want_samples;
 	} else {
 		j->kind = JOB_OPEN;
-		if (make_host(g) < 0 || driver_options_from_config(&g->gc->driver_options, &j->opts) < 0) {
+		if (make_host(g) < 0 || driver_options_from_group(g->gc, &j->opts) < 0) {
 			job_free(j);
 			return;
 		}
@@ -957,7 +958,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		goto fail;
 	}
 	g->drv = loaded->ops;
-	r = driver_options_from_config(&gc->driver_options, &g->drv_opts);
+	r = driver_options_from_group(gc, &g->drv_opts);
 	if (r < 0)
 		goto fail;
 

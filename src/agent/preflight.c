@@ -99,7 +99,7 @@ static void check_driver(const struct group_conf *gc, const struct driver *drv, 
 
 	if (!AUTOSCALED_DRIVER_HAS_OP(drv->ops, check))
 		return;
-	if (driver_options_from_config(&gc->driver_options, &opts) < 0) {
+	if (driver_options_from_group(gc, &opts) < 0) {
 		col->failed = true;
 		return;
 	}

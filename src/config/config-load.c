@@ -111,6 +111,7 @@ void cfg_group_clear(struct group_conf *g)
 	}
 	free(g->profiles);
 	cfg_notify_clear(&g->notify);
+	cfg_strv_clear(&g->warm_pool.reseed_command, &g->warm_pool.n_reseed_command);
 	memset(g, 0, sizeof(*g));
 }
 

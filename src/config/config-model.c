@@ -57,6 +57,15 @@ const char *on_missing_name(enum on_missing m)
 	return enum_name_of(cfg_on_missings, N_ON_MISSINGS, (int)m);
 }
 
+const struct enum_name cfg_warm_states[N_WARM_STATES] = {
+	{ "paused", WARM_PAUSED }, { "saved", WARM_SAVED }, { "stopped", WARM_STOPPED },
+};
+
+const char *warm_state_name(enum warm_state s)
+{
+	return enum_name_of(cfg_warm_states, N_WARM_STATES, (int)s);
+}
+
 /* Every name of a direction, in one place, so that the configuration, the
  * state files, the records and the messages cannot drift apart. */
 static const struct {
@@ -411,6 +420,14 @@ static bool notify_equal(const struct notify_conf *a, const struct notify_conf *
 	       a->pre_scale_in_deadline_ms == b->pre_scale_in_deadline_ms;
 }
 
+bool config_warm_pool_equal(const struct warm_pool_conf *a, const struct warm_pool_conf *b)
+{
+	return a->size == b->size && a->state == b->state && a->max_age_ms == b->max_age_ms &&
+	       a->refill_ms == b->refill_ms && a->warmup_ms == b->warmup_ms &&
+	       a->return_on_scale_in == b->return_on_scale_in &&
+	       strv_eq(a->reseed_command, a->n_reseed_command, b->reseed_command, b->n_reseed_command);
+}
+
 bool config_group_equal(const struct group_conf *a, const struct group_conf *b)
 {
 	if (!str_eq(a->name, b->name) || !str_eq(a->driver, b->driver) ||
@@ -430,5 +447,5 @@ bool config_group_equal(const struct group_conf *a, const struct group_conf *b)
 	       a->behavior.lazy_scale_in == b->behavior.lazy_scale_in &&
 	       a->behavior.billing_minimum_ms == b->behavior.billing_minimum_ms &&
 	       a->behavior.billing_granularity_ms == b->behavior.billing_granularity_ms &&
-	       notify_equal(&a->notify, &b->notify);
+	       notify_equal(&a->notify, &b->notify) && config_warm_pool_equal(&a->warm_pool, &b->warm_pool);
 }

@@ -168,3 +168,15 @@ void cfg_read_notify(struct config_ctx *x, const config_setting_t *s, struct not
 		cfg_get_duration(x, hk, "deadline", 100, 3600 * MS_PER_SEC, &n->pre_scale_in_deadline_ms);
 	}
 }
+
+/* The hooks' argv grammar, for other hook-like settings (a warm pool's
+ * reseed_command), so that every command of the file reads alike. */
+int cfg_get_argv(struct config_ctx *x, const config_setting_t *s, const char *key, char ***out, size_t *n_out)
+{
+	return get_argv(x, s, key, out, n_out);
+}
+
+void cfg_strv_clear(char ***v, size_t *n)
+{
+	strv_clear(v, n);
+}

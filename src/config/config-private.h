@@ -128,6 +128,8 @@ extern const struct enum_name cfg_signal_types[N_SIGNAL_TYPES];
 extern const struct enum_name cfg_operators[N_OPERATORS];
 #define N_ON_MISSINGS 3
 extern const struct enum_name cfg_on_missings[N_ON_MISSINGS];
+#define N_WARM_STATES 3
+extern const struct enum_name cfg_warm_states[N_WARM_STATES];
 
 /* Reads a group's profiles (and forms its default profile) and its
  * behavior; the group's signals are read already (config-profile.c). */
@@ -143,6 +145,10 @@ void cfg_read_units(struct config_ctx *x);
 void cfg_read_notify(struct config_ctx *x, const config_setting_t *s, struct notify_conf *n,
 			const struct notify_conf *defaults);
 void cfg_notify_clear(struct notify_conf *n);
+/* An argv as hooks take it: a list of 1 to 64 strings, the
+ * first an absolute path; returns as the getters do. */
+int cfg_get_argv(struct config_ctx *x, const config_setting_t *s, const char *key, char ***out, size_t *n_out);
+void cfg_strv_clear(char ***v, size_t *n);
 void cfg_notify_defaults(struct notify_conf *n);
 
 /* Frees what one group owns (not the group itself). */

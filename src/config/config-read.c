@@ -60,7 +60,11 @@ static const char *const agent_keys[] = {
 
 static const char *const group_keys[] = {
 	"name", "driver", "driver_options", "interval", "dry_run", "min", "max", "default", "signals", "profiles",
-	"behavior", "notifications", "hooks",
+	"behavior", "notifications", "hooks", "warm_pool",
+};
+
+static const char *const warm_pool_keys[] = {
+	"size", "state", "max_age", "refill", "warmup", "return_on_scale_in", "reseed_command",
 };
 
 static const char *const signal_keys[] = {
@@ -331,6 +335,46 @@ static void check_rules_only(struct config_ctx *x, const config_setting_t *s, co
 	}
 }
 
+/* A libvirt group's warm pool. The clouds sell their own standby pools
+ * (AWS warm pools, GCE standby pools, Azure standby pools), which their
+ * drivers do not manage, so only libvirt takes one: elsewhere it is an
+ * error rather than a setting that silently does nothing. */
+static void read_warm_pool(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
+{
+	const config_setting_t *m = cfg_get_group(x, s, "warm_pool");
+	struct warm_pool_conf *w = &g->warm_pool;
+	int v;
+
+	w->state = WARM_PAUSED;
+	w->refill_ms = 30 * MS_PER_SEC;
+	w->warmup_ms = 60 * MS_PER_SEC;
+	if (!m)
+		return;
+	w->file = cfg_file_name(x, m);
+	w->line = (int)m->line;
+	cfg_check_keys(x, m, warm_pool_keys, N_ELEMS(warm_pool_keys));
+	if (cfg_get_count(x, m, "size", &w->size) == 0)
+		cfg_need(x, m, "size");
+	else if (w->size > 1000)
+		cfg_error(x, config_setting_get_member(m, "size"), "'size' must be between 0 and 1000, not %d", w->size);
+	if (cfg_get_enum(x, m, "state", cfg_warm_states, N_WARM_STATES, &v) > 0)
+		w->state = (enum warm_state)v;
+	cfg_get_duration(x, m, "max_age", 60 * MS_PER_SEC, 365 * 86400 * MS_PER_SEC, &w->max_age_ms);
+	cfg_get_duration(x, m, "refill", 1 * MS_PER_SEC, 86400 * MS_PER_SEC, &w->refill_ms);
+	cfg_get_duration(x, m, "warmup", 0, 3600 * MS_PER_SEC, &w->warmup_ms);
+	cfg_get_bool(x, m, "return_on_scale_in", &w->return_on_scale_in);
+	cfg_get_argv(x, m, "reseed_command", &w->reseed_command, &w->n_reseed_command);
+	if (w->return_on_scale_in && w->state == WARM_STOPPED)
+		cfg_error(x, config_setting_get_member(m, "return_on_scale_in"),
+			  "'return_on_scale_in' needs state \"paused\" or \"saved\": a stopped warm member is a disk "
+			  "never booted, which a used instance is not");
+	if (g->driver && strcmp(g->driver, "libvirt") != 0)
+		cfg_error(x, m,
+			  "'warm_pool' is for driver 'libvirt' only, not '%s' (a cloud's own standby pool is set up "
+			  "in the cloud)",
+			  g->driver);
+}
+
 static void read_group(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
 {
 	const struct agent_conf *a = &x->c->agent;
@@ -359,6 +403,7 @@ static void read_group(struct config_ctx *x, const config_setting_t *s, struct g
 	cfg_read_behavior(x, s, g);
 	check_rules_only(x, s, g);
 	cfg_read_notify(x, s, &g->notify, &a->notify);
+	read_warm_pool(x, s, g);
 }
 
 static bool opt_equal(const struct group_conf *a, const struct group_conf *b, const char *key, bool icase)

@@ -241,6 +241,31 @@ struct notify_conf {
 	int64_t pre_scale_in_deadline_ms; /* per victim, default 5 min */
 };
 
+/* How a warm member waits (autoscaled.conf(5), WARM POOLS): booted then
+ * suspended with its memory held, booted then saved to disk, or defined
+ * with its disk made and never started. */
+enum warm_state {
+	WARM_PAUSED,
+	WARM_SAVED,
+	WARM_STOPPED,
+};
+
+/* A libvirt group's pool of warm members: domains made ready ahead of a
+ * scale-out, not counted as capacity, taken first when the group grows.
+ * size 0 (the block absent) means no pool. */
+struct warm_pool_conf {
+	int size;
+	enum warm_state state;      /* default paused */
+	int64_t max_age_ms;         /* a warm member parked longer is replaced; 0 = never */
+	int64_t refill_ms;          /* at least this long between two top-ups, default 30 s */
+	int64_t warmup_ms;          /* a new warm member runs this long (or until ready) before it is parked, default 60 s */
+	bool return_on_scale_in;    /* a scale-in parks its victims while the pool has room (default false) */
+	char **reseed_command;      /* NULL-terminated argv run when a warm member is taken; NULL = none */
+	size_t n_reseed_command;
+	const char *file;           /* where the block is, NULL when absent */
+	int line;
+};
+
 struct group_conf {
 	char *name;
 	char *driver;
@@ -256,6 +281,7 @@ struct group_conf {
 	size_t n_profiles;
 	struct behavior_conf behavior;
 	struct notify_conf notify;
+	struct warm_pool_conf warm_pool;
 	const char *file;
 	int line;
 };
@@ -337,6 +363,9 @@ const char *aggregation_name(enum aggregation a);
 const char *signal_type_name(enum signal_type t);
 const char *rule_operator_name(enum rule_operator op); /* ">", ">=", ... */
 const char *on_missing_name(enum on_missing m);
+const char *warm_state_name(enum warm_state s); /* "paused", "saved", "stopped" */
+/* Whether two groups' warm pools say the same thing (FILE:LINE aside). */
+bool config_warm_pool_equal(const struct warm_pool_conf *a, const struct warm_pool_conf *b);
 
 /* A scale direction's names, all from its one table (config-model.c): the
  * word of the configuration, the state file and a record's "direction"

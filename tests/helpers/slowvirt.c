@@ -4,8 +4,10 @@
  * and count what the hypervisor was asked to do.
  *
  * Environment:
- *   SLOWVIRT_LOG      a file: a line per domain defined, "define NAME", and
- *                     per domain start asked for, "start NAME"
+ *   SLOWVIRT_LOG      a file: a line per domain defined, "define NAME", per
+ *                     domain start asked for, "start NAME", and per suspend,
+ *                     resume and managed save ("suspend NAME", "resume
+ *                     NAME", "managedsave NAME")
  *   SLOWVIRT_DELAY_MS how long each domain start takes (default 0)
  *   SLOWVIRT_CPU_PERCENT
  *                     when set, every active domain reports one vCPU busy
@@ -74,6 +76,39 @@ int virDomainCreate(virDomainPtr dom)
 	if (delay)
 		pause_ms(strtol(delay, NULL, 10));
 	return real(dom);
+}
+
+typedef int (*dom_fn)(virDomainPtr);
+typedef int (*dom_flags_fn)(virDomainPtr, unsigned int);
+
+int virDomainSuspend(virDomainPtr dom)
+{
+	dom_fn real = (dom_fn)dlsym(RTLD_NEXT, "virDomainSuspend");
+
+	if (!real)
+		return -1;
+	log_line("suspend", dom);
+	return real(dom);
+}
+
+int virDomainResume(virDomainPtr dom)
+{
+	dom_fn real = (dom_fn)dlsym(RTLD_NEXT, "virDomainResume");
+
+	if (!real)
+		return -1;
+	log_line("resume", dom);
+	return real(dom);
+}
+
+int virDomainManagedSave(virDomainPtr dom, unsigned int flags)
+{
+	dom_flags_fn real = (dom_flags_fn)dlsym(RTLD_NEXT, "virDomainManagedSave");
+
+	if (!real)
+		return -1;
+	log_line("managedsave", dom);
+	return real(dom, flags);
 }
 
 typedef int (*stats_fn)(virConnectPtr, unsigned int, virDomainStatsRecordPtr **, unsigned int);

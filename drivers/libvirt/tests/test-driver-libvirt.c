@@ -10,6 +10,7 @@
  * are linked in to test the CPU arithmetic and victim order with values the
  * test hypervisor cannot report (it has no cpu.time). */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -149,7 +150,7 @@ static int reset(void **state)
 		if (strcmp(virDomainGetName(doms[i]), "test") != 0) {
 			if (virDomainIsActive(doms[i]) == 1)
 				virDomainDestroy(doms[i]);
-			virDomainUndefine(doms[i]);
+			virDomainUndefineFlags(doms[i], VIR_DOMAIN_UNDEFINE_MANAGED_SAVE);
 		}
 		virDomainFree(doms[i]);
 	}
@@ -1043,6 +1044,443 @@ static void test_ready_port(void **state)
 	assert_int_equal(drv->check(&host, o.v, o.n), 0);
 }
 
+
+/* ------------------------------------------------------------ warm pools */
+
+/* What the driver published as warm members, by state. */
+static double warm_metric[8];
+static int warm_metric_calls;
+static double host_room = -1;
+
+static void capture_metric(const struct autoscaled_host *h, enum autoscaled_metric metric, const char *label,
+			   double value)
+{
+	static const char *const states[] = { "", "booting", "paused", "saved", "stopped" };
+
+	if (metric == AUTOSCALED_METRIC_HOST_ROOM)
+		host_room = value;
+	if (metric != AUTOSCALED_METRIC_WARM_INSTANCES)
+		return;
+	warm_metric_calls++;
+	for (int i = 1; i < 5; i++)
+		if (strcmp(label, states[i]) == 0)
+			warm_metric[i] = value;
+}
+
+static int dom_state(const char *name)
+{
+	virDomainPtr d = virDomainLookupByName(tc, name);
+	int st = -1, reason;
+
+	assert_non_null(d);
+	assert_int_equal(virDomainGetState(d, &st, &reason, 0), 0);
+	virDomainFree(d);
+	return st;
+}
+
+/* The domain's tag, or "" when it has none (static). */
+static const char *tag_of(const char *name)
+{
+	static char buf[1024];
+	virDomainPtr d = virDomainLookupByName(tc, name);
+	char *md;
+
+	assert_non_null(d);
+	md = virDomainGetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, LV_NS, 0);
+	snprintf(buf, sizeof(buf), "%s", md ? md : "");
+	free(md);
+	virDomainFree(d);
+	virResetLastError();
+	return buf;
+}
+
+static bool has_managed_save(const char *name)
+{
+	virDomainPtr d = virDomainLookupByName(tc, name);
+	int r;
+
+	assert_non_null(d);
+	r = virDomainHasManagedSaveImage(d, 0);
+	virDomainFree(d);
+	return r == 1;
+}
+
+/* Writes a tag by hand, as a crash would have left it. */
+static void set_tag(const char *name, const char *xml)
+{
+	virDomainPtr d = virDomainLookupByName(tc, name);
+	unsigned flags = VIR_DOMAIN_AFFECT_CONFIG;
+
+	assert_non_null(d);
+	if (virDomainIsActive(d) == 1)
+		flags |= VIR_DOMAIN_AFFECT_LIVE;
+	assert_int_equal(virDomainSetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, xml, "autoscaled", LV_NS, flags), 0);
+	virDomainFree(d);
+}
+
+/* Observes until the pool holds `n` warm members in `state` (or 30 s have
+ * passed, which fails): the refill is paced by a wall-clock interval. */
+static void observe_until_warm(struct autoscaled_driver_instance *h, int state, int n)
+{
+	struct autoscaled_observation obs;
+	struct seen s;
+
+	for (int i = 0; i < 3000; i++) {
+		observe_into(h, &s, &obs);
+		if (warm_metric[state] == n)
+			return;
+		usleep(10 * 1000);
+	}
+	fail_msg("the pool never held %d warm members in state %d", n, state);
+}
+
+/* A paused pool: made on the first observations, never reported as
+ * members, taken first on a scale-out (no clone made), refilled after the
+ * pacing interval with the next free names. */
+static void test_warm_paused(void **state)
+{
+	struct autoscaled_driver_instance *h;
+	struct autoscaled_observation obs;
+	struct seen s;
+	int r, base = count_domains(), base_vol = count_volumes();
+
+	memset(warm_metric, 0, sizeof(warm_metric));
+	host.metric = capture_metric;
+	h = open_with(&r, "uri=test:///default", "template=web-template", "warm_pool.size=2", "warm_pool.state=paused",
+		      "warm_pool.warmup=0", "warm_pool.refill=3", "shutdown_timeout=2", NULL);
+	assert_int_equal(r, 0);
+	observe_into(h, &s, &obs);
+	/* Made and booting: no member, no capacity. */
+	assert_int_equal(s.n, 0);
+	assert_int_equal(obs.target_size, 0);
+	assert_int_equal(count_domains(), base + 2);
+	assert_int_equal(warm_metric[1], 2);
+	assert_non_null(strstr(tag_of("web-1"), "warm=\"booting\""));
+	assert_int_equal(dom_state("web-1"), VIR_DOMAIN_RUNNING);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(warm_metric[1], 0);
+	assert_int_equal(warm_metric[2], 2);
+	assert_int_equal(dom_state("web-1"), VIR_DOMAIN_PAUSED);
+	assert_int_equal(dom_state("web-2"), VIR_DOMAIN_PAUSED);
+	assert_non_null(strstr(tag_of("web-2"), "warm=\"paused\""));
+	assert_non_null(strstr(tag_of("web-2"), "parked=\""));
+
+	/* One from the pool: resumed, a member, no new domain. */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->set_capacity(h, 1, collect, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(count_domains(), base + 2);
+	assert_int_equal(s.state[0], AUTOSCALED_INSTANCE_RUNNING);
+	assert_int_equal(dom_state(s.id[0]), VIR_DOMAIN_RUNNING);
+	check_member(s.id[0], s.id[0][4] - '0');
+	assert_null(strstr(tag_of(s.id[0]), "warm="));
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(obs.target_size, 1);
+	assert_true(s.ready[0]);
+	/* The pool is not refilled inside the pacing interval. */
+	assert_int_equal(count_domains(), base + 2);
+	assert_int_equal(warm_metric[2], 1);
+
+	/* Two more: the last warm one, then a clone. */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->set_capacity(h, 3, collect, &s), 0);
+	assert_int_equal(s.n, 2);
+	assert_true(seen_has(&s, "web-3"));
+	assert_int_equal(count_domains(), base + 3);
+	assert_non_null(strstr(logbuf, "from the warm pool (paused)"));
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(obs.target_size, 3);
+	assert_int_equal(warm_metric[2], 0);
+	/* Refilled after the interval, with the next free names. */
+	observe_until_warm(h, 2, 2);
+	assert_int_equal(count_domains(), base + 5);
+	assert_int_equal(count_volumes(), base_vol + 5);
+	assert_non_null(strstr(tag_of("web-4"), "warm=\"paused\""));
+	assert_non_null(strstr(tag_of("web-5"), "warm=\"paused\""));
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 3);
+	assert_false(seen_has(&s, "web-4"));
+
+	/* A removal by policy never picks a warm member. */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->remove_instances(h, 3, NULL, 0, collect, &s), 0);
+	assert_int_equal(s.n, 3);
+	assert_false(seen_has(&s, "web-4"));
+	assert_true(domain_exists("web-4"));
+	/* Nor by name: a warm member is not a member. */
+	{
+		const char *ids[] = { "web-5" };
+
+		memset(&s, 0, sizeof(s));
+		assert_int_equal(drv->remove_instances(h, 0, ids, 1, collect, &s), 0);
+		assert_int_equal(s.n, 0);
+		assert_true(domain_exists("web-5"));
+	}
+	drv->close(h);
+
+	/* Without a pool, warm members left are removed. */
+	h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
+	assert_int_equal(r, 0);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(warm_metric[2], 0);
+	assert_false(domain_exists("web-4"));
+	assert_false(domain_exists("web-5"));
+	assert_false(volume_exists("web-4.qcow2"));
+	assert_int_equal(count_domains(), base);
+	drv->close(h);
+	/* A group that never had a pool publishes no warm series. */
+	h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
+	assert_int_equal(r, 0);
+	warm_metric_calls = 0;
+	observe_into(h, &s, &obs);
+	observe_into(h, &s, &obs);
+	assert_int_equal(warm_metric_calls, 0);
+	drv->close(h);
+	host.metric = NULL;
+}
+
+/* A saved pool holds managed-save images and is restored by a start; a
+ * stopped one holds defined domains with their disks. A change of state
+ * replaces the members of the old one. */
+static void test_warm_saved_stopped(void **state)
+{
+	struct autoscaled_driver_instance *h;
+	struct autoscaled_observation obs;
+	struct seen s;
+	int r, base = count_domains();
+
+	memset(warm_metric, 0, sizeof(warm_metric));
+	host.metric = capture_metric;
+	h = open_with(&r, "uri=test:///default", "template=web-template", "warm_pool.size=1", "warm_pool.state=saved",
+		      "warm_pool.warmup=0", NULL);
+	assert_int_equal(r, 0);
+	observe_into(h, &s, &obs);
+	observe_into(h, &s, &obs);
+	assert_int_equal(warm_metric[3], 1);
+	assert_int_equal(dom_state("web-1"), VIR_DOMAIN_SHUTOFF);
+	assert_true(has_managed_save("web-1"));
+	assert_non_null(strstr(tag_of("web-1"), "warm=\"saved\""));
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->set_capacity(h, 1, collect, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.id[0], "web-1");
+	assert_int_equal(dom_state("web-1"), VIR_DOMAIN_RUNNING);
+	assert_false(has_managed_save("web-1"));
+	check_member("web-1", 1);
+	drv->close(h);
+
+	/* Stopped: defined, its volume made, never started. */
+	h = open_with(&r, "uri=test:///default", "template=web-template", "warm_pool.size=1", "warm_pool.state=stopped",
+		      NULL);
+	assert_int_equal(r, 0);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(warm_metric[4], 1);
+	assert_int_equal(dom_state("web-2"), VIR_DOMAIN_SHUTOFF);
+	assert_true(volume_exists("web-2.qcow2"));
+	assert_non_null(strstr(tag_of("web-2"), "warm=\"stopped\""));
+	drv->close(h);
+
+	/* The pool's state changes to paused: the stopped one is replaced. */
+	h = open_with(&r, "uri=test:///default", "template=web-template", "warm_pool.size=1", "warm_pool.state=paused",
+		      "warm_pool.warmup=0", NULL);
+	assert_int_equal(r, 0);
+	observe_into(h, &s, &obs);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(warm_metric[4], 0);
+	assert_int_equal(warm_metric[2], 1);
+	assert_non_null(strstr(logbuf, "the pool's state has changed"));
+	assert_int_equal(count_domains(), base + 2);
+	assert_int_equal(dom_state("web-2"), VIR_DOMAIN_PAUSED);
+	drv->close(h);
+	host.metric = NULL;
+}
+
+/* A scale-in returns its victim to the pool while it has room, running the
+ * reseed command with the domain in its environment, and deletes the rest;
+ * a warm member taken runs it too. */
+static void test_warm_return(void **state)
+{
+	char dir[] = "/tmp/test-warm-XXXXXX", cmd[256], out[128], line[256];
+	struct autoscaled_driver_instance *h;
+	struct autoscaled_observation obs;
+	struct seen s;
+	FILE *f;
+	int r, base = count_domains();
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/reseed", dir);
+	snprintf(cmd, sizeof(cmd), "warm_pool.reseed_command=[/bin/sh,-c,echo $AUTOSCALED_DOMAIN $AUTOSCALED_WARM_EVENT >>%s]",
+		 out);
+	h = open_with(&r, "uri=test:///default", "template=web-template", "warm_pool.size=1", "warm_pool.state=paused",
+		      "warm_pool.return_on_scale_in=true", "shutdown_timeout=2", cmd, NULL);
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 3, NULL, NULL), 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->remove_instances(h, 2, NULL, 0, collect, &s), 0);
+	assert_int_equal(s.n, 2);
+	/* The newest went back to the pool, the next one is deleted. */
+	assert_true(domain_exists("web-3"));
+	assert_int_equal(dom_state("web-3"), VIR_DOMAIN_PAUSED);
+	assert_non_null(strstr(tag_of("web-3"), "warm=\"paused\""));
+	assert_false(domain_exists("web-2"));
+	assert_int_equal(count_domains(), base + 2);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(obs.target_size, 1);
+	/* And back into service. */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->set_capacity(h, 2, collect, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.id[0], "web-3");
+	drv->close(h);
+	f = fopen(out, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_string_equal(line, "web-3 return\n");
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_string_equal(line, "web-3 take\n");
+	fclose(f);
+	unlink(out);
+	rmdir(dir);
+}
+
+/* After a crash: each half-made warm member is finished or removed, a take
+ * cut short finishes as a member, and nothing is counted twice. */
+static void test_warm_crash(void **state)
+{
+	static const char ns[] = "<member group=\"web\" index=\"%d\" created=\"2026-12-01T00:00:00Z\" %s/>";
+	struct autoscaled_driver_instance *h;
+	struct autoscaled_observation obs;
+	struct seen s;
+	char xml[512];
+	virDomainPtr d;
+	int r;
+
+	memset(warm_metric, 0, sizeof(warm_metric));
+	host.metric = capture_metric;
+	h = open_with(&r, "uri=test:///default", "template=web-template", "warm_pool.size=4", "warm_pool.warmup=0",
+		      NULL);
+	assert_int_equal(r, 0);
+	observe_into(h, &s, &obs);
+	observe_into(h, &s, &obs);
+	assert_int_equal(warm_metric[2], 4);
+	drv->close(h);
+
+	/* web-1: a take cut short (tagged a member, still paused). */
+	snprintf(xml, sizeof(xml), ns, 1, "state=\"creating\"");
+	set_tag("web-1", xml);
+	/* web-2: parked, but the host lost it (shut off). */
+	d = virDomainLookupByName(tc, "web-2");
+	assert_int_equal(virDomainDestroy(d), 0);
+	virDomainFree(d);
+	/* web-3: suspended, the tag still says booting. */
+	snprintf(xml, sizeof(xml), ns, 3, "state=\"active\" warm=\"booting\" started=\"2026-12-01T00:00:00Z\"");
+	set_tag("web-3", xml);
+	/* web-4: defined as a warm member, then the crash. */
+	snprintf(xml, sizeof(xml), ns, 4, "state=\"creating\" warm=\"paused\"");
+	set_tag("web-4", xml);
+
+	h = open_with(&r, "uri=test:///default", "template=web-template", "warm_pool.size=2", "warm_pool.warmup=0",
+		      NULL);
+	assert_int_equal(r, 0);
+	assert_int_equal(dom_state("web-1"), VIR_DOMAIN_RUNNING);
+	assert_non_null(strstr(tag_of("web-1"), "state=\"active\""));
+	assert_null(strstr(tag_of("web-1"), "warm="));
+	assert_false(domain_exists("web-2"));
+	assert_false(volume_exists("web-2.qcow2"));
+	assert_non_null(strstr(tag_of("web-3"), "warm=\"paused\""));
+	assert_false(domain_exists("web-4"));
+	assert_false(volume_exists("web-4.qcow2"));
+	observe_into(h, &s, &obs);
+	/* One member, the warm one left and one made anew: each counted
+	 * once, and the new one takes the lowest free name. */
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.id[0], "web-1");
+	assert_int_equal(obs.target_size, 1);
+	assert_int_equal(warm_metric[2], 1);
+	assert_int_equal(warm_metric[1], 1);
+	assert_non_null(strstr(tag_of("web-2"), "warm=\"booting\""));
+	drv->close(h);
+	host.metric = NULL;
+}
+
+/* Host capacity: test:///default has 16 CPUs and 3 GiB, and its own domain
+ * "test" runs with 2 vCPUs and 2 GiB; a clone of web-template needs 2 vCPUs
+ * and 128 MiB. With cpu_overcommit 1, (16 - 2) / 2 = 7 members fit; paused
+ * warm members count, as they hold theirs. */
+static void test_host_capacity(void **state)
+{
+	struct autoscaled_driver_instance *h;
+	struct autoscaled_observation obs;
+	struct seen s;
+	int r, base = count_domains();
+
+	host.metric = capture_metric;
+	h = open_with(&r, "uri=test:///default", "template=web-template", "cpu_overcommit=1", NULL);
+	assert_int_equal(r, 0);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->set_capacity(h, 10, collect, &s), -ENOSPC);
+	assert_int_equal(s.n, 7);
+	assert_int_equal(host_room, 7);
+	assert_int_equal(count_domains(), base + 7);
+	assert_non_null(strstr(logbuf, "scale-out capped by hosts, not by max: 7 of 10 new members fit"));
+	assert_int_equal(drv->set_capacity(h, 8, NULL, NULL), -ENOSPC);
+	assert_int_equal(host_room, 0);
+	observe_into(h, &s, &obs);
+	assert_int_equal(obs.target_size, 7);
+	/* Memory bounds alike: 2 GiB of 1.5 GiB allowed are committed. */
+	assert_int_equal(drv->remove_instances(h, 7, NULL, 0, NULL, NULL), 0);
+	drv->close(h);
+	h = open_with(&r, "uri=test:///default", "template=web-template", "memory_overcommit=0.5", NULL);
+	assert_int_equal(r, 0);
+	assert_int_equal(drv->set_capacity(h, 1, NULL, NULL), -ENOSPC);
+	assert_int_equal(count_domains(), base);
+	drv->close(h);
+
+	/* Two paused warm members hold 4 vCPUs: taking them needs no room,
+	 * and 5 clones fit beside them; the pool is not refilled past the
+	 * hosts either. */
+	memset(warm_metric, 0, sizeof(warm_metric));
+	logbuf[0] = '\0';
+	h = open_with(&r, "uri=test:///default", "template=web-template", "cpu_overcommit=1", "warm_pool.size=2",
+		      "warm_pool.warmup=0", "shutdown_timeout=2", NULL);
+	assert_int_equal(r, 0);
+	observe_into(h, &s, &obs);
+	observe_into(h, &s, &obs);
+	assert_int_equal(warm_metric[2], 2);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(drv->set_capacity(h, 7, collect, &s), 0);
+	assert_int_equal(s.n, 7);
+	assert_int_equal(count_domains(), base + 7);
+	assert_int_equal(drv->set_capacity(h, 8, NULL, NULL), -ENOSPC);
+	drv->close(h);
+	host.metric = NULL;
+	host_room = -1;
+}
+
+static void test_fit(void **state)
+{
+	struct lv_room room = { .total_kib = 3145728, .used_kib = 2097152, .need_kib = 131072,
+				.cpus = 16, .used_vcpus = 2, .need_vcpus = 2 };
+
+	assert_int_equal(lv_fit(&room, 0, 0), INT_MAX);
+	assert_int_equal(lv_fit(&room, 1, 0), 8);
+	assert_int_equal(lv_fit(&room, 0, 1), 7);
+	assert_int_equal(lv_fit(&room, 1, 1), 7);
+	assert_int_equal(lv_fit(&room, 1, 4), 8);
+	assert_int_equal(lv_fit(&room, 0.5, 4), 0);
+	room.used_kib = 4 * 1048576ULL;
+	assert_int_equal(lv_fit(&room, 1, 0), 0);
+	room.need_vcpus = 0;
+	assert_int_equal(lv_fit(&room, 0, 1), INT_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1066,6 +1504,12 @@ int main(void)
 		cmocka_unit_test(test_victim_order),
 		cmocka_unit_test(test_placement),
 		cmocka_unit_test_setup(test_ready_port, reset),
+		cmocka_unit_test_setup(test_warm_paused, reset),
+		cmocka_unit_test_setup(test_warm_saved_stopped, reset),
+		cmocka_unit_test_setup(test_warm_return, reset),
+		cmocka_unit_test_setup(test_warm_crash, reset),
+		cmocka_unit_test_setup(test_host_capacity, reset),
+		cmocka_unit_test(test_fit),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

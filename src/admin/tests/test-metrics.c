@@ -208,6 +208,23 @@ static void test_driver_metrics(void **st)
 	assert_null(strstr(t, "autoscaled_driver_retries_total{group=\"we\\\""));
 	free(t);
 
+	/* A driver's warm members, per state; a bad value changes nothing. */
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_WARM_INSTANCES, "paused", 2);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_WARM_INSTANCES, "booting", 0);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_WARM_INSTANCES, "paused", -1);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_WARM_INSTANCES, NULL, 3);
+	t = render(m);
+	assert_non_null(strstr(t, "# TYPE autoscaled_group_warm_instances gauge\n"));
+	assert_non_null(strstr(t, "autoscaled_group_warm_instances{group=\"web\",driver=\"azure-vmss\",state=\"paused\"} 2\n"));
+	assert_non_null(strstr(t, "autoscaled_group_warm_instances{group=\"web\",driver=\"azure-vmss\",state=\"booting\"} 0\n"));
+	assert_null(strstr(t, "autoscaled_group_host_room{"));
+	free(t);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_HOST_ROOM, NULL, 3);
+	metrics_record_driver_metric(m, "web", "azure-vmss", AUTOSCALED_METRIC_HOST_ROOM, NULL, -1);
+	t = render(m);
+	assert_non_null(strstr(t, "autoscaled_group_host_room{group=\"web\",driver=\"azure-vmss\"} 3\n"));
+	free(t);
+
 	/* A reload onto another driver starts its series afresh. */
 	metrics_record_driver_metric(m, "web", "gce-mig", AUTOSCALED_METRIC_RETRIES, NULL, 2);
 	t = render(m);

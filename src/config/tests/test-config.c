@@ -19,6 +19,7 @@
 
 #include "config/config.h"
 #include "agent/preflight.h"
+#include "agent/driver.h"
 #include "config/schedule-tz.h"
 #include "engine/schedule.h"
 
@@ -440,6 +441,82 @@ static void test_drivers_and_sources(void **state)
 		      "main.conf:6: unknown source 'statsd'", NULL);
 }
 
+/* A warm pool: read back with its defaults, every bad value at its line,
+ * refused on a driver other than libvirt, and passed to the driver as
+ * "warm_pool.KEY" options after the group's own. */
+static void test_warm_pool(void **state)
+{
+	struct config *c;
+	const struct warm_pool_conf *w;
+	struct driver_options o;
+
+	c = load_ok(GROUP_HEAD "  driver_options = { template = \"t\"; };\n  warm_pool = { size = 3; };\n" GROUP_TAIL);
+	w = &c->groups[0].warm_pool;
+	assert_int_equal(w->size, 3);
+	assert_int_equal(w->state, WARM_PAUSED);
+	assert_int_equal(w->max_age_ms, 0);
+	assert_int_equal(w->refill_ms, 30000);
+	assert_int_equal(w->warmup_ms, 60000);
+	assert_false(w->return_on_scale_in);
+	assert_null(w->reseed_command);
+	assert_int_equal(w->line, 7);
+	assert_int_equal(driver_options_from_group(&c->groups[0], &o), 0);
+	assert_int_equal(o.n, 7);
+	assert_string_equal(o.v[0].key, "template");
+	assert_string_equal(o.v[1].key, "warm_pool.size");
+	assert_string_equal(o.v[1].value, "3");
+	assert_string_equal(o.v[2].value, "paused");
+	assert_non_null(strstr(o.v[1].where, "main.conf:7"));
+	driver_options_free(&o);
+	config_free(c);
+
+	c = load_ok(GROUP_HEAD "  warm_pool = { size = 2; state = \"saved\"; max_age = \"6h\"; refill = \"10s\";\n"
+		    "    warmup = \"5s\"; return_on_scale_in = true; reseed_command = [ \"/bin/true\", \"x\" ]; };\n"
+		    GROUP_TAIL);
+	w = &c->groups[0].warm_pool;
+	assert_int_equal(w->state, WARM_SAVED);
+	assert_int_equal(w->max_age_ms, 6 * 3600 * 1000);
+	assert_int_equal(w->refill_ms, 10000);
+	assert_int_equal(w->warmup_ms, 5000);
+	assert_true(w->return_on_scale_in);
+	assert_int_equal(w->n_reseed_command, 2);
+	assert_string_equal(w->reseed_command[1], "x");
+	assert_int_equal(driver_options_from_group(&c->groups[0], &o), 0);
+	assert_int_equal(o.n, 7);
+	assert_string_equal(o.v[6].key, "warm_pool.reseed_command");
+	assert_int_equal(o.v[6].n_list, 2);
+	assert_null(o.v[6].value);
+	driver_options_free(&o);
+	/* A change of the pool is a change of the group and of its driver. */
+	{
+		struct config *d = load_ok(GROUP_HEAD "  warm_pool = { size = 2; state = \"paused\"; max_age = \"6h\";\n"
+					   "    refill = \"10s\"; warmup = \"5s\"; return_on_scale_in = true;\n"
+					   "    reseed_command = [ \"/bin/true\", \"x\" ]; };\n" GROUP_TAIL);
+
+		assert_false(config_group_equal(&c->groups[0], &d->groups[0]));
+		assert_false(config_warm_pool_equal(&c->groups[0].warm_pool, &d->groups[0].warm_pool));
+		d->groups[0].warm_pool.state = WARM_SAVED;
+		assert_true(config_warm_pool_equal(&c->groups[0].warm_pool, &d->groups[0].warm_pool));
+		config_free(d);
+	}
+	config_free(c);
+
+	expect_errors(GROUP_HEAD "  warm_pool = { state = \"frozen\"; sise = 2;\n    max_age = \"-1\"; refill = 0;\n"
+		      "    reseed_command = [ \"reseed\" ]; };\n" GROUP_TAIL,
+		      "main.conf:6: unknown key 'sise' (did you mean 'size'?)",
+		      "main.conf:6: missing required key 'size'",
+		      "main.conf:6: 'state' must be one of paused, saved, stopped, not 'frozen'",
+		      "main.conf:7: invalid duration '-1' for 'max_age' (" CONFIG_DURATION_HELP ")", "main.conf:7: 'refill' must be between 1s and 86400s, not 0s", "main.conf:8: 'reseed_command' must start with an absolute path (no shell, no PATH search), not 'reseed'", NULL);
+	expect_errors("groups = ( { name = \"g\"; driver = \"gce-mig\"; min = 1; max = 2;\n"
+		      "  warm_pool = { size = 2; }; } );\n",
+		      "main.conf:2: 'warm_pool' is for driver 'libvirt' only, not 'gce-mig' (a cloud's own standby pool is "
+		      "set up in the cloud)", NULL);
+	expect_errors(GROUP_HEAD "  warm_pool = { size = 2; state = \"stopped\";\n    return_on_scale_in = true; };\n"
+		      GROUP_TAIL,
+		      "main.conf:7: 'return_on_scale_in' needs state \"paused\" or \"saved\": a stopped warm member is a "
+		      "disk never booted, which a used instance is not", NULL);
+}
+
 /* Runs preflight on TEXT (which must load) and returns its errors joined
  * by newlines (static). */
 static const char *preflight_text(const char *text)
@@ -511,6 +588,11 @@ static void test_preflight_drivers(void **state)
 			     " target = 60; } ); } );\n");
 	if (out && !strstr(out, "main.conf:3: signal 'cpu': source 'libvirt_cpu' is fed by driver 'libvirt', and group "
 				"'b' uses driver 'gce-mig'\n"))
+		fail_msg("got: %s", out);
+	/* The libvirt driver's check takes the warm pool's options. */
+	out = preflight_text(LV_GROUP "  warm_pool = { size = 2; state = \"saved\"; max_age = \"6h\";\n"
+			     "    reseed_command = [ \"/bin/true\" ]; }; } );\n");
+	if (out[0])
 		fail_msg("got: %s", out);
 #undef LV_GROUP
 
@@ -1158,6 +1240,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drivers_and_sources, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_preflight_drivers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warm_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wildcard_include, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_include_plain_and_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_files, setup, teardown),
