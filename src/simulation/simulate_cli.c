@@ -68,17 +68,29 @@ struct warm_flags {
 	int64_t restore_ms;      /* -1: not given */
 };
 
-/* The simulation's warm pool from the command line: the one place its
- * parameters come from (the group's configuration does not describe one
- * to simulate), with the restore delay defaulting by state. 0, or
- * -EINVAL after saying why. */
-static int warm_pool_from_flags(const struct warm_flags *f, int64_t boot_ms, struct sim_warm_pool *ret)
+/* The simulation's warm pool: the group's own warm_pool block (a libvirt
+ * group's, autoscaled.conf(5)) unless the command line gives one, the
+ * flags overriding the block's size and state; the restore delay defaults
+ * by state. 0, or -EINVAL after saying what is wrong. */
+static int warm_pool_from_flags(const struct warm_flags *f, const struct warm_pool_conf *conf, int64_t boot_ms,
+				struct sim_warm_pool *ret)
 {
+	static const enum sim_warm_state conf_states[] = {
+		[WARM_PAUSED] = SIM_WARM_PAUSED,
+		[WARM_SAVED] = SIM_WARM_SAVED,
+		[WARM_STOPPED] = SIM_WARM_STOPPED,
+	};
+	bool from_conf = f->size < 0 && conf->size > 0;
 	struct sim_warm_pool w = {.size = f->size > 0 ? f->size : 0, .state = SIM_WARM_PAUSED};
 
+	/* The block's state stays when the command line only resizes it. */
+	if (conf->size > 0)
+		w.state = conf_states[conf->state];
+	if (from_conf)
+		w.size = conf->size;
 	/* --warm-pool 0 with a state is a pool of none, as a script sweeping
-	 * sizes gives it; a state with no --warm-pool at all is a mistake. */
-	if (f->size < 0 && (f->state || f->restore_ms >= 0)) {
+	 * sizes gives it; a state with no pool at all is a mistake. */
+	if (f->size < 0 && !from_conf && (f->state || f->restore_ms >= 0)) {
 		log_warnx("simulate: --warm-state and --restore-delay describe a warm pool: give --warm-pool N");
 		return -EINVAL;
 	}
@@ -613,12 +625,6 @@ int simulate_main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (warm_pool_from_flags(&wf, p.boot_ms, &p.warm) < 0)
-		return 2;
-	if (p.horizon == SIM_HORIZON_WARM_RESTORE && p.warm.size == 0) {
-		log_warnx("simulate: --horizon warm-restore needs a warm pool (--warm-pool N)");
-		return 2;
-	}
 	if (capacity_given && cs.peak_instances > 0) {
 		log_warnx("simulate: give --capacity-per-instance or --peak-instances, not both");
 		return 2;
@@ -658,6 +664,15 @@ int simulate_main(int argc, char **argv)
 	g = config_find_group(cfg, group);
 	if (!g) {
 		log_warnx("simulate: no group '%s' in '%s'", group, cfg_path);
+		goto out;
+	}
+	if (warm_pool_from_flags(&wf, &g->warm_pool, p.boot_ms, &p.warm) < 0) {
+		status = 2;
+		goto out;
+	}
+	if (p.horizon == SIM_HORIZON_WARM_RESTORE && p.warm.size == 0) {
+		log_warnx("simulate: --horizon warm-restore needs a warm pool (--warm-pool N, or the group's warm_pool)");
+		status = 2;
 		goto out;
 	}
 	if (p.step_ms <= 0)

@@ -20,7 +20,7 @@ fi
 conf="$top_srcdir/bench/configs/hpa.conf"
 trace="$top_srcdir/tests/data/traces/ramp.csv"
 . "$top_srcdir/tests/integration/tap.sh"
-tap_plan 20
+tap_plan 21
 
 if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
 	--json --csv "$tmp/steps.csv" --svg "$tmp/plot.svg" >"$tmp/out.json" 2>"$tmp/err"; then
@@ -80,6 +80,26 @@ if [ $st1 -eq 2 ] && grep -q "give --warm-pool" "$tmp/err" && [ $st2 -eq 2 ] && 
 else
 	not_ok "warm state refused: $(cat "$tmp/err" "$tmp/err2" "$tmp/err3")"
 fi
+# The group's own warm_pool block is the default pool; --warm-pool 0
+# simulates the group without it, and --warm-pool N overrides its size.
+sed 's|driver = "libvirt";|driver = "libvirt"; warm_pool = { size = 3; state = "saved"; };|' "$conf" >"$tmp/warm.conf"
+if sim -c "$tmp/warm.conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
+	--instance-memory 1024 --json >"$tmp/conf-warm.json" 2>"$tmp/err" &&
+	sim -c "$tmp/warm.conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 \
+		--boot-delay 60s --warm-pool 0 --json >"$tmp/conf-none.json" 2>>"$tmp/err" &&
+	sim -c "$tmp/warm.conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 \
+		--boot-delay 60s --warm-pool 1 --json >"$tmp/conf-one.json" 2>>"$tmp/err" &&
+	python3 - "$tmp/warm.json" "$tmp/conf-warm.json" "$tmp/conf-none.json" "$tmp/conf-one.json" <<'PY'
+import json, sys
+flags, conf, none, one = (json.load(open(p)) for p in sys.argv[1:5])
+assert conf["warm_pool"] == 3 and conf["warm_state"] == "saved" and conf["restore_delay_s"] == 5, conf
+for k in ("vm_hours", "warm_taken", "oracle_vm_hours", "tau_u"):
+    assert conf[k] == flags[k], (k, conf[k], flags[k])
+assert none["warm_pool"] == 0, none
+assert one["warm_pool"] == 1 and one["warm_state"] == "saved", one
+PY
+then ok "the group's warm_pool block is simulated unless --warm-pool says otherwise"
+else not_ok "warm_pool from the configuration: $(cat "$tmp/err")"; fi
 sim -c "$conf" --group pool --trace "$trace" --format csv --boot-delay 60s --warm-pool 2 --restore-delay 90s \
 	>/dev/null 2>"$tmp/err"
 if [ $? -eq 2 ] && grep -q "longer than the boot delay" "$tmp/err"; then
