@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "engine/forecast.h"
 #include "agent/group.h"
+#include "agent/workers.h"
 #include "state/state.h"
 #include "engine/window.h"
 
@@ -45,6 +46,8 @@ struct driver_sample {
 };
 
 struct job {
+	struct workers_task task; /* in its driver's pool (job.c) */
+	struct workers *pool;     /* that pool, once queued */
 	enum job_kind kind;
 	struct group_rt *g;      /* NULL once the group is gone: drop the result */
 	const struct autoscaled_driver *drv;
@@ -162,9 +165,18 @@ struct group_rt {
  * job afterwards). Returns 0 or a negative errno. */
 typedef void (*job_done_fn)(struct job *j);
 int job_pipe_init(sd_event *event, job_done_fn done);
-/* Runs `j` on a worker thread for `g` and makes it g's job; a failure is
- * logged and leaves `j` to the caller. */
+/* Queues `j` on the pool of g's driver and makes it g's job; a failure is
+ * logged and leaves `j` to the caller. Calls of one driver start in the
+ * order they were queued, at most the driver's limit at once. */
 int job_start(struct group_rt *g, struct job *j);
+/* How many calls of `driver` run at once: agent.driver_concurrency's value
+ * for it in `a` (may be NULL), else job_default_limit(). */
+int job_driver_limit(const struct agent_conf *a, const char *driver);
+int job_default_limit(const char *driver);
+/* Takes a job whose group is going away off its pool's queue when it has
+ * not started, and frees it (closing the handle it owns, as for an
+ * orphan's call that has ended); returns false when it runs already. */
+bool job_cancel(struct job *j);
 /* Frees a job and its results (NULL is fine). */
 void job_free(struct job *j);
 /* A job whose group is gone (a reload removed it) runs on; it is kept

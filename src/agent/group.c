@@ -1183,6 +1183,10 @@ void group_rt_free(struct group_rt *g)
 	for (size_t i = 0; i < g->n_signals; i++)
 		free(g->signals[i].fc);
 	free(g->signals);
+	/* A call that has not started is not started for a group that is
+	 * gone (a reload removed it, or the daemon stops). */
+	if (g->job && job_cancel(g->job))
+		g->job = NULL;
 	if (g->job) {
 		struct job *j = g->job;
 
