@@ -28,11 +28,17 @@
  * has one per CPU (at least 2, so that one slow call does not hold up
  * every other). The REST drivers' calls wait on the network almost all
  * the time: their pool is sized for waiting, not computing, so that one
- * observe cycle of 200 groups is one round trip of their API and 2,000 are
- * eight (bench/cloud-observe.sh --pool, README's "Footprint"): asynchronous
- * calls on curl's multi interface would save the threads, not the time,
- * and would take a second, asynchronous driver ABI. A driver the daemon
- * does not know gets the REST drivers' limit, as it may wait as they do. */
+ * observe cycle of 200 groups takes one round of calls and 2,000 take
+ * eight. Measured with bench/cloud-observe.sh (BENCH_POOL) at 100 ms added
+ * latency, MIGs / scale sets: 200 groups in 307 / 324 ms (a thread per
+ * group: 369 / 387 ms; a pool of 64: 816 / 823 ms); 2,000 groups in 2.7 /
+ * 2.9 s (a pool of 128: 3.4 s; a thread per group, or a pool of 1,024,
+ * overran the emulator's backlog, timed out and retried: 69 to 91 s). So
+ * the bound helps the REST drivers too: a burst of a thousand connections
+ * at once is what an API throttles. Asynchronous calls on curl's multi
+ * interface would save the threads, not the time, and would take a second,
+ * asynchronous driver ABI. A driver the daemon does not know gets the REST
+ * drivers' limit, as it may wait as they do. */
 #define JOB_WAITING_LIMIT 256
 /* A worker without work for this long ends: longer than the usual
  * interval, so that the threads of one cycle serve the next. */
