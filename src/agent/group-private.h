@@ -124,6 +124,7 @@ struct group_rt {
 	struct group_state saved; /* what the state file holds */
 	enum state_origin origin;
 	bool save_failed;
+	bool save_retry;          /* the writer failed to write the newest save: write it again */
 	struct admin_ring ring;   /* recent decision records for the admin API */
 	const char *override;     /* "paused", "pinned" or NULL, of the last decision */
 	struct drain *drain;      /* pre-scale-in hooks running */
@@ -191,7 +192,8 @@ struct job *job_claim_orphan(const char *group);
 
 /* group.c. A finished job of a group that still exists: job.c's `done`. */
 void group_job_done(struct job *j);
-/* Writes the state file when the state changed; see group.c. */
+/* Writes the state file when the state changed, and waits for it to be
+ * written; see group.c. */
 void group_save(struct group_rt *g);
 
 /* group.c, scale actions, all on the loop's thread. T is monotonic time

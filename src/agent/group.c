@@ -12,6 +12,7 @@
  * finished one back through group_job_done(). */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "log/log-ids.h"
 #include "admin/metrics.h"
 #include "agent/notify.h"
+#include "agent/state-writer.h"
 #include "sources/source.h"
 
 /* --------------------------------------------------------------- driver */
@@ -276,28 +278,82 @@ static void take_observation(struct group_rt *g, struct job *j, struct clock_now
 	g->observed = true;
 }
 
-/* Writes the state file when the state changed. A failure is logged once
- * (and counted) until a write succeeds again: the daemon keeps running on
- * its in-memory state. */
-void group_save(struct group_rt *g)
+static void save_failed(struct group_rt *g, const char *dir, int r)
 {
-	const char *dir = g->ctx->agent_conf->state_directory;
-	int r;
+	if (!g->save_failed)
+		log_group_errno(LOG_ERR, g->gc->name, r, "state: cannot write the state file in '%s'", dir);
+	g->save_failed = true;
+	metrics_record_error(g->ctx->metrics, g->gc->name, "state");
+}
 
-	if (memcmp(&g->st, &g->saved, sizeof(g->st)) == 0)
-		return;
-	r = state_save(dir, g->gc->name, &g->st, clock_now());
-	if (r < 0) {
-		if (!g->save_failed)
-			log_group_errno(LOG_ERR, g->gc->name, r, "state: cannot write the state file in '%s'", dir);
-		g->save_failed = true;
-		metrics_record_error(g->ctx->metrics, g->gc->name, "state");
-		return;
-	}
+static void save_ok(struct group_rt *g)
+{
 	if (g->save_failed)
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "state: the state file is written again");
 	g->save_failed = false;
+}
+
+/* Writes the state file when the state changed, through the state writer
+ * (state-writer.h): at once when `wait`, else in the writer's turn. A
+ * failure is logged once (and counted) until a write succeeds again, and
+ * the write is retried at the next save: the daemon keeps running on its
+ * in-memory state. A failure of the writer's is learnt at the next save. */
+static void save_state(struct group_rt *g, bool wait)
+{
+	const char *dir = g->ctx->agent_conf->state_directory;
+	char path[PATH_MAX], name[PATH_MAX];
+	char *text;
+	cJSON *j;
+	int64_t r;
+
+	r = state_path(dir, g->gc->name, path, sizeof(path));
+	if (r == 0 && snprintf(name, sizeof(name), "%s.state", g->gc->name) >= (int)sizeof(name))
+		r = -ENAMETOOLONG;
+	if (r < 0) {
+		if (memcmp(&g->st, &g->saved, sizeof(g->st)) != 0)
+			save_failed(g, dir, (int)r);
+		return;
+	}
+	r = state_writer_status(path);
+	if (r < 0) {
+		save_failed(g, dir, (int)r);
+		g->save_retry = true;
+	} else if (r == 0 && !g->save_retry) {
+		save_ok(g);
+	}
+	if (!g->save_retry && memcmp(&g->st, &g->saved, sizeof(g->st)) == 0)
+		return;
+	j = state_to_json(&g->st, g->gc->name, clock_now());
+	text = j ? cJSON_Print(j) : NULL;
+	cJSON_Delete(j);
+	if (!text)
+		r = -ENOMEM;
+	else if (wait)
+		r = state_writer_save_now(dir, path, name, text);
+	else
+		r = state_writer_save(dir, path, name, text);
+	if (r < 0) {
+		save_failed(g, dir, (int)r);
+		g->save_retry = true;
+		return;
+	}
+	if (wait)
+		save_ok(g);
+	g->save_retry = false;
 	g->saved = g->st;
+}
+
+void group_save(struct group_rt *g)
+{
+	save_state(g, true);
+}
+
+/* As group_save(), in the writer's turn: the evaluations' saves, which
+ * are most of them (the engine's windows change at every evaluation) and
+ * which no action depends on. */
+static void group_save_later(struct group_rt *g)
+{
+	save_state(g, false);
 }
 
 /* Which way the signals, rules and smoothing steps push the count (steps 1
@@ -570,7 +626,7 @@ static void group_evaluate(struct group_rt *g)
 				});
 	if (d.action == DIR_NONE || dry || g->job || g->drain) {
 		admin_ring_push(&g->ring, json);
-		group_save(g);
+		group_save_later(g);
 		return;
 	}
 
@@ -941,6 +997,12 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	 * group that a reload rebuilds takes the old runtime's state instead
 	 * (group_rt_adopt). */
 	if (!old) {
+		char path[PATH_MAX];
+
+		/* A group of this name that a reload removed may still have a
+		 * save on its way to the file. */
+		if (state_path(ctx->agent_conf->state_directory, gc->name, path, sizeof(path)) == 0)
+			state_writer_sync(path);
 		g->origin = state_load(ctx->agent_conf->state_directory, gc, clock_now(), &g->st);
 		if (g->origin == STATE_RESTORED)
 			log_group(LOG_INFO, gc->name, NULL, NULL,

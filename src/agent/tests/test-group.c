@@ -47,6 +47,7 @@
 #include "config/config.h"
 #include "agent/driver.h"
 #include "agent/group-private.h"
+#include "agent/state-writer.h"
 #include "state/state.h"
 
 /* ------------------------------------------------------------ the clock */
@@ -477,6 +478,9 @@ static int teardown(void **state)
 	}
 	config_free(fx->c);
 	assert_int_equal(FAKE(max_busy), 1);
+	/* As the daemon does when it stops: the evaluations' saves land
+	 * before the directory goes. */
+	state_writer_flush();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
