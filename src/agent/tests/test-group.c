@@ -29,7 +29,9 @@
  *     (changed driver options) the group opens it only once the call has
  *     ended and closes the old one after; with the same options it takes
  *     the handle over. Either way: one set_capacity, never two calls at
- *     once. */
+ *     once;
+ *   - many groups on one driver: never more calls at once than the
+ *     driver's limit (agent.driver_concurrency), every group served. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -119,6 +121,9 @@ static struct fake {
 	int last_remove;
 	size_t last_remove_ids;
 	int busy, max_busy; /* calls running at once */
+	bool hold_observe;  /* observations wait for an observe release */
+	int observe_releases;
+	int observe_held;   /* observations waiting now */
 } fake;
 
 /* Between cases, when no call runs. */
@@ -191,6 +196,14 @@ static int fake_observe(struct autoscaled_driver_instance *h, autoscaled_instanc
 
 	pthread_mutex_lock(&fake_lock);
 	call_begin();
+	if (fake.hold_observe) {
+		fake.observe_held++;
+		pthread_cond_broadcast(&fake_cond);
+		while (fake.observe_releases == 0)
+			pthread_cond_wait(&fake_cond, &fake_lock);
+		fake.observe_releases--;
+		fake.observe_held--;
+	}
 	fake.n_observe++;
 	fake.observe_on[h->id <= FAKE_MAX_HANDLES ? h->id : 0]++;
 	if (sample)
@@ -509,6 +522,91 @@ static const struct decision *start(struct fixture *fx, int size, int cpu)
 }
 
 /* ---------------------------------------------------------------- cases */
+
+#define N_BOUNDED 12
+
+static bool observes_held(void *arg)
+{
+	return FAKE(observe_held) == *(const int *)arg;
+}
+
+static bool observed(void *arg)
+{
+	return FAKE(n_observe) == *(const int *)arg;
+}
+
+/* Twelve groups on one driver that agent.driver_concurrency limits to 3
+ * calls at once: three observations run, the nine others wait in the
+ * driver's queue, and as each call ends the next group's starts; never
+ * more than three at once, and every group gets its turn. */
+static void test_driver_calls_bounded(void **state)
+{
+	struct fixture *fx = *state;
+	struct group_rt *gs[N_BOUNDED];
+	struct workers_stats st;
+	struct config_errors errs = {0};
+	char path[128];
+	FILE *f;
+	int want;
+
+	snprintf(path, sizeof(path), "%s/autoscaled.conf", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "agent = { interval = \"15s\"; state_directory = \"%s\"; driver_concurrency = { fake = 3; }; };\n"
+		   "groups = (\n", dir);
+	for (int i = 0; i < N_BOUNDED; i++)
+		fprintf(f,
+			"  { name = \"g%d\"; driver = \"fake\"; min = 1; max = 10;\n"
+			"    signals = ( { name = \"cpu\"; source = \"fake_cpu\"; type = \"utilization\"; target = 50;"
+			" poll_interval = \"15s\"; staleness = \"1h\"; } ); }%s\n",
+			i, i < N_BOUNDED - 1 ? "," : "");
+	fprintf(f, ");\n");
+	fclose(f);
+	assert_int_equal(config_load(path, &fx->c, &errs), 0);
+	assert_int_equal(job_driver_limit(&fx->c->agent, "fake"), 3);
+	fx->ctx = (struct group_ctx){.event = event, .agent_conf = &fx->c->agent};
+	pthread_mutex_lock(&fake_lock);
+	fake.size = 2;
+	fake.load = 100;
+	fake.hold_observe = true;
+	pthread_mutex_unlock(&fake_lock);
+	for (int i = 0; i < N_BOUNDED; i++)
+		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
+	for (int i = 0; i < N_BOUNDED; i++)
+		group_rt_start(gs[i]);
+
+	want = 3;
+	assert_true(run_until(observes_held, &want));
+	/* Every group has asked (its job is queued), three calls run. */
+	for (int i = 0; i < N_BOUNDED; i++)
+		assert_non_null(gs[i]->job);
+	workers_stats(gs[0]->job->pool, &st);
+	assert_int_equal(st.running, 3);
+	assert_int_equal(st.queued, N_BOUNDED - 3);
+	assert_true(st.threads <= 3);
+
+	/* One call ends at a time: the next queued group's starts. */
+	for (int k = 1; k <= N_BOUNDED; k++) {
+		pthread_mutex_lock(&fake_lock);
+		fake.observe_releases++;
+		pthread_cond_broadcast(&fake_cond);
+		pthread_mutex_unlock(&fake_lock);
+		assert_true(run_until(observed, &k));
+		want = N_BOUNDED - k < 3 ? N_BOUNDED - k : 3;
+		assert_true(run_until(observes_held, &want));
+	}
+	for (int i = 0; i < N_BOUNDED; i++)
+		assert_true(run_until(idle, gs[i]));
+	assert_int_equal(FAKE(max_busy), 3);
+	assert_int_equal(FAKE(n_observe), N_BOUNDED);
+	for (int i = 0; i < N_BOUNDED; i++) {
+		group_rt_stop(gs[i]);
+		group_rt_free(gs[i]);
+	}
+	/* The one-call-per-group rule, which teardown checks, is not what
+	 * this case is about. */
+	fake_set(&fake.max_busy, 1);
+}
 
 static void test_scale_out_completes(void **state)
 {
@@ -892,6 +990,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restored_action_expires, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_new_handle_adopts_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_same_handle_adopts_call, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_driver_calls_bounded, setup, teardown),
 	};
 	int r;
 
