@@ -94,10 +94,13 @@ static void *worker_main(void *arg)
 				break;
 			until = deadline_after(w->idle_ms);
 			w->idle++;
-			while (!w->head && !w->stopping && r != ETIMEDOUT)
+			while (!w->head && !w->stopping && r != ETIMEDOUT && w->threads <= w->limit)
 				r = pthread_cond_timedwait(&w->work, &w->lock, &until);
 			w->idle--;
-			if (!w->head)
+			/* An idle thread above a lowered limit must not take
+			 * the next task: it ends, and the threads within the
+			 * limit (at least one) take the queue. */
+			if (!w->head || w->threads > w->limit)
 				break;
 		}
 		t = pop(w);

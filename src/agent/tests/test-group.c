@@ -31,7 +31,8 @@
  *     the handle over. Either way: one set_capacity, never two calls at
  *     once;
  *   - many groups on one driver: never more calls at once than the
- *     driver's limit (agent.driver_concurrency), every group served. */
+ *     driver's limit (agent.driver_concurrency), every group served;
+ *   - a call still queued when its group goes is never made. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -539,10 +540,41 @@ static bool all_asked(void *arg)
 {
 	struct group_rt *const *gs = arg;
 
-	for (int i = 0; i < N_BOUNDED; i++)
+	for (int i = 0; gs[i]; i++)
 		if (!gs[i]->job)
 			return false;
 	return true;
+}
+
+/* Loads `n` groups g0, g1 ... on the fake driver, limited to `limit`
+ * calls at once, each on a pool of 2 members at 50 % (no action). */
+static void load_many(struct fixture *fx, int n, int limit)
+{
+	struct config_errors errs = {0};
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/autoscaled.conf", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"agent = { interval = \"15s\"; state_directory = \"%s\"; driver_concurrency = { fake = %d; }; };\n"
+		"groups = (\n",
+		dir, limit);
+	for (int i = 0; i < n; i++)
+		fprintf(f,
+			"  { name = \"g%d\"; driver = \"fake\"; min = 1; max = 10;\n"
+			"    signals = ( { name = \"cpu\"; source = \"fake_cpu\"; type = \"utilization\"; target = 50;"
+			" poll_interval = \"15s\"; staleness = \"1h\"; } ); }%s\n",
+			i, i < n - 1 ? "," : "");
+	fprintf(f, ");\n");
+	fclose(f);
+	assert_int_equal(config_load(path, &fx->c, &errs), 0);
+	fx->ctx = (struct group_ctx){.event = event, .agent_conf = &fx->c->agent};
+	pthread_mutex_lock(&fake_lock);
+	fake.size = 2;
+	fake.load = 100;
+	pthread_mutex_unlock(&fake_lock);
 }
 
 /* Twelve groups on one driver that agent.driver_concurrency limits to 3
@@ -552,34 +584,13 @@ static bool all_asked(void *arg)
 static void test_driver_calls_bounded(void **state)
 {
 	struct fixture *fx = *state;
-	struct group_rt *gs[N_BOUNDED];
+	struct group_rt *gs[N_BOUNDED + 1] = {0};
 	struct workers_stats st;
-	struct config_errors errs = {0};
-	char path[128];
-	FILE *f;
 	int want;
 
-	snprintf(path, sizeof(path), "%s/autoscaled.conf", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "agent = { interval = \"15s\"; state_directory = \"%s\"; driver_concurrency = { fake = 3; }; };\n"
-		   "groups = (\n", dir);
-	for (int i = 0; i < N_BOUNDED; i++)
-		fprintf(f,
-			"  { name = \"g%d\"; driver = \"fake\"; min = 1; max = 10;\n"
-			"    signals = ( { name = \"cpu\"; source = \"fake_cpu\"; type = \"utilization\"; target = 50;"
-			" poll_interval = \"15s\"; staleness = \"1h\"; } ); }%s\n",
-			i, i < N_BOUNDED - 1 ? "," : "");
-	fprintf(f, ");\n");
-	fclose(f);
-	assert_int_equal(config_load(path, &fx->c, &errs), 0);
+	load_many(fx, N_BOUNDED, 3);
 	assert_int_equal(job_driver_limit(&fx->c->agent, "fake"), 3);
-	fx->ctx = (struct group_ctx){.event = event, .agent_conf = &fx->c->agent};
-	pthread_mutex_lock(&fake_lock);
-	fake.size = 2;
-	fake.load = 100;
-	fake.hold_observe = true;
-	pthread_mutex_unlock(&fake_lock);
+	fake_set_bool(&fake.hold_observe, true);
 	for (int i = 0; i < N_BOUNDED; i++)
 		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
 	for (int i = 0; i < N_BOUNDED; i++)
@@ -615,6 +626,50 @@ static void test_driver_calls_bounded(void **state)
 	/* The one-call-per-group rule, which teardown checks, is not what
 	 * this case is about. */
 	fake_set(&fake.max_busy, 1);
+}
+
+/* A group that goes away (a reload removes it, or the daemon stops) while
+ * its call waits in the driver's queue: the call is never made, and the
+ * group's handle is closed at once, as for a group with no call; a group
+ * of that name added again has no call to wait for. */
+static void test_queued_call_cancelled(void **state)
+{
+	struct fixture *fx = *state;
+	struct group_rt *gs[3] = {0}, *queued = NULL, *running = NULL;
+	int want = 1, closed, id;
+
+	load_many(fx, 2, 1);
+	fake_set_bool(&fake.hold_observe, true);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
+	for (int i = 0; i < 2; i++)
+		group_rt_start(gs[i]);
+	assert_true(run_until(observes_held, &want));
+	assert_true(run_until(all_asked, gs));
+	for (int i = 0; i < 2; i++) {
+		if (gs[i]->job->task.queued)
+			queued = gs[i];
+		else
+			running = gs[i];
+	}
+	assert_non_null(queued);
+	assert_non_null(running);
+	id = queued->handle->id;
+	closed = FAKE(n_close);
+	group_rt_stop(queued);
+	group_rt_free(queued);
+	assert_int_equal(FAKE(n_close), closed + 1);
+	assert_false(job_orphan_running(queued == gs[0] ? "g0" : "g1"));
+
+	pthread_mutex_lock(&fake_lock);
+	fake.observe_releases++;
+	pthread_cond_broadcast(&fake_cond);
+	pthread_mutex_unlock(&fake_lock);
+	assert_true(run_until(idle, running));
+	assert_int_equal(FAKE(n_observe), 1);
+	assert_int_equal(FAKE(observe_on[id]), 0);
+	group_rt_stop(running);
+	group_rt_free(running);
 }
 
 static void test_scale_out_completes(void **state)
@@ -1000,6 +1055,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_new_handle_adopts_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_same_handle_adopts_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_calls_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queued_call_cancelled, setup, teardown),
 	};
 	int r;
 

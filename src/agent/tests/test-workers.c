@@ -11,7 +11,8 @@
  *   - a pool whose calls are stuck does not hold up another pool's calls;
  *   - a queued call can be cancelled, a running one cannot;
  *   - idle threads end, and a later call starts a thread again;
- *   - a lowered limit holds for the calls that follow. */
+ *   - a lowered limit holds for the calls that follow, also when the
+ *     threads above it are idle. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -298,6 +299,39 @@ static void test_lowered_limit(void **state)
 	workers_free(w);
 }
 
+/* Idle threads above a lowered limit take no more calls (a reload that
+ * lowers agent.driver_concurrency between two cycles). */
+static void test_lowered_limit_idle(void **state)
+{
+	struct workers *w;
+	struct workers_stats st;
+
+	(void)state;
+	assert_int_equal(workers_new("test", 3, 60000, &w), 0);
+	for (int i = 0; i < 3; i++)
+		submit(w, i, true);
+	wait_for(&drv.held, 3);
+	release(3);
+	wait_for(&drv.n_done, 3);
+	workers_stats(w, &st);
+	assert_int_equal(st.threads, 3);
+	pthread_mutex_lock(&drv_lock);
+	drv.max_busy = 0;
+	pthread_mutex_unlock(&drv_lock);
+	workers_set_limit(w, 1);
+	for (int i = 3; i < 13; i++)
+		submit(w, i, true);
+	wait_for(&drv.held, 1);
+	wait_threads_at_most(w, 1);
+	workers_stats(w, &st);
+	assert_int_equal(st.running, 1);
+	assert_int_equal(st.queued, 9);
+	release(10);
+	wait_for(&drv.n_done, 13);
+	assert_int_equal(drv_get(&drv.max_busy), 1);
+	workers_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +341,7 @@ int main(void)
 		cmocka_unit_test_setup(test_cancel_queued_only, setup),
 		cmocka_unit_test_setup(test_idle_threads_end, setup),
 		cmocka_unit_test_setup(test_lowered_limit, setup),
+		cmocka_unit_test_setup(test_lowered_limit_idle, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
