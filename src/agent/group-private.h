@@ -67,7 +67,8 @@ struct job {
 	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
 	size_t n_ids;
 	int from;                /* scale: the count when the action was decided */
-	int64_t started_ms;      /* monotonic */
+	int64_t started_ms;      /* monotonic, when it was queued (an action's start) */
+	int64_t called_ms;       /* monotonic, when its worker called the driver */
 	int write_fd;
 	/* Results, written by the worker thread. */
 	int r;

@@ -200,6 +200,8 @@ static void job_run(struct workers_task *t)
 	/* What the driver says about a failure reaches the decision record
 	 * through the job, which this thread owns until it is posted back. */
 	driver_capture_begin(j->driver_msg, sizeof(j->driver_msg));
+	/* The call's own time, without its wait in the queue. */
+	j->called_ms = clock_mono_ms();
 	switch (j->kind) {
 	case JOB_OBSERVE:
 		j->r = j->drv->observe(j->handle, job_collect_instance, j->want_samples ? job_collect_sample : NULL, j,
