@@ -1,8 +1,13 @@
 /* cloud-observe: how long one full observe cycle of many cloud groups takes
- * when each group is observed on its own thread, as the daemon's host does.
+ * when each group is observed on its own thread, or on the daemon's bounded
+ * pool of driver calls (src/agent/workers.c) with --pool.
  *
- *   cloud-observe DRIVER GROUPS key=value...   (loaded from $AUTOSCALED_DRIVER_DIR)
+ *   cloud-observe [--pool LIMIT] DRIVER GROUPS key=value...
+ *       (loaded from $AUTOSCALED_DRIVER_DIR)
  *
+ * With --pool, every group's observe is queued at once on one pool of
+ * LIMIT threads, as the daemon queues one cycle's calls of one driver;
+ * LIMIT 0 is the daemon's default for the driver (job_default_limit()).
  * "%d" in an option value becomes the group's index. Opens GROUPS handles,
  * then runs two cycles: cold (tokens fetched, connections opened) and warm.
  * Prints one JSON line with the wall time of each cycle. */
@@ -16,11 +21,14 @@
 
 #include "autoscaled/driver.h"
 #include "agent/driver.h"
+#include "agent/group-private.h"
+#include "agent/workers.h"
 
 #define MAX_GROUPS 2000
 #define MAX_OPTS 32
 
 struct group {
+	struct workers_task task;
 	struct autoscaled_host host;
 	char name[32];
 	struct autoscaled_driver_instance *h;
@@ -70,9 +78,53 @@ static void *observe_one(void *arg)
 	return NULL;
 }
 
+/* --pool: the pool, and how many of its calls have ended. */
+static struct workers *pool;
+static pthread_mutex_t done_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER;
+static int n_done;
+
+static void observe_task(struct workers_task *t)
+{
+	struct group *g = (struct group *)t;
+	struct autoscaled_observation obs;
+
+	g->instances = 0;
+	g->rc = drv->observe(g->h, count, NULL, &g->instances, &obs);
+	pthread_mutex_lock(&done_lock);
+	n_done++;
+	pthread_cond_signal(&done_cond);
+	pthread_mutex_unlock(&done_lock);
+}
+
+static double pool_cycle(struct group *groups, int n)
+{
+	double start = now_ms();
+
+	n_done = 0;
+	for (int i = 0; i < n; i++) {
+		groups[i].task.run = observe_task;
+		if (workers_submit(pool, &groups[i].task) < 0)
+			exit(2);
+	}
+	pthread_mutex_lock(&done_lock);
+	while (n_done < n)
+		pthread_cond_wait(&done_cond, &done_lock);
+	pthread_mutex_unlock(&done_lock);
+	return now_ms() - start;
+}
+
 static double cycle(struct group *groups, int n, int *errors)
 {
 	double start;
+
+	if (pool) {
+		start = pool_cycle(groups, n);
+		*errors = 0;
+		for (int i = 0; i < n; i++)
+			*errors += groups[i].rc != 0;
+		return start;
+	}
 
 	pthread_barrier_init(&barrier, NULL, (unsigned)n + 1);
 	for (int i = 0; i < n; i++)
@@ -96,11 +148,17 @@ int main(int argc, char **argv)
 	const struct driver *loaded;
 	char err[1024];
 	struct group *groups;
-	int n, n_opts = argc - 3, cold_err, warm_err, total = 0;
+	int n, n_opts, cold_err, warm_err, total = 0, limit = -1;
 	double cold, warm;
 
-	if (argc < 3 || (n = atoi(argv[2])) < 1 || n > MAX_GROUPS || n_opts > MAX_OPTS) {
-		fprintf(stderr, "usage: cloud-observe DRIVER GROUPS key=value...\n");
+	if (argc > 2 && strcmp(argv[1], "--pool") == 0) {
+		limit = atoi(argv[2]);
+		argc -= 2;
+		argv += 2;
+	}
+	n_opts = argc - 3;
+	if (limit < -1 || argc < 3 || (n = atoi(argv[2])) < 1 || n > MAX_GROUPS || n_opts > MAX_OPTS) {
+		fprintf(stderr, "usage: cloud-observe [--pool LIMIT] DRIVER GROUPS key=value...\n");
 		return 2;
 	}
 	if (driver_load(argv[1], NULL, &loaded, err, sizeof(err)) < 0) {
@@ -108,6 +166,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	drv = loaded->ops;
+	if (limit >= 0) {
+		if (limit == 0)
+			limit = job_default_limit(argv[1]);
+		if (workers_new(argv[1], limit, 60000, &pool) < 0)
+			return 2;
+	}
 	groups = calloc((size_t)n, sizeof(*groups));
 	if (!groups)
 		return 2;
@@ -145,8 +209,10 @@ int main(int argc, char **argv)
 		total += groups[i].instances;
 		drv->close(groups[i].h);
 	}
-	printf("{\"driver\":\"%s\",\"groups\":%d,\"instances\":%d,\"cold_cycle_ms\":%.0f,\"warm_cycle_ms\":%.0f,"
-	       "\"errors\":%d}\n", drv->name, n, total, cold, warm, cold_err + warm_err);
+	printf("{\"driver\":\"%s\",\"groups\":%d,\"pool\":%d,\"instances\":%d,\"cold_cycle_ms\":%.0f,"
+	       "\"warm_cycle_ms\":%.0f,\"errors\":%d}\n",
+	       drv->name, n, pool ? limit : 0, total, cold, warm, cold_err + warm_err);
+	workers_free(pool);
 	free(groups);
 	return cold_err + warm_err ? 1 : 0;
 }

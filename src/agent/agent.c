@@ -26,6 +26,7 @@
 #include "base/clock.h"
 #include "config/config.h"
 #include "agent/group.h"
+#include "agent/state-writer.h"
 #include "sources/http.h"
 #include "log/log.h"
 #include "log/log-ids.h"
@@ -601,6 +602,8 @@ int agent_run(const struct agent_options *opts)
 out:
 	admin_free(a.admin);
 	free_groups(a.groups, a.n_groups);
+	/* A clean stop leaves every state file as the groups last saw it. */
+	state_writer_flush();
 	a.ready_timer = sd_event_source_disable_unref(a.ready_timer);
 	notifier_free(a.notifier);
 	metrics_free(a.metrics);

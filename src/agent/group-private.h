@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "engine/forecast.h"
 #include "agent/group.h"
+#include "agent/workers.h"
 #include "state/state.h"
 #include "engine/window.h"
 
@@ -45,6 +46,8 @@ struct driver_sample {
 };
 
 struct job {
+	struct workers_task task; /* in its driver's pool (job.c) */
+	struct workers *pool;     /* that pool, once queued */
 	enum job_kind kind;
 	struct group_rt *g;      /* NULL once the group is gone: drop the result */
 	const struct autoscaled_driver *drv;
@@ -64,7 +67,8 @@ struct job {
 	char **ids;              /* scale-in: the drained victims, or NULL for the driver's choice */
 	size_t n_ids;
 	int from;                /* scale: the count when the action was decided */
-	int64_t started_ms;      /* monotonic */
+	int64_t started_ms;      /* monotonic, when it was queued (an action's start) */
+	int64_t called_ms;       /* monotonic, when its worker called the driver */
 	int write_fd;
 	/* Results, written by the worker thread. */
 	int r;
@@ -121,6 +125,7 @@ struct group_rt {
 	struct group_state saved; /* what the state file holds */
 	enum state_origin origin;
 	bool save_failed;
+	bool save_retry;          /* the writer failed to write the newest save: write it again */
 	struct admin_ring ring;   /* recent decision records for the admin API */
 	const char *override;     /* "paused", "pinned" or NULL, of the last decision */
 	struct drain *drain;      /* pre-scale-in hooks running */
@@ -162,9 +167,18 @@ struct group_rt {
  * job afterwards). Returns 0 or a negative errno. */
 typedef void (*job_done_fn)(struct job *j);
 int job_pipe_init(sd_event *event, job_done_fn done);
-/* Runs `j` on a worker thread for `g` and makes it g's job; a failure is
- * logged and leaves `j` to the caller. */
+/* Queues `j` on the pool of g's driver and makes it g's job; a failure is
+ * logged and leaves `j` to the caller. Calls of one driver start in the
+ * order they were queued, at most the driver's limit at once. */
 int job_start(struct group_rt *g, struct job *j);
+/* How many calls of `driver` run at once: agent.driver_concurrency's value
+ * for it in `a` (may be NULL), else job_default_limit(). */
+int job_driver_limit(const struct agent_conf *a, const char *driver);
+int job_default_limit(const char *driver);
+/* Takes a job whose group is going away off its pool's queue when it has
+ * not started, and frees it (closing the handle it owns, as for an
+ * orphan's call that has ended); returns false when it runs already. */
+bool job_cancel(struct job *j);
 /* Frees a job and its results (NULL is fine). */
 void job_free(struct job *j);
 /* A job whose group is gone (a reload removed it) runs on; it is kept
@@ -179,7 +193,8 @@ struct job *job_claim_orphan(const char *group);
 
 /* group.c. A finished job of a group that still exists: job.c's `done`. */
 void group_job_done(struct job *j);
-/* Writes the state file when the state changed; see group.c. */
+/* Writes the state file when the state changed, and waits for it to be
+ * written; see group.c. */
 void group_save(struct group_rt *g);
 
 /* group.c, scale actions, all on the loop's thread. T is monotonic time

@@ -12,6 +12,7 @@
  * finished one back through group_job_done(). */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "log/log-ids.h"
 #include "admin/metrics.h"
 #include "agent/notify.h"
+#include "agent/state-writer.h"
 #include "sources/source.h"
 
 /* --------------------------------------------------------------- driver */
@@ -277,28 +279,82 @@ static void take_observation(struct group_rt *g, struct job *j, struct clock_now
 	g->observed = true;
 }
 
-/* Writes the state file when the state changed. A failure is logged once
- * (and counted) until a write succeeds again: the daemon keeps running on
- * its in-memory state. */
-void group_save(struct group_rt *g)
+static void save_failed(struct group_rt *g, const char *dir, int r)
 {
-	const char *dir = g->ctx->agent_conf->state_directory;
-	int r;
+	if (!g->save_failed)
+		log_group_errno(LOG_ERR, g->gc->name, r, "state: cannot write the state file in '%s'", dir);
+	g->save_failed = true;
+	metrics_record_error(g->ctx->metrics, g->gc->name, "state");
+}
 
-	if (memcmp(&g->st, &g->saved, sizeof(g->st)) == 0)
-		return;
-	r = state_save(dir, g->gc->name, &g->st, clock_now());
-	if (r < 0) {
-		if (!g->save_failed)
-			log_group_errno(LOG_ERR, g->gc->name, r, "state: cannot write the state file in '%s'", dir);
-		g->save_failed = true;
-		metrics_record_error(g->ctx->metrics, g->gc->name, "state");
-		return;
-	}
+static void save_ok(struct group_rt *g)
+{
 	if (g->save_failed)
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "state: the state file is written again");
 	g->save_failed = false;
+}
+
+/* Writes the state file when the state changed, through the state writer
+ * (state-writer.h): at once when `wait`, else in the writer's turn. A
+ * failure is logged once (and counted) until a write succeeds again, and
+ * the write is retried at the next save: the daemon keeps running on its
+ * in-memory state. A failure of the writer's is learnt at the next save. */
+static void save_state(struct group_rt *g, bool wait)
+{
+	const char *dir = g->ctx->agent_conf->state_directory;
+	char path[PATH_MAX], name[PATH_MAX];
+	char *text;
+	cJSON *j;
+	int64_t r;
+
+	r = state_path(dir, g->gc->name, path, sizeof(path));
+	if (r == 0 && snprintf(name, sizeof(name), "%s.state", g->gc->name) >= (int)sizeof(name))
+		r = -ENAMETOOLONG;
+	if (r < 0) {
+		if (memcmp(&g->st, &g->saved, sizeof(g->st)) != 0)
+			save_failed(g, dir, (int)r);
+		return;
+	}
+	r = state_writer_status(path);
+	if (r < 0) {
+		save_failed(g, dir, (int)r);
+		g->save_retry = true;
+	} else if (r == 0 && !g->save_retry) {
+		save_ok(g);
+	}
+	if (!g->save_retry && memcmp(&g->st, &g->saved, sizeof(g->st)) == 0)
+		return;
+	j = state_to_json(&g->st, g->gc->name, clock_now());
+	text = j ? cJSON_Print(j) : NULL;
+	cJSON_Delete(j);
+	if (!text)
+		r = -ENOMEM;
+	else if (wait)
+		r = state_writer_save_now(dir, path, name, text);
+	else
+		r = state_writer_save(dir, path, name, text);
+	if (r < 0) {
+		save_failed(g, dir, (int)r);
+		g->save_retry = true;
+		return;
+	}
+	if (wait)
+		save_ok(g);
+	g->save_retry = false;
 	g->saved = g->st;
+}
+
+void group_save(struct group_rt *g)
+{
+	save_state(g, true);
+}
+
+/* As group_save(), in the writer's turn: the evaluations' saves, which
+ * are most of them (the engine's windows change at every evaluation) and
+ * which no action depends on. */
+static void group_save_later(struct group_rt *g)
+{
+	save_state(g, false);
 }
 
 /* Which way the signals, rules and smoothing steps push the count (steps 1
@@ -571,7 +627,7 @@ static void group_evaluate(struct group_rt *g)
 				});
 	if (d.action == DIR_NONE || dry || g->job || g->drain) {
 		admin_ring_push(&g->ring, json);
-		group_save(g);
+		group_save_later(g);
 		return;
 	}
 
@@ -655,7 +711,7 @@ void group_job_done(struct job *j)
 	static const char *const op[] = {"observe", "set_capacity", "remove_instances", "open"};
 
 	metrics_record_driver_call(g->ctx->metrics, g->gc->name, op[j->kind],
-				   (double)(t.mono_ms - j->started_ms) / 1000.0);
+				   (double)(t.mono_ms - j->called_ms) / 1000.0);
 	if (j->close_when_done) {
 		inherited_job_done(g, j, t);
 		return;
@@ -942,6 +998,12 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	 * group that a reload rebuilds takes the old runtime's state instead
 	 * (group_rt_adopt). */
 	if (!old) {
+		char path[PATH_MAX];
+
+		/* A group of this name that a reload removed may still have a
+		 * save on its way to the file. */
+		if (state_path(ctx->agent_conf->state_directory, gc->name, path, sizeof(path)) == 0)
+			state_writer_sync(path);
 		g->origin = state_load(ctx->agent_conf->state_directory, gc, clock_now(), &g->st);
 		if (g->origin == STATE_RESTORED)
 			log_group(LOG_INFO, gc->name, NULL, NULL,
@@ -1184,6 +1246,10 @@ void group_rt_free(struct group_rt *g)
 	for (size_t i = 0; i < g->n_signals; i++)
 		free(g->signals[i].fc);
 	free(g->signals);
+	/* A call that has not started is not started for a group that is
+	 * gone (a reload removed it, or the daemon stops). */
+	if (g->job && job_cancel(g->job))
+		g->job = NULL;
 	if (g->job) {
 		struct job *j = g->job;
 

@@ -127,6 +127,9 @@ void config_free(struct config *c)
 	free(c->agent.admin_group);
 	free(c->agent.metrics_listen);
 	free(c->agent.driver_directory);
+	for (size_t i = 0; i < c->agent.n_driver_concurrency; i++)
+		free(c->agent.driver_concurrency[i].driver);
+	free(c->agent.driver_concurrency);
 	cfg_notify_clear(&c->agent.notify);
 	for (size_t i = 0; i < c->n_files; i++)
 		free(c->files[i]);

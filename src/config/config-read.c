@@ -17,6 +17,8 @@
  *   'metrics_listen' must be HOST:PORT, such as "127.0.0.1:9851", not 'VALUE'
  *   'status_page' needs 'metrics_listen' on a loopback address (127.0.0.1, [::1] or localhost), not 'VALUE'
  *   more than 100000 groups
+ *   'driver_concurrency' of 'DRIVER' must be an integer between 1 and 4096, not VALUE
+ *   invalid driver name 'NAME' in 'driver_concurrency' (...)
  */
 #include <errno.h>
 #include <glib.h>
@@ -55,7 +57,7 @@ static const char *const top_keys[] = { "agent", "groups" };
 
 static const char *const agent_keys[] = {
 	"interval", "state_directory", "admin_socket", "admin_group", "metrics_listen", "driver_directory", "dry_run",
-	"notifications", "hooks", "status_page",
+	"notifications", "hooks", "status_page", "driver_concurrency",
 };
 
 static const char *const group_keys[] = {
@@ -113,6 +115,8 @@ static void empty_is_null(char **s)
 	}
 }
 
+static void read_driver_concurrency(struct config_ctx *x, const config_setting_t *s, struct agent_conf *a);
+
 static void read_agent(struct config_ctx *x, const config_setting_t *s)
 {
 	struct agent_conf *a = &x->c->agent;
@@ -147,6 +151,7 @@ static void read_agent(struct config_ctx *x, const config_setting_t *s)
 			  "not '%s'",
 			  a->metrics_listen ? a->metrics_listen : "");
 	cfg_read_notify(x, s, &a->notify, NULL);
+	read_driver_concurrency(x, s, a);
 }
 
 static void agent_defaults(struct config_ctx *x)
@@ -174,6 +179,53 @@ static bool driver_name_valid(const char *name)
 	size_t len = strlen(name);
 
 	return len > 0 && len <= 64 && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == len;
+}
+
+/* driver_concurrency = { libvirt = 2; "gce-mig" = 100; }: a driver's name
+ * and how many of its calls may run at once. */
+static void read_driver_concurrency(struct config_ctx *x, const config_setting_t *s, struct agent_conf *a)
+{
+	const config_setting_t *g = cfg_get_group(x, s, "driver_concurrency");
+	size_t n;
+
+	if (!g)
+		return;
+	n = (size_t)config_setting_length(g);
+	a->driver_concurrency = calloc(n ? n : 1, sizeof(*a->driver_concurrency));
+	if (!a->driver_concurrency) {
+		x->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const config_setting_t *m = config_setting_get_elem(g, (unsigned)i);
+		const char *name = config_setting_name(m);
+		long long v;
+
+		if (!driver_name_valid(name)) {
+			cfg_error(x, m,
+				  "invalid driver name '%s' in 'driver_concurrency' (a plugin's file name: 1 to 64 letters "
+				  "a-z, digits, '_' or '-')",
+				  name);
+			continue;
+		}
+		if (config_setting_type(m) != CONFIG_TYPE_INT && config_setting_type(m) != CONFIG_TYPE_INT64) {
+			cfg_error(x, m, "'driver_concurrency' of '%s' must be an integer between 1 and %d", name,
+				  CONFIG_MAX_DRIVER_CONCURRENCY);
+			continue;
+		}
+		v = config_setting_get_int64(m);
+		if (v < 1 || v > CONFIG_MAX_DRIVER_CONCURRENCY) {
+			cfg_error(x, m, "'driver_concurrency' of '%s' must be an integer between 1 and %d, not %lld", name,
+				  CONFIG_MAX_DRIVER_CONCURRENCY, v);
+			continue;
+		}
+		a->driver_concurrency[a->n_driver_concurrency].driver = strdup(name);
+		if (!a->driver_concurrency[a->n_driver_concurrency].driver) {
+			x->oom = true;
+			return;
+		}
+		a->driver_concurrency[a->n_driver_concurrency++].limit = (int)v;
+	}
 }
 
 static void unknown_name(struct config_ctx *x, const config_setting_t *m, const char *what, const char *name,

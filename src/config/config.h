@@ -27,6 +27,7 @@
 #define CONFIG_MAX_STABILIZATION_MS (3600 * MS_PER_SEC)
 #define CONFIG_MAX_COUNT 100000     /* instances in a group: min, max, default */
 #define CONFIG_MAX_OPTIONS 64       /* keys in driver_options or source_options */
+#define CONFIG_MAX_DRIVER_CONCURRENCY 4096 /* calls of one driver at once */
 
 enum signal_type {
 	SIGNAL_UTILIZATION, /* per-instance mean, e.g. CPU %: r = ceil(ready * value / target) */
@@ -286,6 +287,12 @@ struct group_conf {
 	int line;
 };
 
+/* agent.driver_concurrency: how many calls of one driver run at once. */
+struct driver_limit {
+	char *driver;
+	int limit;                 /* 1 to CONFIG_MAX_DRIVER_CONCURRENCY */
+};
+
 struct agent_conf {
 	int64_t interval_ms;       /* default 15 s */
 	char *state_directory;     /* default AUTOSCALED_STATE_DIRECTORY (configure), /var/lib/autoscaled */
@@ -296,6 +303,9 @@ struct agent_conf {
 	char *driver_directory;    /* NULL = built-in default or AUTOSCALED_DRIVER_DIR */
 	bool dry_run;
 	struct notify_conf notify; /* the defaults of every group */
+	/* Limits that replace the daemon's defaults, per driver named. */
+	struct driver_limit *driver_concurrency;
+	size_t n_driver_concurrency;
 };
 
 struct config {

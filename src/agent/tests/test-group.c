@@ -29,7 +29,10 @@
  *     (changed driver options) the group opens it only once the call has
  *     ended and closes the old one after; with the same options it takes
  *     the handle over. Either way: one set_capacity, never two calls at
- *     once. */
+ *     once;
+ *   - many groups on one driver: never more calls at once than the
+ *     driver's limit (agent.driver_concurrency), every group served;
+ *   - a call still queued when its group goes is never made. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -47,6 +50,7 @@
 #include "config/config.h"
 #include "agent/driver.h"
 #include "agent/group-private.h"
+#include "agent/state-writer.h"
 #include "state/state.h"
 
 /* ------------------------------------------------------------ the clock */
@@ -118,6 +122,9 @@ static struct fake {
 	int last_remove;
 	size_t last_remove_ids;
 	int busy, max_busy; /* calls running at once */
+	bool hold_observe;  /* observations wait for an observe release */
+	int observe_releases;
+	int observe_held;   /* observations waiting now */
 } fake;
 
 /* Between cases, when no call runs. */
@@ -190,6 +197,14 @@ static int fake_observe(struct autoscaled_driver_instance *h, autoscaled_instanc
 
 	pthread_mutex_lock(&fake_lock);
 	call_begin();
+	if (fake.hold_observe) {
+		fake.observe_held++;
+		pthread_cond_broadcast(&fake_cond);
+		while (fake.observe_releases == 0)
+			pthread_cond_wait(&fake_cond, &fake_lock);
+		fake.observe_releases--;
+		fake.observe_held--;
+	}
 	fake.n_observe++;
 	fake.observe_on[h->id <= FAKE_MAX_HANDLES ? h->id : 0]++;
 	if (sample)
@@ -477,6 +492,9 @@ static int teardown(void **state)
 	}
 	config_free(fx->c);
 	assert_int_equal(FAKE(max_busy), 1);
+	/* As the daemon does when it stops: the evaluations' saves land
+	 * before the directory goes. */
+	state_writer_flush();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -505,6 +523,154 @@ static const struct decision *start(struct fixture *fx, int size, int cpu)
 }
 
 /* ---------------------------------------------------------------- cases */
+
+#define N_BOUNDED 12
+
+static bool observes_held(void *arg)
+{
+	return FAKE(observe_held) == *(const int *)arg;
+}
+
+static bool observed(void *arg)
+{
+	return FAKE(n_observe) == *(const int *)arg;
+}
+
+static bool all_asked(void *arg)
+{
+	struct group_rt *const *gs = arg;
+
+	for (int i = 0; gs[i]; i++)
+		if (!gs[i]->job)
+			return false;
+	return true;
+}
+
+/* Loads `n` groups g0, g1 ... on the fake driver, limited to `limit`
+ * calls at once, each on a pool of 2 members at 50 % (no action). */
+static void load_many(struct fixture *fx, int n, int limit)
+{
+	struct config_errors errs = {0};
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/autoscaled.conf", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"agent = { interval = \"15s\"; state_directory = \"%s\"; driver_concurrency = { fake = %d; }; };\n"
+		"groups = (\n",
+		dir, limit);
+	for (int i = 0; i < n; i++)
+		fprintf(f,
+			"  { name = \"g%d\"; driver = \"fake\"; min = 1; max = 10;\n"
+			"    signals = ( { name = \"cpu\"; source = \"fake_cpu\"; type = \"utilization\"; target = 50;"
+			" poll_interval = \"15s\"; staleness = \"1h\"; } ); }%s\n",
+			i, i < n - 1 ? "," : "");
+	fprintf(f, ");\n");
+	fclose(f);
+	assert_int_equal(config_load(path, &fx->c, &errs), 0);
+	fx->ctx = (struct group_ctx){.event = event, .agent_conf = &fx->c->agent};
+	pthread_mutex_lock(&fake_lock);
+	fake.size = 2;
+	fake.load = 100;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+/* Twelve groups on one driver that agent.driver_concurrency limits to 3
+ * calls at once: three observations run, the nine others wait in the
+ * driver's queue, and as each call ends the next group's starts; never
+ * more than three at once, and every group gets its turn. */
+static void test_driver_calls_bounded(void **state)
+{
+	struct fixture *fx = *state;
+	struct group_rt *gs[N_BOUNDED + 1] = {0};
+	struct workers_stats st;
+	int want;
+
+	load_many(fx, N_BOUNDED, 3);
+	assert_int_equal(job_driver_limit(&fx->c->agent, "fake"), 3);
+	fake_set_bool(&fake.hold_observe, true);
+	for (int i = 0; i < N_BOUNDED; i++)
+		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
+	for (int i = 0; i < N_BOUNDED; i++)
+		group_rt_start(gs[i]);
+
+	want = 3;
+	assert_true(run_until(observes_held, &want));
+	/* Every group asks (its job is queued), three calls run. */
+	assert_true(run_until(all_asked, gs));
+	workers_stats(gs[0]->job->pool, &st);
+	assert_int_equal(st.running, 3);
+	assert_int_equal(st.queued, N_BOUNDED - 3);
+	assert_true(st.threads <= 3);
+
+	/* One call ends at a time: the next queued group's starts. */
+	for (int k = 1; k <= N_BOUNDED; k++) {
+		pthread_mutex_lock(&fake_lock);
+		fake.observe_releases++;
+		pthread_cond_broadcast(&fake_cond);
+		pthread_mutex_unlock(&fake_lock);
+		assert_true(run_until(observed, &k));
+		want = N_BOUNDED - k < 3 ? N_BOUNDED - k : 3;
+		assert_true(run_until(observes_held, &want));
+	}
+	for (int i = 0; i < N_BOUNDED; i++)
+		assert_true(run_until(idle, gs[i]));
+	assert_int_equal(FAKE(max_busy), 3);
+	assert_int_equal(FAKE(n_observe), N_BOUNDED);
+	for (int i = 0; i < N_BOUNDED; i++) {
+		group_rt_stop(gs[i]);
+		group_rt_free(gs[i]);
+	}
+	/* The one-call-per-group rule, which teardown checks, is not what
+	 * this case is about. */
+	fake_set(&fake.max_busy, 1);
+}
+
+/* A group that goes away (a reload removes it, or the daemon stops) while
+ * its call waits in the driver's queue: the call is never made, and the
+ * group's handle is closed at once, as for a group with no call; a group
+ * of that name added again has no call to wait for. */
+static void test_queued_call_cancelled(void **state)
+{
+	struct fixture *fx = *state;
+	struct group_rt *gs[3] = {0}, *queued = NULL, *running = NULL;
+	int want = 1, closed, id;
+
+	load_many(fx, 2, 1);
+	fake_set_bool(&fake.hold_observe, true);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
+	for (int i = 0; i < 2; i++)
+		group_rt_start(gs[i]);
+	assert_true(run_until(observes_held, &want));
+	assert_true(run_until(all_asked, gs));
+	for (int i = 0; i < 2; i++) {
+		if (gs[i]->job->task.queued)
+			queued = gs[i];
+		else
+			running = gs[i];
+	}
+	assert_non_null(queued);
+	assert_non_null(running);
+	id = queued->handle->id;
+	closed = FAKE(n_close);
+	group_rt_stop(queued);
+	group_rt_free(queued);
+	assert_int_equal(FAKE(n_close), closed + 1);
+	assert_false(job_orphan_running(queued == gs[0] ? "g0" : "g1"));
+
+	pthread_mutex_lock(&fake_lock);
+	fake.observe_releases++;
+	pthread_cond_broadcast(&fake_cond);
+	pthread_mutex_unlock(&fake_lock);
+	assert_true(run_until(idle, running));
+	assert_int_equal(FAKE(n_observe), 1);
+	assert_int_equal(FAKE(observe_on[id]), 0);
+	group_rt_stop(running);
+	group_rt_free(running);
+}
 
 static void test_scale_out_completes(void **state)
 {
@@ -888,6 +1054,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restored_action_expires, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_new_handle_adopts_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_same_handle_adopts_call, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_driver_calls_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queued_call_cancelled, setup, teardown),
 	};
 	int r;
 

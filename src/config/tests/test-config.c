@@ -236,6 +236,16 @@ static void test_out_of_range(void **state)
 		      "main.conf:1: 'interval' must be between 1s and 3600s, not 500ms",
 		      "main.conf:1: 'admin_socket' must be an absolute path, not 'admin.sock'",
 		      "main.conf:1: 'metrics_listen' must be HOST:PORT, such as \"127.0.0.1:9851\", not 'localhost'", NULL);
+	expect_errors("agent = {\n  driver_concurrency = {\n    libvirt = 0;\n    gce-mig = 5000;\n    azure-vmss = \"8\";\n"
+		      "    Libvirt = 2;\n  };\n};\n",
+		      "main.conf:3: 'driver_concurrency' of 'libvirt' must be an integer between 1 and 4096, not 0",
+		      "main.conf:4: 'driver_concurrency' of 'gce-mig' must be an integer between 1 and 4096, not 5000",
+		      "main.conf:5: 'driver_concurrency' of 'azure-vmss' must be an integer between 1 and 4096",
+		      "main.conf:6: invalid driver name 'Libvirt' in 'driver_concurrency' (a plugin's file name: 1 to 64 "
+		      "letters a-z, digits, '_' or '-')",
+		      NULL);
+	expect_errors("agent = { driver_concurrency = 4; };\n", "main.conf:1: 'driver_concurrency' must be a group { ... }",
+		      NULL);
 	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\"; target = 60;\n"
 				 "    poll_interval = \"15s\";\n    staleness = \"5s\";\n    timeout = \"20s\";\n  } );\n" GROUP_TAIL,
 		      "main.conf:8: 'staleness' (5s) must be at least 'poll_interval' (15s)",
@@ -1075,6 +1085,16 @@ static void test_defaults(void **state)
 	assert_null(c->agent.metrics_listen);
 	assert_int_equal(c->agent.interval_ms, 1500);
 	assert_int_equal(c->groups[0].interval_ms, 1500);
+	assert_int_equal(c->agent.n_driver_concurrency, 0);
+	config_free(c);
+
+	/* Limits per driver, by the driver's name. */
+	c = load_ok("agent = { driver_concurrency = { libvirt = 2; gce-mig = 300; }; };\n");
+	assert_int_equal(c->agent.n_driver_concurrency, 2);
+	assert_string_equal(c->agent.driver_concurrency[0].driver, "libvirt");
+	assert_int_equal(c->agent.driver_concurrency[0].limit, 2);
+	assert_string_equal(c->agent.driver_concurrency[1].driver, "gce-mig");
+	assert_int_equal(c->agent.driver_concurrency[1].limit, 300);
 	config_free(c);
 }
 

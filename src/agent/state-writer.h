@@ -1,0 +1,40 @@
+/* The writer of the groups' state files: one thread that writes them off
+ * the loop, so that thousands of groups whose state changes at every
+ * evaluation do not hold the loop on the disk (two fsyncs a file).
+ *
+ * Saves of one file coalesce: the newest text queued for a path replaces
+ * one not yet written, so a file is written at most once per turn of the
+ * writer however often it changes, and never an older text after a newer.
+ * Each file is written as state_write_file() does (a temporary file, synced,
+ * renamed over the old one, the directory synced): a crash leaves the old
+ * file or the new one. What the writer had not written yet at a crash is
+ * lost; a save that must be on disk before the daemon goes on (an action
+ * about to start, or done, or an operator's pause) waits for its write
+ * (state_writer_save_now()).
+ *
+ * The loop's thread queues and waits; the thread is started on the first
+ * save and runs for the process. */
+#ifndef AUTOSCALED_STATE_WRITER_H
+#define AUTOSCALED_STATE_WRITER_H
+
+#include <stdint.h>
+
+/* Queues TEXT (taken, freed by the writer) as the newest content of PATH,
+ * which lies in DIR and is named NAME there (state_write_file()'s
+ * arguments, copied). Returns the save's number (> 0), or a negative errno
+ * when it could not be queued (TEXT is freed). */
+int64_t state_writer_save(const char *dir, const char *path, const char *name, char *text);
+/* As state_writer_save(), ahead of every save queued, then waits until it
+ * is written: returns 0 or the negative errno of its write. */
+int state_writer_save_now(const char *dir, const char *path, const char *name, char *text);
+/* What became of the newest save of PATH: 0 when it is written or there
+ * is none, 1 while one is queued or being written, or the negative errno
+ * of the newest write, which failed. */
+int state_writer_status(const char *path);
+/* Waits until no save of PATH is queued or being written (before PATH is
+ * read back). */
+void state_writer_sync(const char *path);
+/* Waits until every save queued is written (a clean stop). */
+void state_writer_flush(void);
+
+#endif
