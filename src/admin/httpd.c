@@ -26,6 +26,7 @@ struct link {
 	struct MHD_Connection *c;
 	int fd;
 	uint64_t since;       /* when its current exchange began, loop time (usec) */
+	uint64_t reply_us;    /* the time its reply adds to the exchange's (HTTPD_MIN_REPLY_RATE) */
 	bool cut;             /* shut down by us; MHD has yet to close it */
 };
 
@@ -41,6 +42,7 @@ struct httpd {
 	struct link *links;   /* oldest first */
 	unsigned n_live;      /* links not cut */
 	struct MHD_Response *shared; /* the reply given to a GET of shared_path until shared_until */
+	size_t shared_len;
 	char shared_path[64];
 	char shared_host[64];   /* and with this Host header ("" for none): a handler may answer by it */
 	uint64_t shared_until;
@@ -148,8 +150,9 @@ static char *utf8_repair(const char *s)
 	return out;
 }
 
-/* MHD's response for RESP (its body taken over), or NULL. */
-static struct MHD_Response *response_of(struct httpd_response *resp)
+/* MHD's response for RESP (its body taken over, its length in *LEN), or
+ * NULL. */
+static struct MHD_Response *response_of(struct httpd_response *resp, size_t *len)
 {
 	struct MHD_Response *r;
 	char *body = resp->body ? resp->body : strdup("");
@@ -168,7 +171,8 @@ static struct MHD_Response *response_of(struct httpd_response *resp)
 			return NULL;
 		body = fixed;
 	}
-	r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+	*len = strlen(body);
+	r = MHD_create_response_from_buffer(*len, body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(body);
 		return NULL;
@@ -178,13 +182,26 @@ static struct MHD_Response *response_of(struct httpd_response *resp)
 	return r;
 }
 
+/* A reply of LEN bytes on C may take the time it needs at
+ * HTTPD_MIN_REPLY_RATE on top of the exchange's HTTPD_REQUEST_TIMEOUT_S. */
+static void allow_reply(struct MHD_Connection *c, size_t len)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct link *l = ci ? ci->socket_context : NULL;
+
+	if (l)
+		l->reply_us = (uint64_t)len * 1000000 / HTTPD_MIN_REPLY_RATE;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *resp)
 {
-	struct MHD_Response *r = response_of(resp);
+	size_t len = 0;
+	struct MHD_Response *r = response_of(resp, &len);
 	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
+	allow_reply(c, len);
 	ret = MHD_queue_response(c, (unsigned)resp->status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -212,6 +229,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct conn *k = *con_cls;
 	struct httpd_response resp = {.status = 200};
 	struct MHD_Response *r;
+	size_t len = 0;
 	const char *cl, *host;
 	bool shareable;
 	char *p;
@@ -264,8 +282,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 	shareable = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 	if (shareable && h->shared && loop_now(h) < h->shared_until && strcmp(url, h->shared_path) == 0 &&
-	    strcmp(host ? host : "", h->shared_host) == 0)
+	    strcmp(host ? host : "", h->shared_host) == 0) {
+		allow_reply(c, h->shared_len);
 		return MHD_queue_response(c, MHD_HTTP_OK, h->shared);
+	}
 	h->handler(h->userdata,
 		   &(struct httpd_request){.method = method, .path = url, .body = k->body ? k->body : "",
 					   .body_len = k->len, .peer = k->peer, .host = host},
@@ -276,11 +296,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	/* One reply for every client that asks within share_ms: MHD counts
 	 * its users, so however many read it, slowly or not, it is in memory
 	 * once, and made once. */
-	r = response_of(&resp);
+	r = response_of(&resp, &len);
 	if (!r)
 		return MHD_NO;
 	shared_drop(h);
 	h->shared = r;
+	h->shared_len = len;
 	h->shared_until = loop_now(h) + (uint64_t)resp.share_ms * 1000;
 	snprintf(h->shared_path, sizeof(h->shared_path), "%s", url);
 	snprintf(h->shared_host, sizeof(h->shared_host), "%s", host ? host : "");
@@ -378,6 +399,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	if (l && !l->cut && t == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
 		link_remove(h, l);
 		l->since = loop_now(h);
+		l->reply_us = 0;
 		link_append(h, l);
 	}
 	if (k) {
@@ -431,17 +453,17 @@ static void run(struct httpd *h)
 	if (h->shared && now >= h->shared_until)
 		shared_drop(h);
 	for (struct link *l = h->links; l; l = l->next)
-		if (!l->cut && now >= l->since + timeout)
+		if (!l->cut && now >= l->since + timeout + l->reply_us)
 			link_cut(h, l, "its request and reply took longer than the time allowed");
 	do {
 		before = n_connections(h);
 		MHD_run(h->mhd);
 	} while (n_connections(h) < before);
+	/* At most HTTPD_MAX_CONNECTIONS links: the earliest deadline is found
+	 * by looking at each (a long reply's comes later than its start). */
 	for (struct link *l = h->links; l; l = l->next)
-		if (!l->cut) {
-			next = l->since + timeout;
-			break;
-		}
+		if (!l->cut && l->since + timeout + l->reply_us < next)
+			next = l->since + timeout + l->reply_us;
 	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES && now + (uint64_t)ms * 1000 < next)
 		next = now + (uint64_t)ms * 1000;
 	if (next == UINT64_MAX) {

@@ -39,6 +39,11 @@ struct httpd;
  * dozen such clients would hold every connection for as long as they like. */
 #define HTTPD_REQUEST_TIMEOUT_S 10
 
+/* A reply adds the time it takes at this rate (bytes a second) to that of
+ * its exchange: the metrics of 10,000 groups are tens of MB, which a
+ * scraper reads in seconds, but no client may read a byte a second. */
+#define HTTPD_MIN_REPLY_RATE (1024 * 1024)
+
 /* Who is at the other end of a Unix socket (SO_PEERCRED), as the kernel
  * saw it when the connection was made. */
 struct httpd_peer {

@@ -300,3 +300,80 @@ void loop_http_trickle_free(struct loop_http_trickle *t)
 		}
 	free(t);
 }
+
+struct loop_http_reader {
+	sd_event_source *timer;
+	int fd;
+	size_t chunk, bytes;
+	uint64_t pace, start, closed_at;
+	char *buf;
+};
+
+static int on_reader(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct loop_http_reader *r = userdata;
+	size_t got = 0;
+	ssize_t n = -1;
+
+	/* Up to CHUNK this tick, as much as has come. */
+	while (got < r->chunk && (n = recv(r->fd, r->buf, r->chunk - got, MSG_DONTWAIT)) > 0)
+		got += (size_t)n;
+	r->bytes += got;
+	if (n == 0 || (n < 0 && errno != EAGAIN)) {
+		r->closed_at = loop_http_now();
+		return sd_event_source_set_enabled(s, SD_EVENT_OFF);
+	}
+	sd_event_source_set_time(s, usec + r->pace);
+	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+int loop_http_reader_start(sd_event *event, const struct sockaddr *sa, socklen_t sa_len, const char *path, size_t chunk,
+			   uint64_t pace_usec, struct loop_http_reader **ret)
+{
+	struct loop_http_reader *r = calloc(1, sizeof(*r));
+	char req[512];
+	int rcvbuf = 16 * 1024, len;
+	uint64_t now;
+	int e;
+
+	if (!r)
+		return -ENOMEM;
+	r->chunk = chunk;
+	r->pace = pace_usec;
+	r->buf = malloc(chunk);
+	r->fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (!r->buf || r->fd < 0 || setsockopt(r->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) < 0 ||
+	    connect(r->fd, sa, sa_len) < 0)
+		goto fail;
+	len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", path);
+	if (send(r->fd, req, (size_t)len, MSG_NOSIGNAL) != len)
+		goto fail;
+	r->start = loop_http_now();
+	sd_event_now(event, CLOCK_MONOTONIC, &now);
+	if (sd_event_add_time(event, &r->timer, CLOCK_MONOTONIC, now + pace_usec, 1000, on_reader, r) < 0)
+		goto fail;
+	*ret = r;
+	return 0;
+fail:
+	e = errno ? -errno : -EIO;
+	loop_http_reader_free(r);
+	return e;
+}
+
+int loop_http_reader_closed(const struct loop_http_reader *r, size_t *bytes, uint64_t *took_usec)
+{
+	*bytes = r->bytes;
+	*took_usec = r->closed_at ? r->closed_at - r->start : 0;
+	return r->closed_at != 0;
+}
+
+void loop_http_reader_free(struct loop_http_reader *r)
+{
+	if (!r)
+		return;
+	sd_event_source_disable_unref(r->timer);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->buf);
+	free(r);
+}

@@ -64,4 +64,16 @@ int64_t loop_http_trickle_wait(sd_event *event, struct loop_http_trickle *t, uin
 
 void loop_http_trickle_free(struct loop_http_trickle *t);
 
+/* Readers that each send "GET PATH" on a connection to SA, then read the
+ * reply CHUNK bytes every PACE_USEC (with a small receive buffer, so the
+ * pace is the reader's, not the kernel's), as a slow scraper does. They
+ * go on while EVENT runs, until the server closes them. */
+struct loop_http_reader;
+int loop_http_reader_start(sd_event *event, const struct sockaddr *sa, socklen_t sa_len, const char *path, size_t chunk,
+			   uint64_t pace_usec, struct loop_http_reader **ret);
+/* Whether the server has closed it, and the bytes it sent (headers
+ * included) and when it closed, in usec from the start. */
+int loop_http_reader_closed(const struct loop_http_reader *r, size_t *bytes, uint64_t *took_usec);
+void loop_http_reader_free(struct loop_http_reader *r);
+
 #endif

@@ -585,6 +585,81 @@ static void test_slow_clients(void **st)
 	assert_int_equal(req("GET", "/v1/health", NULL, NULL), 200);
 }
 
+/* A reply as long as a big daemon's metrics, for test_long_reply. */
+#define LONG_REPLY (16 * HTTPD_MIN_REPLY_RATE)
+
+static void long_reply(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
+{
+	(void)userdata;
+	resp->content_type = "text/plain";
+	resp->body = malloc(strcmp(req->path, "/long") == 0 ? LONG_REPLY + 1 : 2);
+	if (!resp->body) {
+		resp->status = 500;
+		return;
+	}
+	if (strcmp(req->path, "/long") == 0) {
+		memset(resp->body, 'x', LONG_REPLY);
+		resp->body[LONG_REPLY] = '\0';
+	} else {
+		strcpy(resp->body, "x");
+	}
+}
+
+/* A long reply takes the time it needs at HTTPD_MIN_REPLY_RATE on top of
+ * HTTPD_REQUEST_TIMEOUT_S: a reader at 1.5 times that rate gets all of it
+ * although it takes longer than HTTPD_REQUEST_TIMEOUT_S (the metrics of
+ * 10,000 groups were cut after 4 of their 64 MB), while one at a tenth of
+ * it is still cut off, once its time is up. */
+static void test_long_reply(void **st)
+{
+	char path[] = "/tmp/test-admin-long.XXXXXX";
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct loop_http_reader *fast, *slow;
+	struct httpd *h;
+	size_t fast_bytes = 0, slow_bytes = 0;
+	uint64_t fast_took = 0, slow_took = 0, deadline;
+	const uint64_t allowed = (uint64_t)(HTTPD_REQUEST_TIMEOUT_S + LONG_REPLY / HTTPD_MIN_REPLY_RATE) * 1000000;
+	int fd;
+
+	(void)st;
+	assert_non_null(mkdtemp(path));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", path);
+	fd = httpd_listen_unix(sa.sun_path, 0600, NULL);
+	assert_true(fd >= 0);
+	assert_int_equal(httpd_new(event, fd, "long", 0, long_reply, NULL, &h), 0);
+	/* 48 KiB every 31.25 ms is 1.5 times the rate: 10.7 s for the reply,
+	 * more than HTTPD_REQUEST_TIMEOUT_S; 3.2 KiB in the same time is a
+	 * tenth of the rate, 160 s for it. */
+	assert_int_equal(loop_http_reader_start(event, (struct sockaddr *)&sa, sizeof(sa), "/long",
+						 HTTPD_MIN_REPLY_RATE * 3 / 64, 31250, &fast),
+			 0);
+	assert_int_equal(loop_http_reader_start(event, (struct sockaddr *)&sa, sizeof(sa), "/long",
+						 HTTPD_MIN_REPLY_RATE / 320, 31250, &slow),
+			 0);
+	deadline = loop_http_now() + allowed + 10000000;
+	while ((!loop_http_reader_closed(fast, &fast_bytes, &fast_took) ||
+		!loop_http_reader_closed(slow, &slow_bytes, &slow_took)) &&
+	       loop_http_now() < deadline)
+		sd_event_run(event, 100000);
+	if (!loop_http_reader_closed(fast, &fast_bytes, &fast_took) || !loop_http_reader_closed(slow, &slow_bytes, &slow_took))
+		fail_msg("still open: fast %zu bytes, slow %zu bytes", fast_bytes, slow_bytes);
+	assert_true(loop_http_reader_closed(fast, &fast_bytes, &fast_took));
+	assert_true(loop_http_reader_closed(slow, &slow_bytes, &slow_took));
+	if (fast_bytes <= LONG_REPLY)
+		fail_msg("a reader at 1.5 times the rate got %zu of %d bytes in %.1f s", fast_bytes, LONG_REPLY,
+			 (double)fast_took / 1e6);
+	if (slow_bytes >= LONG_REPLY)
+		fail_msg("a reader at a tenth of the rate got the whole reply");
+	/* Cut when its time was up: not before, and not long after. */
+	assert_true(slow_took >= allowed - 1000000);
+	assert_true(slow_took < allowed + 5000000);
+	loop_http_reader_free(fast);
+	loop_http_reader_free(slow);
+	httpd_free(h);
+	unlink(sa.sun_path);
+	rmdir(path);
+}
+
 /* Idle clients that hold every connection and never go: the server makes
  * room for a new one by closing the oldest, so a request is answered at
  * once, not after the idle ones' timeout. */
@@ -719,6 +794,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_clients, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_long_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_clients_held, setup, teardown),
 		cmocka_unit_test(test_status_page_read_only),
 		cmocka_unit_test(test_status_page_host),
