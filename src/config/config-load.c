@@ -111,6 +111,7 @@ void cfg_group_clear(struct group_conf *g)
 	}
 	free(g->profiles);
 	cfg_notify_clear(&g->notify);
+	free(g->owner);
 	memset(g, 0, sizeof(*g));
 }
 
@@ -127,6 +128,7 @@ void config_free(struct config *c)
 	free(c->agent.metrics_listen);
 	free(c->agent.driver_directory);
 	cfg_notify_clear(&c->agent.notify);
+	cfg_cluster_free(c->cluster);
 	for (size_t i = 0; i < c->n_files; i++)
 		free(c->files[i]);
 	free(c->files);

@@ -145,6 +145,12 @@ void cfg_read_notify(struct config_ctx *x, const config_setting_t *s, struct not
 void cfg_notify_clear(struct notify_conf *n);
 void cfg_notify_defaults(struct notify_conf *n);
 
+/* Reads the top-level `cluster` section into x->c->cluster, and a group's
+ * `owner` pin, which needs it (config-cluster.c). */
+void cfg_read_cluster(struct config_ctx *x);
+void cfg_read_owner(struct config_ctx *x, const config_setting_t *s, struct group_conf *g);
+void cfg_cluster_free(struct cluster_conf *k);
+
 /* Frees what one group owns (not the group itself). */
 void cfg_group_clear(struct group_conf *g);
 

@@ -51,7 +51,7 @@ static bool driver_source_name(const char *name)
 	return u && u > name && u[1] && len <= 64 && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == len;
 }
 
-static const char *const top_keys[] = { "agent", "groups" };
+static const char *const top_keys[] = { "agent", "groups", "cluster" };
 
 static const char *const agent_keys[] = {
 	"interval", "state_directory", "admin_socket", "admin_group", "metrics_listen", "driver_directory", "dry_run",
@@ -60,7 +60,7 @@ static const char *const agent_keys[] = {
 
 static const char *const group_keys[] = {
 	"name", "driver", "driver_options", "interval", "dry_run", "min", "max", "default", "signals", "profiles",
-	"behavior", "notifications", "hooks",
+	"behavior", "notifications", "hooks", "owner",
 };
 
 static const char *const signal_keys[] = {
@@ -359,6 +359,7 @@ static void read_group(struct config_ctx *x, const config_setting_t *s, struct g
 	cfg_read_behavior(x, s, g);
 	check_rules_only(x, s, g);
 	cfg_read_notify(x, s, &g->notify, &a->notify);
+	cfg_read_owner(x, s, g);
 }
 
 static bool opt_equal(const struct group_conf *a, const struct group_conf *b, const char *key, bool icase)
@@ -574,6 +575,8 @@ void cfg_read_units(struct config_ctx *x)
 		else
 			cfg_error(x, agent, "'agent' must be a group { ... }");
 	}
+	/* Before the groups: their `owner` needs it. */
+	cfg_read_cluster(x);
 	names = g_hash_table_new(g_str_hash, g_str_equal);
 	for (size_t i = 0; i < x->n_units && !x->oom; i++) {
 		const config_setting_t *list;
