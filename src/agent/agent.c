@@ -32,6 +32,7 @@
 #include "admin/metrics.h"
 #include "agent/notify.h"
 #include "agent/preflight.h"
+#include "cluster/cluster.h"
 #include "sources/cloud_worker.h"
 #include "admin/status-page.h"
 #include "state/state.h"
@@ -175,6 +176,19 @@ static void ensure_directory(const char *path, mode_t mode);
 
 /* Reloads the configuration; returns 0, or -EINVAL with the first error in
  * err when the running configuration stays. */
+/* Cluster mode: the groups of c as the cluster runtime takes them. */
+static int cluster_specs(const struct config *c, struct cluster_group_spec **ret)
+{
+	struct cluster_group_spec *v = calloc(c->n_groups ? c->n_groups : 1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n_groups; i++)
+		v[i] = (struct cluster_group_spec){ c->groups[i].name, c->groups[i].owner };
+	*ret = v;
+	return 0;
+}
+
 static int agent_reload(struct agent *a, char *err, size_t err_len)
 {
 	struct config_errors errs = {0};
@@ -194,6 +208,26 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	if (r == 0 && (r = preflight_check(c, &errs)) < 0) {
 		config_free(c);
 		c = NULL;
+	}
+	/* The agent's membership is fixed for its life: its name, lease and
+	 * endpoints go with the process. */
+	if (r == 0 && !cluster_conf_equal(c->cluster, a->config->cluster)) {
+		char *msg = NULL;
+
+		if (asprintf(&msg, "%s: the 'cluster' section changed: restart the daemon to apply it", c->path) >= 0) {
+			char **v = realloc(errs.v, (errs.n + 2) * sizeof(*v));
+
+			if (v) {
+				errs.v = v;
+				v[errs.n++] = msg;
+				v[errs.n] = NULL;
+				msg = NULL;
+			}
+		}
+		free(msg);
+		config_free(c);
+		c = NULL;
+		r = -EINVAL;
 	}
 	if (r < 0) {
 		for (size_t i = 0; i < errs.n; i++)
@@ -271,6 +305,16 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 		if (!keep[i])
 			group_rt_start(a->groups[i]);
 	free(keep);
+	if (a->ctx.cluster) {
+		struct cluster_group_spec *specs = NULL;
+
+		r = cluster_specs(c, &specs);
+		if (r >= 0)
+			r = cluster_set_groups(a->ctx.cluster, specs, c->n_groups);
+		free(specs);
+		if (r < 0)
+			log_err_errno(r, "cluster: cannot take the reloaded groups");
+	}
 	metrics_prune(a->metrics, c);
 	sd_notify(false, "READY=1");
 	agent_status(a);
@@ -568,6 +612,18 @@ int agent_run(const struct agent_options *opts)
 		.notifier = a.notifier,
 	};
 
+	if (a.config->cluster) {
+		struct cluster_group_spec *specs = NULL;
+
+		sd_notify(false, "STATUS=Joining the cluster");
+		r = cluster_specs(a.config, &specs);
+		if (r >= 0)
+			r = cluster_start(a.config->cluster, specs, a.config->n_groups, &a.ctx.cluster);
+		free(specs);
+		if (r < 0)
+			goto out;
+	}
+
 	sd_notify(false, "STATUS=Opening drivers");
 	r = build_groups(&a, a.config, &a.groups, NULL);
 	if (r < 0) {
@@ -599,6 +655,10 @@ int agent_run(const struct agent_options *opts)
 	for (size_t i = 0; i < a.n_groups; i++)
 		group_rt_stop(a.groups[i]);
 out:
+	/* After the groups stopped starting calls; it waits for a fenced call
+	 * still running, then hands the groups over at once. */
+	cluster_stop(a.ctx.cluster);
+	a.ctx.cluster = NULL;
 	admin_free(a.admin);
 	free_groups(a.groups, a.n_groups);
 	a.ready_timer = sd_event_source_disable_unref(a.ready_timer);

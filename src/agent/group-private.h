@@ -75,6 +75,11 @@ struct job {
 	size_t n_samples, cap_samples;
 	int n_done;              /* scale: instances created or removed */
 	char driver_msg[512];    /* the newest warning or error the driver logged, "" if none */
+	/* Cluster mode: the runtime that fences the changing calls (NULL
+	 * without a cluster) and the group's name, copied for the worker
+	 * thread, which must not read the group (job_fence() in job.c). */
+	struct cluster *cluster;
+	char fence_group[72];
 };
 
 /* The newest failed driver operation, until one of the same kind succeeds. */

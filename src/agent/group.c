@@ -22,6 +22,7 @@
 
 #include "agent/forecast-state.h"
 #include "agent/group-private.h"
+#include "cluster/cluster.h"
 #include "log/log.h"
 #include "log/log-ids.h"
 #include "admin/metrics.h"
@@ -514,6 +515,7 @@ void group_engine_inputs(const struct group_rt *g, enum scale_direction in_fligh
 		.busy = in_flight != DIR_NONE || g->job || g->drain,
 		.partial = g->partial,
 		.paused = g->st.pause.active,
+		.not_owner = g->ctx->cluster && !cluster_owns(g->ctx->cluster, g->gc->name),
 		.pinned = g->st.pin.active,
 		.pin_count = g->st.pin.count,
 		.pin_forced = g->st.pin.forced,

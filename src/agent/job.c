@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "agent/group-private.h"
+#include "cluster/cluster.h"
 #include "log/log.h"
 
 /* The pipe that carries finished jobs back to the loop, one per process. */
@@ -156,6 +158,34 @@ static int job_collect_sample(void *ctx, const char *source, const char *id, dou
 	return 0;
 }
 
+/* Cluster mode: right before a call that changes the target, the intended
+ * action goes to etcd in a transaction fenced by the group's owner token
+ * (cluster_fence()). When etcd refuses it, or cannot be asked, the call is
+ * not made: the job fails with the reason, and the group holds. Returns
+ * whether the call may go ahead. */
+static bool job_fence(struct job *j)
+{
+	char why[sizeof(j->driver_msg)];
+	int to = j->kind == JOB_SCALE_OUT ? j->count : j->from - j->count;
+	int r;
+
+	if (!j->cluster)
+		return true;
+	r = cluster_fence(j->cluster, j->fence_group, job_kind_operation(j->kind), to, j->from, why, sizeof(why));
+	if (r == 0)
+		return true;
+	j->r = r;
+	snprintf(j->driver_msg, sizeof(j->driver_msg), "%s", why);
+	log_group(LOG_WARNING, j->fence_group, NULL, NULL, "%s", why);
+	return false;
+}
+
+static void job_fence_end(struct job *j)
+{
+	if (j->cluster)
+		cluster_fence_end(j->cluster, j->fence_group);
+}
+
 static void *job_thread(void *arg)
 {
 	struct job *j = arg;
@@ -170,11 +200,17 @@ static void *job_thread(void *arg)
 				       &j->obs);
 		break;
 	case JOB_SCALE_OUT:
+		if (!job_fence(j))
+			break;
 		j->r = j->drv->set_capacity(j->handle, j->count, job_count_instance, j);
+		job_fence_end(j);
 		break;
 	case JOB_SCALE_IN:
+		if (!job_fence(j))
+			break;
 		j->r = j->drv->remove_instances(j->handle, j->count, (const char *const *)j->ids, j->n_ids,
 						job_count_instance, j);
+		job_fence_end(j);
 		break;
 	case JOB_OPEN:
 		j->r = j->drv->open(j->host, j->opts.v, j->opts.n, &j->handle);
@@ -220,6 +256,8 @@ int job_start(struct group_rt *g, struct job *j)
 	j->handle = g->handle;
 	j->write_fd = job_pipe[1];
 	j->started_ms = clock_mono_ms();
+	j->cluster = g->ctx->cluster;
+	snprintf(j->fence_group, sizeof(j->fence_group), "%s", g->gc->name);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	r = -pthread_create(&t, &attr, job_thread, j);

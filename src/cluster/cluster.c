@@ -39,6 +39,25 @@ int cluster_check_conf(const struct cluster_conf *k, char *why, size_t size)
 	return 0;
 }
 
+static bool str_same(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+bool cluster_conf_equal(const struct cluster_conf *a, const struct cluster_conf *b)
+{
+	if (!a || !b)
+		return a == b;
+	if (a->n_etcd != b->n_etcd || !str_same(a->prefix, b->prefix) || a->lease_ttl_ms != b->lease_ttl_ms ||
+	    !str_same(a->ca_file, b->ca_file) || !str_same(a->cert_file, b->cert_file) ||
+	    !str_same(a->key_file, b->key_file) || !str_same(a->name, b->name) || a->weight != b->weight)
+		return false;
+	for (size_t i = 0; i < a->n_etcd; i++)
+		if (!str_same(a->etcd[i], b->etcd[i]))
+			return false;
+	return true;
+}
+
 /* ------------------------------------------------------------ the runtime */
 
 /* The most members read; a larger cluster is refused as misconfigured. */

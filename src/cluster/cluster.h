@@ -33,6 +33,10 @@
  * the same check, so that it refuses what the daemon would. */
 int cluster_check_conf(const struct cluster_conf *k, char *why, size_t size);
 
+/* Whether two loads say the same of the cluster (either may be NULL): a
+ * reload cannot change the agent's membership, only a restart does. */
+bool cluster_conf_equal(const struct cluster_conf *a, const struct cluster_conf *b);
+
 struct cluster;
 
 /* A group the agent manages when it owns it: its name and pin (NULL for
