@@ -421,6 +421,13 @@ static int op_what_if(void *u, const char *name, const struct admin_what_if *w, 
 	return group_admin_what_if(g, w, ret, err, len);
 }
 
+static cJSON *op_cluster(void *u)
+{
+	struct agent *a = u;
+
+	return a->ctx.cluster ? cluster_status_json(a->ctx.cluster) : NULL;
+}
+
 static int op_reload(void *u, char *err, size_t len)
 {
 	struct agent *a = u;
@@ -448,6 +455,7 @@ static const struct admin_ops admin_ops = {
 	.what_if = op_what_if,
 	.dry_run = op_dry_run,
 	.reload = op_reload,
+	.cluster = op_cluster,
 	.now_ms = op_now,
 };
 

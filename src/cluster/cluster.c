@@ -68,6 +68,9 @@ bool cluster_conf_equal(const struct cluster_conf *a, const struct cluster_conf 
 struct member {
 	char *name;
 	double weight;
+	int64_t started_ms; /* wall clock, as the member wrote it; 0 unknown */
+	long pid;
+	char host[65];
 };
 
 struct cgroup {
@@ -80,6 +83,8 @@ struct cgroup {
 	bool gone;      /* no longer configured: give back, then forget */
 	bool tried;     /* taken or given back in this pass of balance() */
 	bool releasing; /* being given back: no fence */
+	char owner[65]; /* the agent in its owner key as last read, "" none */
+	int64_t owner_rev;
 };
 
 struct cluster {
@@ -263,15 +268,22 @@ static void keepalive(struct cluster *c)
 		log_warnx("cluster: cannot renew the lease of agent '%s': %s", c->name, etcd_client_error(c->etcd));
 }
 
-/* A member's weight from its value; 1 when it does not say. */
-static double member_weight(const struct etcd_kv *kv)
+/* A member's value: its weight (1 when it does not say) and, for people,
+ * where it runs and since when. */
+static void member_parse(const struct etcd_kv *kv, struct member *m)
 {
 	cJSON *j = kv->value_len <= MAX_MEMBER_VALUE ? cJSON_ParseWithLength(kv->value, kv->value_len) : NULL;
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "weight");
-	double v = cJSON_IsNumber(w) && w->valuedouble > 0 && isfinite(w->valuedouble) ? w->valuedouble : 1.0;
+	const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "host");
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "pid");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "started_ms");
 
+	m->weight = cJSON_IsNumber(w) && w->valuedouble > 0 && isfinite(w->valuedouble) ? w->valuedouble : 1.0;
+	if (cJSON_IsString(h))
+		snprintf(m->host, sizeof(m->host), "%s", h->valuestring);
+	m->pid = cJSON_IsNumber(p) && p->valuedouble > 0 && p->valuedouble < 1e9 ? (long)p->valuedouble : 0;
+	m->started_ms = cJSON_IsNumber(t) && t->valuedouble > 0 && t->valuedouble < 1e15 ? (int64_t)t->valuedouble : 0;
 	cJSON_Delete(j);
-	return v;
 }
 
 static int read_members(struct cluster *c)
@@ -314,7 +326,7 @@ static int read_members(struct cluster *c)
 			etcd_range_clear(&r);
 			return -ENOMEM;
 		}
-		m[n].weight = member_weight(&r.kvs[i]);
+		member_parse(&r.kvs[i], &m[n]);
 		n++;
 	}
 	etcd_range_clear(&r);
@@ -351,6 +363,13 @@ static int read_owners(struct cluster *c)
 		struct cgroup *g = &c->groups[i];
 		bool found = false;
 
+		g->owner[0] = '\0';
+		g->owner_rev = 0;
+		for (size_t k = 0; k < r.n; k++)
+			if (strcmp(r.kvs[k].key + plen, g->name) == 0) {
+				snprintf(g->owner, sizeof(g->owner), "%s", r.kvs[k].value);
+				g->owner_rev = r.kvs[k].create_revision;
+			}
 		if (!g->held)
 			continue;
 		for (size_t k = 0; k < r.n && !found; k++)
@@ -874,4 +893,81 @@ void cluster_get_info(struct cluster *c, struct cluster_info *ret)
 	ret->leases_lost = c->leases_lost;
 	snprintf(ret->error, sizeof(ret->error), "%s", c->error);
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* Whether S can go into JSON as it is: a member's value is anyone's to
+ * write, so a name or host that is not printable ASCII shows as "?". */
+static const char *printable(const char *s)
+{
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			return "?";
+	return s;
+}
+
+cJSON *cluster_status_json(struct cluster *c)
+{
+	cJSON *o = cJSON_CreateObject(), *lease, *arr;
+	int64_t now = clock_mono_ms(), wall = clock_wall_ms();
+	char id[24];
+	bool ok = o != NULL;
+
+	if (!o)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	snprintf(id, sizeof(id), "%" PRIx64, (uint64_t)c->lease);
+	ok = ok && cJSON_AddStringToObject(o, "agent", c->name) && cJSON_AddStringToObject(o, "prefix", c->prefix) &&
+	     cJSON_AddNumberToObject(o, "weight", c->weight) && (lease = cJSON_AddObjectToObject(o, "lease")) &&
+	     (c->lease ? cJSON_AddStringToObject(lease, "id", id) : cJSON_AddNullToObject(lease, "id")) &&
+	     cJSON_AddNumberToObject(lease, "ttl_s", (double)c->ttl_s) &&
+	     cJSON_AddBoolToObject(lease, "valid", lease_valid_locked(c, now)) &&
+	     cJSON_AddNumberToObject(lease, "left_ms",
+				     lease_valid_locked(c, now) ? (double)(c->deadline_ms - now) : 0) &&
+	     cJSON_AddNumberToObject(lease, "renewals", (double)c->renewals) &&
+	     cJSON_AddNumberToObject(lease, "renew_failures", (double)c->renew_failures) &&
+	     cJSON_AddNumberToObject(lease, "lost", (double)c->leases_lost) &&
+	     (c->error[0] ? cJSON_AddStringToObject(o, "error", c->error) : cJSON_AddNullToObject(o, "error")) &&
+	     (arr = cJSON_AddArrayToObject(o, "members"));
+	for (size_t i = 0; ok && i < c->n_members; i++) {
+		const struct member *m = &c->members[i];
+		cJSON *e = cJSON_CreateObject();
+
+		if (e && !cJSON_AddItemToArray(arr, e)) {
+			cJSON_Delete(e);
+			e = NULL;
+		}
+		ok = e && cJSON_AddStringToObject(e, "name", printable(m->name)) &&
+		     cJSON_AddNumberToObject(e, "weight", m->weight) &&
+		     cJSON_AddStringToObject(e, "host", printable(m->host)) &&
+		     cJSON_AddNumberToObject(e, "pid", (double)m->pid) &&
+		     (m->started_ms ? cJSON_AddNumberToObject(e, "age_s", (double)(wall - m->started_ms) / 1000.0)
+				    : cJSON_AddNullToObject(e, "age_s"));
+	}
+	ok = ok && (arr = cJSON_AddArrayToObject(o, "groups"));
+	for (size_t i = 0; ok && i < c->n_groups; i++) {
+		const struct cgroup *g = &c->groups[i];
+		cJSON *e = cJSON_CreateObject();
+
+		if (g->gone) {
+			cJSON_Delete(e);
+			continue;
+		}
+		if (e && !cJSON_AddItemToArray(arr, e)) {
+			cJSON_Delete(e);
+			e = NULL;
+		}
+		ok = e && cJSON_AddStringToObject(e, "name", g->name) &&
+		     (g->owner[0] ? cJSON_AddStringToObject(e, "owner", printable(g->owner))
+				  : cJSON_AddNullToObject(e, "owner")) &&
+		     cJSON_AddNumberToObject(e, "token", (double)g->owner_rev) &&
+		     cJSON_AddBoolToObject(e, "acting_here",
+					   g->held && g->want && !g->releasing && lease_valid_locked(c, now)) &&
+		     (g->pin ? cJSON_AddStringToObject(e, "pin", g->pin) : cJSON_AddNullToObject(e, "pin"));
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
 }

@@ -96,6 +96,13 @@ struct cluster_info {
 	char error[256];          /* the newest etcd failure, "" when the last call worked */
 };
 void cluster_get_info(struct cluster *c, struct cluster_info *ret);
+/* The cluster as this agent sees it, for `autoscalectl cluster`: itself
+ * and its lease, the members (with how long ago each registered), and for
+ * each group its owner as last read from etcd, the owner key's create
+ * revision, and whether this agent acts on it now. NULL on ENOMEM; owned
+ * by the caller. */
+struct cJSON;
+struct cJSON *cluster_status_json(struct cluster *c);
 /* The fencing token this agent holds for GROUP, 0 when none. */
 int64_t cluster_token(struct cluster *c, const char *group);
 

@@ -135,6 +135,28 @@ for g in $B_GROUPS; do eval "split_$g=$(wc -l < "$T/a/calls.$g")"; done
 check "both agents own groups (hashing splits them)" test -n "$A_GROUPS" -a -n "$B_GROUPS"
 check "no owner key is written twice: one per group" \
 	test "$(etcd_get_prefix /test/owners/ | wc -l)" -eq "$GROUPS_N"
+# autoscalectl cluster on either agent: both members, and every group's
+# owner as etcd has it (the agents read the owner keys every TTL/3).
+CTL="$top_builddir/autoscalectl"
+ctl_agrees() {
+	local x=$1 g
+	"$CTL" -s "$T/$x/admin.sock" --json cluster > "$T/cluster.$x.json" 2>/dev/null || return 1
+	for g in $(seq 0 $((GROUPS_N - 1))); do
+		python3 - "$T/cluster.$x.json" "g$g" "$(owner "g$g")" "agent-$x" <<'PY' || return 1
+import json, sys
+o = json.load(open(sys.argv[1]))
+g = [e for e in o["groups"] if e["name"] == sys.argv[2]][0]
+names = [m["name"] for m in o["members"]]
+ok = (o["agent"] == sys.argv[4] and o["lease"]["valid"] and names == ["agent-a", "agent-b"]
+      and g["owner"] == sys.argv[3] and g["token"] > 0 and g["acting_here"] == (sys.argv[3] == sys.argv[4]))
+sys.exit(0 if ok else 1)
+PY
+	done
+}
+check "autoscalectl cluster on A shows the members and every owner" wait_for 10 ctl_agrees a
+check "autoscalectl cluster on B shows the same owners" wait_for 10 ctl_agrees b
+check "autoscalectl cluster prints the tables" \
+	eval '"$CTL" -s "$T/a/admin.sock" cluster | grep -q "^agent-b .*s ago$"' 
 set_load 30
 check "A scales its groups out to 3" wait_for 30 pools_are 3 "$A_GROUPS"
 ok_only_owner=1
