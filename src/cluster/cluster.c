@@ -113,6 +113,8 @@ struct cluster {
 	pthread_cond_t wake;
 	bool stop;
 	int64_t lease;          /* 0: none */
+	int64_t old_lease;      /* a lease given up locally that etcd may still hold, 0 none */
+	unsigned long failing;  /* keepalives failed in a row, for logging once */
 	int64_t deadline_ms;    /* monotonic; the lease is valid before it */
 	bool registered;
 	struct member *members;
@@ -189,7 +191,7 @@ static void assign_locked(struct cluster *c)
 
 static int grant(struct cluster *c)
 {
-	int64_t id, ttl, sent = clock_mono_ms();
+	int64_t id, ttl, sent = clock_mono_ms(), old;
 	char key[ETCD_MAX_KEY], value[512], host[256] = "";
 	int r;
 
@@ -204,6 +206,15 @@ static int grant(struct cluster *c)
 	c->registered = false;
 	pthread_mutex_unlock(&c->lock);
 	log_info("cluster: agent '%s' has lease %" PRIx64 " (TTL %" PRId64 " s)", c->name, (uint64_t)id, ttl);
+	/* A lease given up because it could not be renewed in time may still
+	 * live in etcd (etcd was slow, not gone): its owner keys would keep
+	 * the groups from everyone, this agent included, until it expires. */
+	pthread_mutex_lock(&c->lock);
+	old = c->old_lease;
+	c->old_lease = 0;
+	pthread_mutex_unlock(&c->lock);
+	if (old != 0 && etcd_lease_revoke(c->etcd, old) == 0)
+		log_info("cluster: revoked the previous lease %" PRIx64 " of agent '%s'", (uint64_t)old, c->name);
 	/* The member's value says who it is for people reading etcd; only the
 	 * weight is used by the other agents. */
 	gethostname(host, sizeof(host) - 1);
@@ -230,6 +241,7 @@ static void lease_lost(struct cluster *c, const char *why)
 	pthread_mutex_lock(&c->lock);
 	if (c->lease != 0)
 		c->leases_lost++;
+	c->old_lease = c->lease;
 	c->lease = 0;
 	c->deadline_ms = 0;
 	c->registered = false;
@@ -252,6 +264,10 @@ static void keepalive(struct cluster *c)
 	r = etcd_lease_keepalive(c->etcd, id, &ttl);
 	pthread_mutex_lock(&c->lock);
 	if (r == 0) {
+		if (c->failing > 0)
+			log_info("cluster: agent '%s' renews its lease again after %lu failed attempt%s", c->name,
+				 c->failing, c->failing == 1 ? "" : "s");
+		c->failing = 0;
 		c->renewals++;
 		/* Only ever forward: an answer to an older request says less. */
 		if (c->lease == id && sent + ttl * 1000 - c->margin_ms > c->deadline_ms)
@@ -259,13 +275,16 @@ static void keepalive(struct cluster *c)
 		c->error[0] = '\0';
 	} else {
 		c->renew_failures++;
+		c->failing++;
 		snprintf(c->error, sizeof(c->error), "lease keepalive: %s", etcd_client_error(c->etcd));
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (r == -ENOENT)
 		lease_lost(c, "etcd says it expired");
-	else if (r < 0)
-		log_warnx("cluster: cannot renew the lease of agent '%s': %s", c->name, etcd_client_error(c->etcd));
+	else if (r < 0 && c->failing == 1)
+		/* Once per outage: it is retried every TTL/3. */
+		log_warnx("cluster: cannot renew the lease of agent '%s' (retrying): %s", c->name,
+			  etcd_client_error(c->etcd));
 }
 
 /* A member's value: its weight (1 when it does not say) and, for people,
