@@ -53,12 +53,13 @@ static int free_port(void)
 static pid_t spawn_member(struct etcd_test *t, int i, const char *cluster)
 {
 	char name[8], data[300], log[300], client[64], peer[64];
+	bool tls = t->cert_file[0] != '\0';
 	pid_t pid;
 
 	snprintf(name, sizeof(name), "m%d", i);
 	snprintf(data, sizeof(data), "%s/%s", t->dir, name);
 	snprintf(log, sizeof(log), "%s/%s.log", t->dir, name);
-	snprintf(client, sizeof(client), "http://127.0.0.1:%d", t->client_port[i]);
+	snprintf(client, sizeof(client), "%s://127.0.0.1:%d", tls ? "https" : "http", t->client_port[i]);
 	snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", t->peer_port[i]);
 	pid = fork();
 	if (pid == 0) {
@@ -68,17 +69,25 @@ static pid_t spawn_member(struct etcd_test *t, int i, const char *cluster)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execl("/usr/bin/etcd", "etcd", "--name", name, "--data-dir", data, "--listen-client-urls", client,
-		      "--advertise-client-urls", client, "--listen-peer-urls", peer,
-		      "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
-		      "--initial-cluster-state", "new", "--heartbeat-interval", "100", "--election-timeout", "1000",
-		      (char *)NULL);
+		if (tls)
+			execl("/usr/bin/etcd", "etcd", "--name", name, "--data-dir", data, "--listen-client-urls",
+			      client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
+			      "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
+			      "--initial-cluster-state", "new", "--heartbeat-interval", "100", "--election-timeout",
+			      "1000", "--cert-file", t->cert_file, "--key-file", t->key_file, "--trusted-ca-file",
+			      t->ca_file, "--client-cert-auth", (char *)NULL);
+		else
+			execl("/usr/bin/etcd", "etcd", "--name", name, "--data-dir", data, "--listen-client-urls",
+			      client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
+			      "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
+			      "--initial-cluster-state", "new", "--heartbeat-interval", "100", "--election-timeout",
+			      "1000", (char *)NULL);
 		_exit(127);
 	}
 	return pid;
 }
 
-static bool healthy(const char *endpoint)
+static bool healthy(const struct etcd_test *t, const char *endpoint)
 {
 	CURL *h = curl_easy_init();
 	char url[128];
@@ -98,6 +107,11 @@ static bool healthy(const char *endpoint)
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
 	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, devnull);
+	if (t->cert_file[0]) {
+		curl_easy_setopt(h, CURLOPT_CAINFO, t->ca_file);
+		curl_easy_setopt(h, CURLOPT_SSLCERT, t->cert_file);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, t->key_file);
+	}
 	cc = curl_easy_perform(h);
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -162,7 +176,8 @@ static int start_once(struct etcd_test *t)
 		t->peer_port[i] = free_port();
 		if (t->client_port[i] < 0 || t->peer_port[i] < 0 || t->client_port[i] == t->peer_port[i])
 			return -EADDRINUSE;
-		snprintf(t->endpoint[i], sizeof(t->endpoint[i]), "http://127.0.0.1:%d", t->client_port[i]);
+		snprintf(t->endpoint[i], sizeof(t->endpoint[i]), "%s://127.0.0.1:%d", t->cert_file[0] ? "https" : "http",
+			 t->client_port[i]);
 		t->endpoints[i] = t->endpoint[i];
 		off += (size_t)snprintf(cluster + off, sizeof(cluster) - off, "%sm%d=http://127.0.0.1:%d",
 					i ? "," : "", i, t->peer_port[i]);
@@ -175,7 +190,7 @@ static int start_once(struct etcd_test *t)
 		for (int i = 0; i < t->members; i++) {
 			if (!etcd_test_alive(t, i))
 				return -EADDRINUSE;
-			ok += healthy(t->endpoint[i]);
+			ok += healthy(t, t->endpoint[i]);
 		}
 		if (ok == t->members)
 			return 0;
@@ -183,6 +198,8 @@ static int start_once(struct etcd_test *t)
 	}
 	return -ETIMEDOUT;
 }
+
+static int start(struct etcd_test *t, int members);
 
 static void kill_all(struct etcd_test *t)
 {
@@ -192,10 +209,24 @@ static void kill_all(struct etcd_test *t)
 
 int etcd_test_start(struct etcd_test *t, int members)
 {
+	memset(t, 0, sizeof(*t));
+	return start(t, members);
+}
+
+int etcd_test_start_tls(struct etcd_test *t, int members, const char *cert, const char *key, const char *ca)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->cert_file, sizeof(t->cert_file), "%s", cert);
+	snprintf(t->key_file, sizeof(t->key_file), "%s", key);
+	snprintf(t->ca_file, sizeof(t->ca_file), "%s", ca);
+	return start(t, members);
+}
+
+static int start(struct etcd_test *t, int members)
+{
 	const char *tmp = getenv("TMPDIR");
 	int r = -EADDRINUSE;
 
-	memset(t, 0, sizeof(*t));
 	if (members != 1 && members != 3)
 		return -EINVAL;
 	t->members = members;

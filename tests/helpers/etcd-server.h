@@ -22,6 +22,10 @@ struct etcd_test {
 	char endpoint[ETCD_TEST_MAX_MEMBERS][64]; /* "http://127.0.0.1:PORT" */
 	const char *endpoints[ETCD_TEST_MAX_MEMBERS];
 	char dir[256];                            /* the members' data and logs */
+	/* TLS (etcd_test_start_tls): the server's certificate and key, and
+	 * the CA that client certificates must be signed by; "" for plain
+	 * http. The health checks present the same certificate. */
+	char cert_file[300], key_file[300], ca_file[300];
 };
 
 /* True when etcd is installed (the tests skip without it). */
@@ -29,6 +33,9 @@ bool etcd_test_available(void);
 /* Starts MEMBERS (1 or 3) members; waits up to 30 s for all to be healthy.
  * Returns 0, or a negative errno after printing why on stderr. */
 int etcd_test_start(struct etcd_test *t, int members);
+/* The same, the members serving https:// with CERT and KEY and requiring
+ * client certificates signed by CA (--client-cert-auth). */
+int etcd_test_start_tls(struct etcd_test *t, int members, const char *cert, const char *key, const char *ca);
 /* Whether member i runs (it is reaped when it has exited). */
 bool etcd_test_alive(struct etcd_test *t, int i);
 /* Sends SIG to member i (SIGKILL: it is reaped and marked gone). */

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -357,6 +358,70 @@ static void test_bounded_when_gone(void **state)
 	etcd_client_free(c);
 }
 
+/* TLS: the client's CA, certificate and key reach curl. A real etcd
+ * serving https and requiring client certificates answers a client with
+ * all three, and refuses one without its certificate or that does not
+ * trust its CA. */
+static void test_tls(void **state)
+{
+	char dir[] = "/var/tmp/autoscaled-etcd-tls.XXXXXX", cmd[4096], ca[128], cert[128], key[128];
+	struct etcd_test tls_server;
+	struct etcd_client *c = NULL;
+	struct etcd_range r = { 0 };
+	struct etcd_tls ok, no_cert, wrong_ca;
+
+	(void)state;
+	if (system("command -v openssl >/dev/null 2>&1") != 0)
+		skip();
+	assert_non_null(mkdtemp(dir));
+	/* A CA, a server certificate for 127.0.0.1 and a client certificate. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && exec >openssl.log 2>&1 && "
+		 "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca && "
+		 "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 && "
+		 "printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext && "
+		 "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 "
+		 "-extfile san.ext && "
+		 "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=client && "
+		 "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2",
+		 dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	snprintf(cert, sizeof(cert), "%s/client.pem", dir);
+	snprintf(key, sizeof(key), "%s/client.key", dir);
+	{
+		char scert[128], skey[128];
+
+		snprintf(scert, sizeof(scert), "%s/server.pem", dir);
+		snprintf(skey, sizeof(skey), "%s/server.key", dir);
+		assert_int_equal(etcd_test_start_tls(&tls_server, 1, scert, skey, ca), 0);
+	}
+	ok = (struct etcd_tls){ .ca_file = ca, .cert_file = cert, .key_file = key };
+	no_cert = (struct etcd_tls){ .ca_file = ca };
+	wrong_ca = (struct etcd_tls){ .cert_file = cert, .key_file = key };
+
+	assert_int_equal(etcd_client_new(tls_server.endpoints, 1, &ok, 3000, &c), 0);
+	assert_int_equal(etcd_put(c, "/t/tls", "yes", 3, 0, NULL), 0);
+	assert_int_equal(etcd_range(c, "/t/tls", false, &r), 0);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.kvs[0].value, "yes");
+	etcd_range_clear(&r);
+	etcd_client_free(c);
+
+	assert_int_equal(etcd_client_new(tls_server.endpoints, 1, &no_cert, 3000, &c), 0);
+	assert_true(etcd_range(c, "/t/tls", false, &r) < 0);
+	etcd_client_free(c);
+	/* The system's CAs do not know the test CA. */
+	assert_int_equal(etcd_client_new(tls_server.endpoints, 1, &wrong_ca, 3000, &c), 0);
+	assert_true(etcd_range(c, "/t/tls", false, &r) < 0);
+	assert_non_null(strstr(etcd_client_error(c), "SSL"));
+	etcd_client_free(c);
+
+	etcd_test_stop(&tls_server);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -379,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_txn_ownership_and_fencing),
 		cmocka_unit_test(test_lease_expires),
 		cmocka_unit_test(test_failover),
+		cmocka_unit_test(test_tls),
 		cmocka_unit_test(test_bounded_when_gone),
 	};
 
