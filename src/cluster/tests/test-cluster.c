@@ -156,8 +156,10 @@ static void test_split_and_move(void **state)
 	}
 
 	/* b stops (its lease revoked): a takes b's groups back quickly. */
+	end = mono_ms();
 	cluster_stop(b);
 	WAIT_FOR(5000, count_owned(a) == N_GROUPS);
+	printf("# a stopping agent's groups moved in %lld ms (TTL 2000 ms)\n", (long long)(mono_ms() - end));
 	cluster_stop(a);
 }
 
@@ -263,6 +265,8 @@ static void test_unrenewed_lease_stops_acting(void **state)
 	/* Within the TTL (2 s) of the last renewal, which was before the
 	 * stop. */
 	assert_false(cluster_owns(a, gnames[0]));
+	printf("# stopped acting %lld ms after etcd stopped answering (TTL 2000 ms)\n",
+	       (long long)(mono_ms() - stopped));
 	assert_true(mono_ms() - stopped < 2000);
 	start = mono_ms();
 	assert_int_equal(cluster_fence(a, gnames[0], "scale_out", 2, 1, why, sizeof(why)), -EPERM);
