@@ -17,8 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <glib.h>
-
 #include "config/config-private.h"
 
 static const char *const cluster_keys[] = { "etcd", "prefix", "lease_ttl", "tls", "name", "weight" };
@@ -155,18 +153,6 @@ static char *default_name(void)
 	return strdup(host);
 }
 
-static bool agent_name_valid(const char *n)
-{
-	size_t len = strlen(n);
-
-	if (len < 1 || len > 64 || !g_ascii_isalnum(n[0]))
-		return false;
-	for (; *n; n++)
-		if (!g_ascii_isalnum(*n) && *n != '.' && *n != '_' && *n != '-')
-			return false;
-	return true;
-}
-
 static void read_cluster(struct config_ctx *x, const config_setting_t *s)
 {
 	struct cluster_conf *k = calloc(1, sizeof(*k));
@@ -201,7 +187,7 @@ static void read_cluster(struct config_ctx *x, const config_setting_t *s)
 	read_tls(x, s, k);
 	m = config_setting_get_member(s, "name");
 	if (m) {
-		if (cfg_get_string(x, s, "name", &k->name) > 0 && !agent_name_valid(k->name))
+		if (cfg_get_string(x, s, "name", &k->name) > 0 && !cfg_name_valid(k->name))
 			cfg_error(x, m,
 				  "invalid agent name '%s' (1 to 64 letters, digits, '.', '_' or '-', starting with a "
 				  "letter or digit)",
@@ -210,7 +196,7 @@ static void read_cluster(struct config_ctx *x, const config_setting_t *s)
 		k->name = default_name();
 		if (!k->name)
 			x->oom = true;
-		else if (!agent_name_valid(k->name))
+		else if (!cfg_name_valid(k->name))
 			cfg_error(x, s, "this host's name '%s' cannot name the agent: set 'name'", k->name);
 	}
 	if (cfg_get_number(x, s, "weight", &k->weight) > 0 &&
@@ -259,7 +245,7 @@ void cfg_read_owner(struct config_ctx *x, const config_setting_t *s, struct grou
 
 	if (!m || cfg_get_string(x, s, "owner", &g->owner) <= 0)
 		return;
-	if (!agent_name_valid(g->owner))
+	if (!cfg_name_valid(g->owner))
 		cfg_error(x, m, "invalid 'owner' '%s': an agent's name (cluster.name)", g->owner);
 	else if (!x->c->cluster)
 		cfg_error(x, m, "'owner' pins the group to an agent of a cluster, but there is no 'cluster' section");

@@ -114,6 +114,8 @@ int cfg_get_options(struct config_ctx *x, const config_setting_t *s, const char 
  * or '-', starting with a letter or digit, as names go into file names,
  * metric labels and URLs. */
 int cfg_get_name(struct config_ctx *x, const config_setting_t *s, const char *what, char **out);
+/* Whether s is such a name (an agent's name of the cluster section too). */
+bool cfg_name_valid(const char *s);
 
 /* Formats a duration as the messages print it: "90s", "1500ms". */
 const char *cfg_format_duration(char buf[32], int64_t ms);
