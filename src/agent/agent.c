@@ -57,16 +57,67 @@ struct agent {
 	struct admin *admin;
 	int64_t started_ms;  /* monotonic: the uptime survives a clock step */
 	int lock_fd; /* the state directory's lock (state_lock), or -1 */
+	sd_event_source *cluster_timer; /* cluster mode: STATUS= and metrics, every second */
+	char status[512];               /* the STATUS= text last sent */
 };
 
-static void agent_status(struct agent *a)
+/* How often the cluster's state reaches STATUS= and the metrics. */
+#define CLUSTER_REPORT_USEC (1000000ULL)
+
+/* Sends STATUS= when its text changed. In a cluster it says how many
+ * groups this agent acts on, or that it acts on none because its lease is
+ * lost (etcd unreachable), so that `systemctl status` shows an agent that
+ * holds. */
+static void agent_status(struct agent *a, bool force)
 {
+	char text[sizeof(a->status)], tail[320] = "";
 	size_t n_dry = 0;
 
 	for (size_t i = 0; i < a->n_groups; i++)
 		n_dry += group_rt_dry_run(a->groups[i]);
-	sd_notifyf(false, "STATUS=Managing %zu group%s%s%s", a->n_groups, a->n_groups == 1 ? "" : "s",
-		   n_dry ? ", dry run for " : "", n_dry ? (n_dry == a->n_groups ? "all" : "some") : "");
+	if (a->ctx.cluster) {
+		struct cluster_info ci;
+
+		cluster_get_info(a->ctx.cluster, &ci);
+		if (!ci.lease_valid)
+			snprintf(tail, sizeof(tail),
+				 "; cluster lease lost, acting on no group until etcd answers again%s%.200s",
+				 ci.error[0] ? ": " : "", ci.error);
+		else
+			snprintf(tail, sizeof(tail), "; cluster: acting on %zu, %zu member%s%s", ci.n_owned, ci.n_members,
+				 ci.n_members == 1 ? "" : "s",
+				 ci.n_orphaned ? ", some groups without an owner" : "");
+	}
+	snprintf(text, sizeof(text), "Managing %zu group%s%s%s%s", a->n_groups, a->n_groups == 1 ? "" : "s",
+		 n_dry ? ", dry run for " : "", n_dry ? (n_dry == a->n_groups ? "all" : "some") : "", tail);
+	/* The timer repeats only a change; other STATUS= texts (a reload's)
+	 * may have been sent meanwhile, so the callers after those force it. */
+	if (!force && strcmp(text, a->status) == 0)
+		return;
+	snprintf(a->status, sizeof(a->status), "%s", text);
+	sd_notifyf(false, "STATUS=%s", text);
+}
+
+static int on_cluster_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct agent *a = userdata;
+	struct cluster_info ci;
+
+	sd_event_source_set_time(s, usec + CLUSTER_REPORT_USEC);
+	sd_event_source_set_enabled(s, SD_EVENT_ON);
+	cluster_get_info(a->ctx.cluster, &ci);
+	metrics_record_cluster(a->metrics, &(struct metrics_cluster){
+						   .lease_valid = ci.lease_valid,
+						   .renewals = ci.renewals,
+						   .renew_failures = ci.renew_failures,
+						   .leases_lost = ci.leases_lost,
+						   .members = ci.n_members,
+						   .owned = ci.n_owned,
+						   .orphaned = ci.n_orphaned,
+					   });
+	if (a->ready_sent)
+		agent_status(a, false);
+	return 0;
 }
 
 static void agent_send_ready(struct agent *a, const char *why)
@@ -76,7 +127,7 @@ static void agent_send_ready(struct agent *a, const char *why)
 	a->ready_sent = true;
 	a->ready_timer = sd_event_source_disable_unref(a->ready_timer);
 	sd_notify(false, "READY=1");
-	agent_status(a);
+	agent_status(a, true);
 	log_info("autoscaled %s ready: %zu group%s (%s)", PACKAGE_VERSION, a->n_groups,
 		 a->n_groups == 1 ? "" : "s", why);
 }
@@ -317,7 +368,7 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	}
 	metrics_prune(a->metrics, c);
 	sd_notify(false, "READY=1");
-	agent_status(a);
+	agent_status(a, true);
 	log_fields(LOG_INFO, NULL, LOG_ID_RELOAD, (const struct log_field[]){{"RESULT", "done"}}, 1,
 		   "agent: reloaded '%s': %zu group%s, %zu unchanged", a->opts->config_path, a->n_groups,
 		   a->n_groups == 1 ? "" : "s", n_kept);
@@ -630,6 +681,12 @@ int agent_run(const struct agent_options *opts)
 		free(specs);
 		if (r < 0)
 			goto out;
+		r = sd_event_add_time_relative(a.event, &a.cluster_timer, CLOCK_MONOTONIC, CLUSTER_REPORT_USEC, 0,
+					       on_cluster_timer, &a);
+		if (r < 0) {
+			log_err_errno(r, "agent: cannot set up the cluster's timer");
+			goto out;
+		}
 	}
 
 	sd_notify(false, "STATUS=Opening drivers");
@@ -670,6 +727,7 @@ out:
 	admin_free(a.admin);
 	free_groups(a.groups, a.n_groups);
 	a.ready_timer = sd_event_source_disable_unref(a.ready_timer);
+	a.cluster_timer = sd_event_source_disable_unref(a.cluster_timer);
 	notifier_free(a.notifier);
 	metrics_free(a.metrics);
 	http_free(a.http);

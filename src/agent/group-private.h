@@ -156,6 +156,7 @@ struct group_rt {
 	bool stable;
 	bool partial;
 	bool observed;            /* at least one observation succeeded */
+	int64_t observed_start_ms; /* monotonic: when the newest observation's call was started */
 	bool first_reported;      /* the agent was told of the first observation */
 	bool stopped;
 	int64_t started_ms;       /* when group_rt_start() last ran, monotonic */

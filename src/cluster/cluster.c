@@ -85,6 +85,9 @@ struct cgroup {
 	bool releasing; /* being given back: no fence */
 	char owner[65]; /* the agent in its owner key as last read, "" none */
 	int64_t owner_rev;
+	int64_t since_ms;    /* monotonic: when this agent took the key it holds */
+	int64_t orphan_ms;   /* monotonic: since when no owner key was read, 0 owned */
+	bool orphan_warned;  /* the warning of this episode was logged */
 };
 
 struct cluster {
@@ -358,6 +361,34 @@ static int read_members(struct cluster *c)
 	return 0;
 }
 
+static const char *printable(const char *s);
+
+/* Follows G's episodes without an owner key, as read at NOW (monotonic):
+ * past two TTLs the group is orphaned, which every agent logs once per
+ * episode. An owner's death without revoking its lease leaves its groups
+ * without owner for up to a TTL and a poll, so two TTLs is an owner that
+ * is not coming: a member no agent can reach, or a pin nobody takes. */
+static void orphan_update(struct cluster *c, struct cgroup *g, int64_t now)
+{
+	if (g->gone)
+		return;
+	if (g->owner[0]) {
+		if (g->orphan_warned)
+			log_notice("cluster: group '%s' has an owner again ('%s') after %.1f s without one", g->name,
+				   printable(g->owner), (double)(now - g->orphan_ms) / 1000.0);
+		g->orphan_ms = 0;
+		g->orphan_warned = false;
+		return;
+	}
+	if (g->orphan_ms == 0)
+		g->orphan_ms = now;
+	if (!g->orphan_warned && now - g->orphan_ms > 2 * c->ttl_s * 1000) {
+		g->orphan_warned = true;
+		log_warnx("cluster: group '%s' has had no owner for %.1f s (more than two lease TTLs): no agent acts on it",
+			  g->name, (double)(now - g->orphan_ms) / 1000.0);
+	}
+}
+
 /* Checks the owner keys this agent believes it holds against etcd: one
  * deleted or re-created behind its back (by an operator) is no longer its
  * own. */
@@ -366,6 +397,7 @@ static int read_owners(struct cluster *c)
 	char key[ETCD_MAX_KEY];
 	struct etcd_range r = { 0 };
 	size_t plen;
+	int64_t now;
 	int rr;
 
 	rr = key_of(c, "owners", "", key, sizeof(key));
@@ -378,6 +410,7 @@ static int read_owners(struct cluster *c)
 	}
 	plen = strlen(key);
 	pthread_mutex_lock(&c->lock);
+	now = clock_mono_ms();
 	for (size_t i = 0; i < c->n_groups; i++) {
 		struct cgroup *g = &c->groups[i];
 		bool found = false;
@@ -389,6 +422,7 @@ static int read_owners(struct cluster *c)
 				snprintf(g->owner, sizeof(g->owner), "%s", r.kvs[k].value);
 				g->owner_rev = r.kvs[k].create_revision;
 			}
+		orphan_update(c, g, now);
 		if (!g->held)
 			continue;
 		for (size_t k = 0; k < r.n && !found; k++)
@@ -436,6 +470,8 @@ static void acquire(struct cluster *c, const char *group, int64_t lease)
 	g = find_group(c, group);
 	/* The lease may have been lost meanwhile: its key is then void too. */
 	if (g && c->lease == lease) {
+		if (!g->held || g->token != token)
+			g->since_ms = clock_mono_ms();
 		g->held = true;
 		g->token = token;
 	}
@@ -536,7 +572,7 @@ static void *cluster_thread(void *arg)
 	int64_t tick = c->ttl_s * 1000 / 3;
 
 	for (;;) {
-		int64_t now = clock_mono_ms(), lease, deadline;
+		int64_t now = clock_mono_ms(), lease, deadline, wait_ms;
 		struct timespec until;
 
 		pthread_mutex_lock(&c->lock);
@@ -579,11 +615,15 @@ static void *cluster_thread(void *arg)
 		if (read_members(c) == 0 && read_owners(c) == 0)
 			balance(c);
 		/* Sleep a tick, or until woken (a stop, new groups, the end of a
-		 * fenced call whose group waits to be given back). */
+		 * fenced call whose group waits to be given back). After a
+		 * failed renewal, a quarter of a tick: an etcd electing a new
+		 * leader answers again within about a second, and the lease
+		 * must be renewed before its local deadline, not a tick later. */
 		pthread_mutex_lock(&c->lock);
+		wait_ms = c->failing > 0 || c->lease == 0 ? tick / 4 : tick;
 		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += tick / 1000;
-		until.tv_nsec += (tick % 1000) * 1000000L;
+		until.tv_sec += wait_ms / 1000;
+		until.tv_nsec += (wait_ms % 1000) * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
@@ -801,6 +841,33 @@ bool cluster_owns(struct cluster *c, const char *group)
 	return owns;
 }
 
+int64_t cluster_owned_since(struct cluster *c, const char *group)
+{
+	int64_t since = 0;
+	struct cgroup *g;
+
+	pthread_mutex_lock(&c->lock);
+	g = find_group(c, group);
+	if (g && g->held && g->want && !g->gone && lease_valid_locked(c, clock_mono_ms()))
+		since = g->since_ms > 0 ? g->since_ms : 1;
+	pthread_mutex_unlock(&c->lock);
+	return since;
+}
+
+bool cluster_group_owner(struct cluster *c, const char *group, char *owner, size_t size, bool *orphaned)
+{
+	struct cgroup *g;
+	bool known;
+
+	pthread_mutex_lock(&c->lock);
+	g = find_group(c, group);
+	known = g && !g->gone;
+	snprintf(owner, size, "%s", known ? printable(g->owner) : "");
+	*orphaned = known && g->orphan_warned;
+	pthread_mutex_unlock(&c->lock);
+	return known;
+}
+
 int64_t cluster_token(struct cluster *c, const char *group)
 {
 	int64_t t = 0;
@@ -905,8 +972,11 @@ void cluster_get_info(struct cluster *c, struct cluster_info *ret)
 		snprintf(ret->members[i].name, sizeof(ret->members[i].name), "%s", c->members[i].name);
 		ret->members[i].weight = c->members[i].weight;
 	}
-	for (size_t i = 0; i < c->n_groups; i++)
+	for (size_t i = 0; i < c->n_groups; i++) {
 		ret->n_owned += c->groups[i].held && c->groups[i].want && !c->groups[i].gone && ret->lease_valid;
+		ret->n_orphaned += c->groups[i].orphan_warned && !c->groups[i].gone;
+	}
+	ret->n_groups = c->n_groups;
 	ret->renewals = c->renewals;
 	ret->renew_failures = c->renew_failures;
 	ret->leases_lost = c->leases_lost;
@@ -979,6 +1049,7 @@ cJSON *cluster_status_json(struct cluster *c)
 		     (g->owner[0] ? cJSON_AddStringToObject(e, "owner", printable(g->owner))
 				  : cJSON_AddNullToObject(e, "owner")) &&
 		     cJSON_AddNumberToObject(e, "token", (double)g->owner_rev) &&
+		     cJSON_AddBoolToObject(e, "orphaned", g->orphan_warned) &&
 		     cJSON_AddBoolToObject(e, "acting_here",
 					   g->held && g->want && !g->releasing && lease_valid_locked(c, now)) &&
 		     (g->pin ? cJSON_AddStringToObject(e, "pin", g->pin) : cJSON_AddNullToObject(e, "pin"));

@@ -65,6 +65,18 @@ int cluster_set_groups(struct cluster *c, const struct cluster_group_spec *group
  * blocks on etcd. */
 bool cluster_owns(struct cluster *c, const char *group);
 
+/* When (CLOCK_MONOTONIC, ms) this agent took the owner key of GROUP that
+ * it holds now, 0 when cluster_owns() is false. A group's runtime acts
+ * only on an observation made after it: a group taken over, or taken
+ * back after etcd was unreachable, is observed again before its first
+ * action, so that the hold does not end in a burst of stale decisions. */
+int64_t cluster_owned_since(struct cluster *c, const char *group);
+
+/* GROUP's owner as last read from etcd (every TTL/3), "" for none, into
+ * OWNER; *orphaned tells whether it has had no owner for more than two
+ * TTLs. Returns false when GROUP is not one of the cluster's groups. */
+bool cluster_group_owner(struct cluster *c, const char *group, char *owner, size_t size, bool *orphaned);
+
 /* Run right before a driver call that changes GROUP's target (on the
  * call's worker thread): writes the intended action (OPERATION, the target
  * COUNT, and FROM) to PREFIX/actions/GROUP in a transaction that succeeds
@@ -89,7 +101,9 @@ struct cluster_info {
 	int64_t lease_left_ms;    /* to the local deadline, 0 when not valid */
 	size_t n_members;
 	struct cluster_member_info members[64]; /* the first 64 by name */
+	size_t n_groups;          /* groups configured */
 	size_t n_owned;           /* groups this agent may act on */
+	size_t n_orphaned;        /* groups without an owner for more than two TTLs */
 	unsigned long renewals;   /* keepalives that succeeded */
 	unsigned long renew_failures;
 	unsigned long leases_lost; /* leases that ended without a stop */
