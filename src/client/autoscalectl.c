@@ -203,8 +203,15 @@ static void print_status(const cJSON *o, bool legend)
 {
 	const cJSON *g;
 	char a[32], b[32];
+	bool cluster = false;
 
-	if (legend)
+	/* A daemon in a cluster names each group's owner: one more column. */
+	cJSON_ArrayForEach(g, cJSON_GetObjectItem(o, "groups"))
+		cluster = cluster || cJSON_GetObjectItem(g, "owner") != NULL;
+	if (legend && cluster)
+		printf("%-20s %7s %7s  %-16s %-22s %-24s %s\n", "GROUP", "CURRENT", "DESIRED", "PROFILE", "STATE",
+		       "OWNER", "LAST DECISION");
+	else if (legend)
 		printf("%-20s %7s %7s  %-16s %-22s %s\n", "GROUP", "CURRENT", "DESIRED", "PROFILE", "STATE",
 		       "LAST DECISION");
 	cJSON_ArrayForEach(g, cJSON_GetObjectItem(o, "groups"))
@@ -227,6 +234,17 @@ static void print_status(const cJSON *o, bool legend)
 		if (cJSON_IsTrue(cJSON_GetObjectItem(g, "dry_run"))) {
 			n = strlen(state);
 			snprintf(state + n, sizeof(state) - n, "%sdry run", n ? "," : "");
+		}
+		if (cluster) {
+			char owner[96];
+
+			snprintf(owner, sizeof(owner), "%s%s%s", str(g, "owner", "(none)"),
+				 cJSON_IsTrue(cJSON_GetObjectItem(g, "acting_here")) ? " (here)" : "",
+				 cJSON_IsTrue(cJSON_GetObjectItem(g, "orphaned")) ? " ORPHANED" : "");
+			printf("%-20s %7s %7s  %-16s %-22s %-24s %s\n", str(g, "name", "?"),
+			       num(g, "current", a, sizeof(a)), num(g, "desired", b, sizeof(b)), str(g, "profile", "-"),
+			       state[0] ? state : "active", owner, str(g, "explanation", "-"));
+			continue;
 		}
 		printf("%-20s %7s %7s  %-16s %-22s %s\n", str(g, "name", "?"), num(g, "current", a, sizeof(a)),
 		       num(g, "desired", b, sizeof(b)), str(g, "profile", "-"), state[0] ? state : "active",
