@@ -272,6 +272,12 @@ static void keepalive(struct cluster *c)
 				 c->failing, c->failing == 1 ? "" : "s");
 		c->failing = 0;
 		c->renewals++;
+		/* The lease was past its local deadline and is valid again: the
+		 * groups it holds start a new episode of acting, each observed
+		 * again first (cluster_owned_since()), as after a new lease. */
+		if (c->lease == id && !lease_valid_locked(c, clock_mono_ms()))
+			for (size_t i = 0; i < c->n_groups; i++)
+				c->groups[i].since_ms = clock_mono_ms();
 		/* Only ever forward: an answer to an older request says less. */
 		if (c->lease == id && sent + ttl * 1000 - c->margin_ms > c->deadline_ms)
 			c->deadline_ms = sent + ttl * 1000 - c->margin_ms;
@@ -285,7 +291,7 @@ static void keepalive(struct cluster *c)
 	if (r == -ENOENT)
 		lease_lost(c, "etcd says it expired");
 	else if (r < 0 && c->failing == 1)
-		/* Once per outage: it is retried every TTL/3. */
+		/* Once per outage: it is retried every TTL/12 meanwhile. */
 		log_warnx("cluster: cannot renew the lease of agent '%s' (retrying): %s", c->name,
 			  etcd_client_error(c->etcd));
 }

@@ -258,6 +258,7 @@ static void test_unrenewed_lease_stops_acting(void **state)
 	conf_init(&ka, pa, sizeof(pa), "agent-a", 1);
 	assert_int_equal(cluster_start(&ka, specs, 1, &a), 0);
 	WAIT_FOR(10000, cluster_owns(a, gnames[0]));
+	assert_true(cluster_owned_since(a, gnames[0]) > 0);
 	etcd_test_signal(&server, 0, SIGSTOP);
 	stopped = mono_ms();
 	while (cluster_owns(a, gnames[0]) && mono_ms() - stopped < 5000)
@@ -272,9 +273,48 @@ static void test_unrenewed_lease_stops_acting(void **state)
 	assert_int_equal(cluster_fence(a, gnames[0], "scale_out", 2, 1, why, sizeof(why)), -EPERM);
 	/* Refused locally: no request waited on the stopped server. */
 	assert_true(mono_ms() - start < 100);
+	assert_int_equal(cluster_owned_since(a, gnames[0]), 0);
 	etcd_test_signal(&server, 0, SIGCONT);
 	WAIT_FOR(15000, cluster_owns(a, gnames[0]));
+	/* Acting again after the outage (with the same lease, renewed before
+	 * etcd expired it, or a new one): the ownership starts anew, so that
+	 * the group is observed again before its first action. */
+	assert_true(cluster_owned_since(a, gnames[0]) > stopped);
 	cluster_stop(a);
+}
+
+/* A group that hashing gives to an agent that does not have it (here: a
+ * pin to agent b, whose file lacks the group) has no owner: past two TTLs
+ * it is orphaned, in the info and the group's owner. */
+static void test_orphaned_group(void **state)
+{
+	struct cluster_conf ka, kb;
+	char pa[64], pb[64], owner[65];
+	struct cluster *a = NULL, *b = NULL;
+	struct cluster_group_spec pinned = { gnames[0], "agent-b" };
+	struct cluster_info info;
+	bool orphaned = true;
+	int64_t start;
+
+	(void)state;
+	prefix_seq++;
+	conf_init(&ka, pa, sizeof(pa), "agent-a", 1);
+	conf_init(&kb, pb, sizeof(pb), "agent-b", 1);
+	assert_int_equal(cluster_start(&kb, NULL, 0, &b), 0);
+	assert_int_equal(cluster_start(&ka, &pinned, 1, &a), 0);
+	start = mono_ms();
+	assert_true(cluster_group_owner(a, gnames[0], owner, sizeof(owner), &orphaned));
+	assert_false(orphaned);
+	WAIT_FOR(15000, (cluster_get_info(a, &info), info.n_orphaned == 1));
+	/* Not before two TTLs (2 s each) without an owner. */
+	assert_true(mono_ms() - start >= 4000);
+	assert_true(cluster_group_owner(a, gnames[0], owner, sizeof(owner), &orphaned));
+	assert_true(orphaned);
+	assert_string_equal(owner, "");
+	assert_false(cluster_owns(a, gnames[0]));
+	assert_false(cluster_group_owner(a, "no-such-group", owner, sizeof(owner), &orphaned));
+	cluster_stop(a);
+	cluster_stop(b);
 }
 
 static int setup(void **state)
@@ -303,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_stale_token_refused),
 		cmocka_unit_test(test_handover_waits_for_call),
 		cmocka_unit_test(test_unrenewed_lease_stops_acting),
+		cmocka_unit_test(test_orphaned_group),
 	};
 
 	if (!etcd_test_available()) {
