@@ -12,7 +12,7 @@ _autoscalectl()
     local cur prev words cword
     _init_completion || return
 
-    local commands="status show explain history forecast members pause resume pin unpin dry-run reload"
+    local commands="status show explain history forecast members pause resume pin unpin dry-run reload cluster"
     local options="-s --socket -j --json --no-legend -h --help --version"
     local sock="" cmd="" i nargs=0
 

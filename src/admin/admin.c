@@ -449,6 +449,15 @@ static void on_request(void *userdata, const struct httpd_request *req, struct h
 			reply_ok(resp, a->ops->list(a->userdata));
 	} else if (strncmp(p, "/v1/groups/", 11) == 0) {
 		route_group(a, p + 11, req, resp);
+	} else if (strcmp(p, "/v1/cluster") == 0) {
+		cJSON *o;
+
+		if (!is_method(req, "GET"))
+			httpd_error(resp, 405, "method '%s' not allowed on '%s'", req->method, p);
+		else if (!a->ops->cluster || !(o = a->ops->cluster(a->userdata)))
+			httpd_error(resp, 404, "this agent is not in a cluster (no 'cluster' section)");
+		else
+			reply_ok(resp, o);
 	} else if (strcmp(p, "/v1/reload") == 0) {
 		if (!is_method(req, "POST"))
 			httpd_error(resp, 405, "method '%s' not allowed on '%s'", req->method, p);

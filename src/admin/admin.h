@@ -72,6 +72,10 @@ struct admin_ops {
 		       char *err, size_t len);
 	/* The clock for "for" durations and checks of "until" (epoch ms). */
 	int64_t (*now_ms)(void *userdata);
+	/* Cluster mode: members, owners and this agent's lease (GET
+	 * /v1/cluster); NULL (the pointer or the result) when the agent is not
+	 * in a cluster: 404. */
+	struct cJSON *(*cluster)(void *userdata);
 };
 
 struct admin;

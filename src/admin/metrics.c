@@ -73,6 +73,7 @@ struct group_metrics {
 	int current, desired;
 	double boot_seconds; /* the boot time in force at the last evaluation */
 	bool paused, pinned, in_flight;
+	int owned; /* cluster mode: 0 or 1; -1 outside a cluster or not evaluated yet */
 	/* The active profile and its bounds: the default profile's until
 	 * the first evaluation; have_bounds is false for a group recorded
 	 * before its configuration was (the unit tests do that). */
@@ -117,6 +118,8 @@ struct metrics {
 	void *page_userdata;
 	bool reload_ok;         /* whether the last configuration load succeeded */
 	double reload_success;  /* wall time of the last successful load */
+	bool have_cluster;      /* metrics_record_cluster() was called */
+	struct metrics_cluster cluster;
 };
 
 /* Seconds since the epoch: the timestamps are compared with PromQL's
@@ -260,6 +263,7 @@ static void record_decision(struct group_metrics *g, const struct group_conf *gc
 	g->paused = st->paused;
 	g->pinned = st->pinned;
 	g->in_flight = st->in_flight;
+	g->owned = st->owned;
 	g->last_evaluation = wall_seconds();
 	if (d->hold > HOLD_NONE && d->hold < N_HOLDS)
 		g->holds[d->hold]++;
@@ -489,6 +493,16 @@ void metrics_prune(struct metrics *m, const struct config *c)
 		if (g)
 			follow_config(g, &c->groups[i]);
 	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_record_cluster(struct metrics *m, const struct metrics_cluster *k)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->have_cluster = true;
+	m->cluster = *k;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -812,6 +826,37 @@ static void driver_families(FILE *f, const struct metrics *m)
 		}
 }
 
+/* The cluster mode's families: only in a cluster, where a zero means
+ * something (no valid lease, no member seen). */
+static void cluster_families(FILE *f, const struct metrics *m)
+{
+	const struct metrics_cluster *k = &m->cluster;
+
+	if (!m->have_cluster)
+		return;
+	header(f, "autoscaled_cluster_lease_valid", "gauge",
+	       "1 while this agent's etcd lease is valid locally (it may act), 0 when lost or etcd is unreachable.");
+	fprintf(f, "autoscaled_cluster_lease_valid %d\n", k->lease_valid ? 1 : 0);
+	header(f, "autoscaled_cluster_lease_renewals_total", "counter", "Keepalives of the lease etcd accepted.");
+	fprintf(f, "autoscaled_cluster_lease_renewals_total %lu\n", k->renewals);
+	header(f, "autoscaled_cluster_lease_renewal_failures_total", "counter",
+	       "Keepalives of the lease that failed (etcd unreachable, or the lease expired).");
+	fprintf(f, "autoscaled_cluster_lease_renewal_failures_total %lu\n", k->renew_failures);
+	header(f, "autoscaled_cluster_leases_lost_total", "counter", "Leases that ended while the agent ran.");
+	fprintf(f, "autoscaled_cluster_leases_lost_total %lu\n", k->leases_lost);
+	header(f, "autoscaled_cluster_members", "gauge", "Agents registered in etcd, as this agent last read them.");
+	fprintf(f, "autoscaled_cluster_members %zu\n", k->members);
+	header(f, "autoscaled_cluster_owned_groups", "gauge", "Groups this agent acts on now.");
+	fprintf(f, "autoscaled_cluster_owned_groups %zu\n", k->owned);
+	header(f, "autoscaled_cluster_orphaned_groups", "gauge",
+	       "Groups that have had no owner in etcd for more than two lease TTLs: no agent acts on them.");
+	fprintf(f, "autoscaled_cluster_orphaned_groups %zu\n", k->orphaned);
+	header(f, "autoscaled_group_owned", "gauge", "1 while this agent acts on the group, 0 while another does or none.");
+	for (size_t i = 0; i < m->n_groups; i++)
+		if (m->groups[i]->have_decision && m->groups[i]->owned >= 0)
+			group_sample(f, "autoscaled_group_owned", m->groups[i], m->groups[i]->owned);
+}
+
 static void write_locked(const struct metrics *m, FILE *f)
 {
 	header(f, "autoscaled_build_info", "gauge", "The daemon's version, as a label; always 1.");
@@ -883,6 +928,7 @@ static void write_locked(const struct metrics *m, FILE *f)
 		group_sample(f, "autoscaled_group_pinned", m->groups[i], m->groups[i]->pinned);
 	alerting_families(f, m);
 	driver_families(f, m);
+	cluster_families(f, m);
 }
 
 int metrics_write(const struct metrics *m, FILE *f)

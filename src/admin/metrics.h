@@ -29,6 +29,7 @@ struct metrics_group_status {
 	bool paused;
 	bool pinned;
 	bool in_flight;
+	int owned; /* cluster mode: 1 when this agent acts on the group, 0 not; -1 not in a cluster */
 	double evaluation_seconds; /* how long the evaluation took; < 0: not measured */
 };
 
@@ -71,6 +72,16 @@ void metrics_record_driver_metric(struct metrics *m, const char *group, const ch
  * the series that exist whatever happens, one autoscaled_signal_valid per
  * configured signal and the bounds of the active profile. */
 void metrics_prune(struct metrics *m, const struct config *c);
+
+/* What the cluster mode (cluster/cluster.h) reports, every second. */
+struct metrics_cluster {
+	bool lease_valid;
+	unsigned long renewals, renew_failures, leases_lost;
+	size_t members, owned, orphaned;
+};
+/* Records the cluster's state; the cluster families are written only once
+ * it was recorded (never as zeros for a daemon without a cluster). */
+void metrics_record_cluster(struct metrics *m, const struct metrics_cluster *k);
 
 /* Records the outcome of a configuration reload. The registry starts with
  * a successful load (the one the daemon started with). */

@@ -33,6 +33,7 @@
 #include "admin/metrics.h"
 #include "agent/notify.h"
 #include "agent/preflight.h"
+#include "cluster/cluster.h"
 #include "sources/cloud_worker.h"
 #include "admin/status-page.h"
 #include "state/state.h"
@@ -57,16 +58,67 @@ struct agent {
 	struct admin *admin;
 	int64_t started_ms;  /* monotonic: the uptime survives a clock step */
 	int lock_fd; /* the state directory's lock (state_lock), or -1 */
+	sd_event_source *cluster_timer; /* cluster mode: STATUS= and metrics, every second */
+	char status[512];               /* the STATUS= text last sent */
 };
 
-static void agent_status(struct agent *a)
+/* How often the cluster's state reaches STATUS= and the metrics. */
+#define CLUSTER_REPORT_USEC (1000000ULL)
+
+/* Sends STATUS= when its text changed. In a cluster it says how many
+ * groups this agent acts on, or that it acts on none because its lease is
+ * lost (etcd unreachable), so that `systemctl status` shows an agent that
+ * holds. */
+static void agent_status(struct agent *a, bool force)
 {
+	char text[sizeof(a->status)], tail[320] = "";
 	size_t n_dry = 0;
 
 	for (size_t i = 0; i < a->n_groups; i++)
 		n_dry += group_rt_dry_run(a->groups[i]);
-	sd_notifyf(false, "STATUS=Managing %zu group%s%s%s", a->n_groups, a->n_groups == 1 ? "" : "s",
-		   n_dry ? ", dry run for " : "", n_dry ? (n_dry == a->n_groups ? "all" : "some") : "");
+	if (a->ctx.cluster) {
+		struct cluster_info ci;
+
+		cluster_get_info(a->ctx.cluster, &ci);
+		if (!ci.lease_valid)
+			snprintf(tail, sizeof(tail),
+				 "; cluster lease lost, acting on no group until etcd answers again%s%.200s",
+				 ci.error[0] ? ": " : "", ci.error);
+		else
+			snprintf(tail, sizeof(tail), "; cluster: acting on %zu, %zu member%s%s", ci.n_owned, ci.n_members,
+				 ci.n_members == 1 ? "" : "s",
+				 ci.n_orphaned ? ", some groups without an owner" : "");
+	}
+	snprintf(text, sizeof(text), "Managing %zu group%s%s%s%s", a->n_groups, a->n_groups == 1 ? "" : "s",
+		 n_dry ? ", dry run for " : "", n_dry ? (n_dry == a->n_groups ? "all" : "some") : "", tail);
+	/* The timer repeats only a change; other STATUS= texts (a reload's)
+	 * may have been sent meanwhile, so the callers after those force it. */
+	if (!force && strcmp(text, a->status) == 0)
+		return;
+	snprintf(a->status, sizeof(a->status), "%s", text);
+	sd_notifyf(false, "STATUS=%s", text);
+}
+
+static int on_cluster_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct agent *a = userdata;
+	struct cluster_info ci;
+
+	sd_event_source_set_time(s, usec + CLUSTER_REPORT_USEC);
+	sd_event_source_set_enabled(s, SD_EVENT_ON);
+	cluster_get_info(a->ctx.cluster, &ci);
+	metrics_record_cluster(a->metrics, &(struct metrics_cluster){
+						   .lease_valid = ci.lease_valid,
+						   .renewals = ci.renewals,
+						   .renew_failures = ci.renew_failures,
+						   .leases_lost = ci.leases_lost,
+						   .members = ci.n_members,
+						   .owned = ci.n_owned,
+						   .orphaned = ci.n_orphaned,
+					   });
+	if (a->ready_sent)
+		agent_status(a, false);
+	return 0;
 }
 
 static void agent_send_ready(struct agent *a, const char *why)
@@ -76,7 +128,7 @@ static void agent_send_ready(struct agent *a, const char *why)
 	a->ready_sent = true;
 	a->ready_timer = sd_event_source_disable_unref(a->ready_timer);
 	sd_notify(false, "READY=1");
-	agent_status(a);
+	agent_status(a, true);
 	log_info("autoscaled %s ready: %zu group%s (%s)", PACKAGE_VERSION, a->n_groups,
 		 a->n_groups == 1 ? "" : "s", why);
 }
@@ -176,6 +228,19 @@ static void ensure_directory(const char *path, mode_t mode);
 
 /* Reloads the configuration; returns 0, or -EINVAL with the first error in
  * err when the running configuration stays. */
+/* Cluster mode: the groups of c as the cluster runtime takes them. */
+static int cluster_specs(const struct config *c, struct cluster_group_spec **ret)
+{
+	struct cluster_group_spec *v = calloc(c->n_groups ? c->n_groups : 1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n_groups; i++)
+		v[i] = (struct cluster_group_spec){ c->groups[i].name, c->groups[i].owner };
+	*ret = v;
+	return 0;
+}
+
 static int agent_reload(struct agent *a, char *err, size_t err_len)
 {
 	struct config_errors errs = {0};
@@ -195,6 +260,26 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	if (r == 0 && (r = preflight_check(c, &errs)) < 0) {
 		config_free(c);
 		c = NULL;
+	}
+	/* The agent's membership is fixed for its life: its name, lease and
+	 * endpoints go with the process. */
+	if (r == 0 && !cluster_conf_equal(c->cluster, a->config->cluster)) {
+		char *msg = NULL;
+
+		if (asprintf(&msg, "%s: the 'cluster' section changed: restart the daemon to apply it", c->path) >= 0) {
+			char **v = realloc(errs.v, (errs.n + 2) * sizeof(*v));
+
+			if (v) {
+				errs.v = v;
+				v[errs.n++] = msg;
+				v[errs.n] = NULL;
+				msg = NULL;
+			}
+		}
+		free(msg);
+		config_free(c);
+		c = NULL;
+		r = -EINVAL;
 	}
 	if (r < 0) {
 		for (size_t i = 0; i < errs.n; i++)
@@ -272,9 +357,19 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 		if (!keep[i])
 			group_rt_start(a->groups[i]);
 	free(keep);
+	if (a->ctx.cluster) {
+		struct cluster_group_spec *specs = NULL;
+
+		r = cluster_specs(c, &specs);
+		if (r >= 0)
+			r = cluster_set_groups(a->ctx.cluster, specs, c->n_groups);
+		free(specs);
+		if (r < 0)
+			log_err_errno(r, "cluster: cannot take the reloaded groups");
+	}
 	metrics_prune(a->metrics, c);
 	sd_notify(false, "READY=1");
-	agent_status(a);
+	agent_status(a, true);
 	log_fields(LOG_INFO, NULL, LOG_ID_RELOAD, (const struct log_field[]){{"RESULT", "done"}}, 1,
 		   "agent: reloaded '%s': %zu group%s, %zu unchanged", a->opts->config_path, a->n_groups,
 		   a->n_groups == 1 ? "" : "s", n_kept);
@@ -378,6 +473,13 @@ static int op_what_if(void *u, const char *name, const struct admin_what_if *w, 
 	return group_admin_what_if(g, w, ret, err, len);
 }
 
+static cJSON *op_cluster(void *u)
+{
+	struct agent *a = u;
+
+	return a->ctx.cluster ? cluster_status_json(a->ctx.cluster) : NULL;
+}
+
 static int op_reload(void *u, char *err, size_t len)
 {
 	struct agent *a = u;
@@ -405,6 +507,7 @@ static const struct admin_ops admin_ops = {
 	.what_if = op_what_if,
 	.dry_run = op_dry_run,
 	.reload = op_reload,
+	.cluster = op_cluster,
 	.now_ms = op_now,
 };
 
@@ -569,6 +672,24 @@ int agent_run(const struct agent_options *opts)
 		.notifier = a.notifier,
 	};
 
+	if (a.config->cluster) {
+		struct cluster_group_spec *specs = NULL;
+
+		sd_notify(false, "STATUS=Joining the cluster");
+		r = cluster_specs(a.config, &specs);
+		if (r >= 0)
+			r = cluster_start(a.config->cluster, specs, a.config->n_groups, &a.ctx.cluster);
+		free(specs);
+		if (r < 0)
+			goto out;
+		r = sd_event_add_time_relative(a.event, &a.cluster_timer, CLOCK_MONOTONIC, CLUSTER_REPORT_USEC, 0,
+					       on_cluster_timer, &a);
+		if (r < 0) {
+			log_err_errno(r, "agent: cannot set up the cluster's timer");
+			goto out;
+		}
+	}
+
 	sd_notify(false, "STATUS=Opening drivers");
 	r = build_groups(&a, a.config, &a.groups, NULL);
 	if (r < 0) {
@@ -600,11 +721,16 @@ int agent_run(const struct agent_options *opts)
 	for (size_t i = 0; i < a.n_groups; i++)
 		group_rt_stop(a.groups[i]);
 out:
+	/* After the groups stopped starting calls; it waits for a fenced call
+	 * still running, then hands the groups over at once. */
+	cluster_stop(a.ctx.cluster);
+	a.ctx.cluster = NULL;
 	admin_free(a.admin);
 	free_groups(a.groups, a.n_groups);
 	/* A clean stop leaves every state file as the groups last saw it. */
 	state_writer_flush();
 	a.ready_timer = sd_event_source_disable_unref(a.ready_timer);
+	a.cluster_timer = sd_event_source_disable_unref(a.cluster_timer);
 	notifier_free(a.notifier);
 	metrics_free(a.metrics);
 	http_free(a.http);

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "agent/group.h"
 #include "agent/group-private.h" /* the members as last observed */
+#include "cluster/cluster.h"
 #include "log/log.h"
 
 static void add_str_or_null(cJSON *o, const char *key, const char *v)
@@ -62,6 +63,17 @@ cJSON *group_admin_summary(const struct group_rt *g)
 	else
 		cJSON_AddNullToObject(o, "pinned");
 	cJSON_AddBoolToObject(o, "dry_run", group_rt_dry_run(g));
+	/* In a cluster every agent shows every group with its owner, as this
+	 * agent last read the owner keys: an operator can ask any agent. */
+	if (g->ctx->cluster) {
+		char owner[65];
+		bool orphaned = false;
+
+		cluster_group_owner(g->ctx->cluster, group_rt_name(g), owner, sizeof(owner), &orphaned);
+		add_str_or_null(o, "owner", owner[0] ? owner : NULL);
+		cJSON_AddBoolToObject(o, "acting_here", cluster_owns(g->ctx->cluster, group_rt_name(g)));
+		cJSON_AddBoolToObject(o, "orphaned", orphaned);
+	}
 	add_str_or_null(o, "in_flight",
 			st->in_flight.direction != DIR_NONE ? direction_name(st->in_flight.direction) : NULL);
 	rec = last_record(g);

@@ -79,6 +79,11 @@ struct job {
 	size_t n_samples, cap_samples;
 	int n_done;              /* scale: instances created or removed */
 	char driver_msg[512];    /* the newest warning or error the driver logged, "" if none */
+	/* Cluster mode: the runtime that fences the changing calls (NULL
+	 * without a cluster) and the group's name, copied for the worker
+	 * thread, which must not read the group (job_fence() in job.c). */
+	struct cluster *cluster;
+	char fence_group[72];
 };
 
 /* The newest failed driver operation, until one of the same kind succeeds. */
@@ -156,6 +161,7 @@ struct group_rt {
 	bool stable;
 	bool partial;
 	bool observed;            /* at least one observation succeeded */
+	int64_t observed_start_ms; /* monotonic: when the newest observation's call was started */
 	bool first_reported;      /* the agent was told of the first observation */
 	bool stopped;
 	int64_t started_ms;       /* when group_rt_start() last ran, monotonic */

@@ -23,6 +23,7 @@
 
 #include "agent/forecast-state.h"
 #include "agent/group-private.h"
+#include "cluster/cluster.h"
 #include "log/log.h"
 #include "log/log-ids.h"
 #include "admin/metrics.h"
@@ -277,6 +278,19 @@ static void take_observation(struct group_rt *g, struct job *j, struct clock_now
 	g->stable = j->obs.stable;
 	g->partial = j->obs.partial;
 	g->observed = true;
+	g->observed_start_ms = j->started_ms;
+}
+
+/* Whether the agent may act on G in a cluster: it owns the group, and the
+ * newest observation was started after it took the group. A new owner, or
+ * an agent taking its groups back after etcd was unreachable, knows the
+ * target only as it was before: the previous owner may have changed it
+ * since, so the first action waits for one observation of its own. */
+static bool group_acting_owner(const struct group_rt *g)
+{
+	int64_t since = cluster_owned_since(g->ctx->cluster, g->gc->name);
+
+	return since > 0 && g->observed && g->observed_start_ms >= since;
 }
 
 static void save_failed(struct group_rt *g, const char *dir, int r)
@@ -571,6 +585,7 @@ void group_engine_inputs(const struct group_rt *g, enum scale_direction in_fligh
 		.busy = in_flight != DIR_NONE || g->job || g->drain,
 		.partial = g->partial,
 		.paused = g->st.pause.active,
+		.not_owner = g->ctx->cluster && !group_acting_owner(g),
 		.pinned = g->st.pin.active,
 		.pin_count = g->st.pin.count,
 		.pin_forced = g->st.pin.forced,
@@ -623,6 +638,7 @@ static void group_evaluate(struct group_rt *g)
 					.paused = paused,
 					.pinned = pinned,
 					.in_flight = obs.in_flight != DIR_NONE,
+					.owned = !g->ctx->cluster ? -1 : !obs.not_owner,
 					.evaluation_seconds = (double)(m1 - m0) / 1e9,
 				});
 	if (d.action == DIR_NONE || dry || g->job || g->drain) {
@@ -1177,6 +1193,7 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	g->stable = old->stable;
 	g->partial = old->partial;
 	g->observed = old->observed;
+	g->observed_start_ms = old->observed_start_ms;
 	g->first_reported = old->first_reported;
 	/* A reload does not make a failed operation succeed. */
 	g->last_error = old->last_error;

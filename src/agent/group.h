@@ -15,6 +15,7 @@
 #include "state/state.h"
 
 struct admin_ring;
+struct cluster;
 struct http;
 struct group_rt;
 struct metrics;
@@ -30,6 +31,9 @@ struct group_ctx {
 	const struct agent_conf *agent_conf;
 	struct metrics *metrics;    /* may be NULL */
 	struct notifier *notifier;  /* may be NULL */
+	/* Cluster mode: which groups this agent may act on; NULL without a
+	 * cluster section (then it acts on all). */
+	struct cluster *cluster;
 };
 
 /* Builds a runtime for `gc` (borrowed; must outlive the runtime). When `old`

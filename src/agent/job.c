@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -19,6 +20,7 @@
 
 #include "agent/group-private.h"
 #include "agent/workers.h"
+#include "cluster/cluster.h"
 #include "log/log.h"
 
 /* How many calls of one driver run at once, unless agent.driver_concurrency
@@ -192,6 +194,34 @@ static int job_collect_sample(void *ctx, const char *source, const char *id, dou
 	return 0;
 }
 
+/* Cluster mode: right before a call that changes the target, the intended
+ * action goes to etcd in a transaction fenced by the group's owner token
+ * (cluster_fence()). When etcd refuses it, or cannot be asked, the call is
+ * not made: the job fails with the reason, and the group holds. Returns
+ * whether the call may go ahead. */
+static bool job_fence(struct job *j)
+{
+	char why[sizeof(j->driver_msg)];
+	int to = j->kind == JOB_SCALE_OUT ? j->count : j->from - j->count;
+	int r;
+
+	if (!j->cluster)
+		return true;
+	r = cluster_fence(j->cluster, j->fence_group, job_kind_operation(j->kind), to, j->from, why, sizeof(why));
+	if (r == 0)
+		return true;
+	j->r = r;
+	snprintf(j->driver_msg, sizeof(j->driver_msg), "%s", why);
+	log_group(LOG_WARNING, j->fence_group, NULL, NULL, "%s", why);
+	return false;
+}
+
+static void job_fence_end(struct job *j)
+{
+	if (j->cluster)
+		cluster_fence_end(j->cluster, j->fence_group);
+}
+
 static void job_run(struct workers_task *t)
 {
 	struct job *j = (struct job *)((char *)t - offsetof(struct job, task));
@@ -208,11 +238,17 @@ static void job_run(struct workers_task *t)
 				       &j->obs);
 		break;
 	case JOB_SCALE_OUT:
+		if (!job_fence(j))
+			break;
 		j->r = j->drv->set_capacity(j->handle, j->count, job_count_instance, j);
+		job_fence_end(j);
 		break;
 	case JOB_SCALE_IN:
+		if (!job_fence(j))
+			break;
 		j->r = j->drv->remove_instances(j->handle, j->count, (const char *const *)j->ids, j->n_ids,
 						job_count_instance, j);
+		job_fence_end(j);
 		break;
 	case JOB_OPEN:
 		j->r = j->drv->open(j->host, j->opts.v, j->opts.n, &j->handle);
@@ -299,6 +335,8 @@ int job_start(struct group_rt *g, struct job *j)
 	j->handle = g->handle;
 	j->write_fd = job_pipe[1];
 	j->started_ms = clock_mono_ms();
+	j->cluster = g->ctx->cluster;
+	snprintf(j->fence_group, sizeof(j->fence_group), "%s", g->gc->name);
 	j->task.run = job_run;
 	j->pool = driver_pool(g->gc->driver, job_driver_limit(g->ctx->agent_conf, g->gc->driver));
 	r = j->pool ? workers_submit(j->pool, &j->task) : -ENOMEM;

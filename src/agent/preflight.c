@@ -10,6 +10,7 @@
 #include <systemd/sd-event.h>
 
 #include "agent/driver.h"
+#include "cluster/cluster.h"
 #include "sources/http.h"
 #include "sources/source.h"
 #include "sources/cloud_worker.h"
@@ -259,6 +260,12 @@ int preflight_check(const struct config *c, struct config_errors *errs)
 	if (r < 0) {
 		sd_event_unref(env.event);
 		return r;
+	}
+	if (c->cluster) {
+		char why[1024];
+
+		if (cluster_check_conf(c->cluster, why, sizeof(why)) < 0)
+			add_errorf(&col, "%s", why);
 	}
 	for (size_t i = 0; i < c->n_groups && !col.failed; i++) {
 		const struct group_conf *gc = &c->groups[i];

@@ -203,8 +203,15 @@ static void print_status(const cJSON *o, bool legend)
 {
 	const cJSON *g;
 	char a[32], b[32];
+	bool cluster = false;
 
-	if (legend)
+	/* A daemon in a cluster names each group's owner: one more column. */
+	cJSON_ArrayForEach(g, cJSON_GetObjectItem(o, "groups"))
+		cluster = cluster || cJSON_GetObjectItem(g, "owner") != NULL;
+	if (legend && cluster)
+		printf("%-20s %7s %7s  %-16s %-22s %-24s %s\n", "GROUP", "CURRENT", "DESIRED", "PROFILE", "STATE",
+		       "OWNER", "LAST DECISION");
+	else if (legend)
 		printf("%-20s %7s %7s  %-16s %-22s %s\n", "GROUP", "CURRENT", "DESIRED", "PROFILE", "STATE",
 		       "LAST DECISION");
 	cJSON_ArrayForEach(g, cJSON_GetObjectItem(o, "groups"))
@@ -228,10 +235,60 @@ static void print_status(const cJSON *o, bool legend)
 			n = strlen(state);
 			snprintf(state + n, sizeof(state) - n, "%sdry run", n ? "," : "");
 		}
+		if (cluster) {
+			char owner[96];
+
+			snprintf(owner, sizeof(owner), "%s%s%s", str(g, "owner", "(none)"),
+				 cJSON_IsTrue(cJSON_GetObjectItem(g, "acting_here")) ? " (here)" : "",
+				 cJSON_IsTrue(cJSON_GetObjectItem(g, "orphaned")) ? " ORPHANED" : "");
+			printf("%-20s %7s %7s  %-16s %-22s %-24s %s\n", str(g, "name", "?"),
+			       num(g, "current", a, sizeof(a)), num(g, "desired", b, sizeof(b)), str(g, "profile", "-"),
+			       state[0] ? state : "active", owner, str(g, "explanation", "-"));
+			continue;
+		}
 		printf("%-20s %7s %7s  %-16s %-22s %s\n", str(g, "name", "?"), num(g, "current", a, sizeof(a)),
 		       num(g, "desired", b, sizeof(b)), str(g, "profile", "-"), state[0] ? state : "active",
 		       str(g, "explanation", "-"));
 	}
+}
+
+/* `cluster`: this agent and its lease, the members, and each group's
+ * owner as the agent last read it from etcd. */
+static void print_cluster(const cJSON *o, bool legend)
+{
+	const cJSON *lease = cJSON_GetObjectItem(o, "lease"), *x;
+	char a[32], b[32], c[32];
+
+	printf("agent %s (weight %s) under %s: lease %s %s", str(o, "agent", "?"), num(o, "weight", a, sizeof(a)),
+	       str(o, "prefix", "?"), str(lease, "id", "none"),
+	       cJSON_IsTrue(cJSON_GetObjectItem(lease, "valid")) ? "valid" : "NOT VALID (acting on nothing)");
+	x = cJSON_GetObjectItem(lease, "left_ms");
+	if (cJSON_IsTrue(cJSON_GetObjectItem(lease, "valid")) && cJSON_IsNumber(x))
+		printf(", %.1f s left", x->valuedouble / 1000.0);
+	printf("; %s renewals, %s failed, %s lost\n", num(lease, "renewals", a, sizeof(a)),
+	       num(lease, "renew_failures", b, sizeof(b)), num(lease, "lost", c, sizeof(c)));
+	if (str(o, "error", NULL))
+		printf("last etcd error: %s\n", str(o, "error", ""));
+	printf("\n");
+	if (legend)
+		printf("%-24s %7s %-24s %8s %s\n", "MEMBER", "WEIGHT", "HOST", "PID", "REGISTERED");
+	cJSON_ArrayForEach(x, cJSON_GetObjectItem(o, "members"))
+	{
+		const cJSON *age = cJSON_GetObjectItem(x, "age_s");
+
+		if (cJSON_IsNumber(age))
+			snprintf(c, sizeof(c), "%.0f s ago", age->valuedouble);
+		else
+			snprintf(c, sizeof(c), "-");
+		printf("%-24s %7s %-24s %8s %s\n", str(x, "name", "?"), num(x, "weight", a, sizeof(a)),
+		       str(x, "host", "-"), num(x, "pid", b, sizeof(b)), c);
+	}
+	printf("\n");
+	if (legend)
+		printf("%-20s %-24s %10s %s\n", "GROUP", "OWNER", "TOKEN", "ACTING HERE");
+	cJSON_ArrayForEach(x, cJSON_GetObjectItem(o, "groups"))
+	printf("%-20s %-24s %10s %s\n", str(x, "name", "?"), str(x, "owner", "(none)"), num(x, "token", a, sizeof(a)),
+	       cJSON_IsTrue(cJSON_GetObjectItem(x, "acting_here")) ? "yes" : "no");
 }
 
 static void print_show(const cJSON *o)
@@ -519,6 +576,7 @@ static int usage(FILE *f, int code)
 		"  unpin GROUP\n"
 		"  dry-run GROUP on|off\n"
 		"  reload                         re-read the configuration\n"
+		"  cluster                        cluster mode: members, owners, this agent's lease\n"
 		"\n"
 		"options:\n"
 		"  -s, --socket PATH   the admin socket (default %s)\n"
@@ -572,7 +630,7 @@ static int run_post(const struct ctl *c, const char *path, cJSON *body, const ch
 }
 
 static const char *const commands[] = {"status", "show",  "explain", "history", "members", "pause",
-				       "resume", "pin",   "unpin",   "dry-run", "reload",  "forecast", NULL};
+				       "resume", "pin",   "unpin",   "dry-run", "reload",  "forecast", "cluster", NULL};
 
 /* Edit distance between a and b, counting a swap of two neighbours as
  * one edit (a typo's usual shape); words longer than 31 bytes are only
@@ -658,6 +716,15 @@ static int command(struct ctl *c, int argc, char **argv)
 	cJSON *o = NULL, *body;
 	int rc;
 
+	if (strcmp(cmd, "cluster") == 0) {
+		if (argc != 1)
+			return usage(stderr, EXIT_USAGE);
+		rc = request(c, "GET", "/v1/cluster", NULL, &o);
+		if (rc == EXIT_OK)
+			c->json ? print_json(o) : print_cluster(o, !c->no_legend);
+		cJSON_Delete(o);
+		return rc;
+	}
 	if (strcmp(cmd, "status") == 0 || strcmp(cmd, "reload") == 0) {
 		if (argc != 1)
 			return usage(stderr, EXIT_USAGE);

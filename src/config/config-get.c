@@ -404,7 +404,7 @@ int cfg_get_options(struct config_ctx *x, const config_setting_t *s, const char 
 	return r;
 }
 
-static bool name_valid(const char *s)
+bool cfg_name_valid(const char *s)
 {
 	size_t len = strlen(s);
 
@@ -423,7 +423,7 @@ int cfg_get_name(struct config_ctx *x, const config_setting_t *s, const char *wh
 		return cfg_need(x, s, "name");
 	if (r < 0)
 		return r;
-	if (!name_valid(*out)) {
+	if (!cfg_name_valid(*out)) {
 		cfg_error(x, config_setting_get_member(s, "name"),
 			  "invalid %s name '%s' (use 1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit)",
 			  what, *out, NAME_MAX_LEN);

@@ -112,6 +112,7 @@ void cfg_group_clear(struct group_conf *g)
 	free(g->profiles);
 	cfg_notify_clear(&g->notify);
 	cfg_strv_clear(&g->warm_pool.reseed_command, &g->warm_pool.n_reseed_command);
+	free(g->owner);
 	memset(g, 0, sizeof(*g));
 }
 
@@ -131,6 +132,7 @@ void config_free(struct config *c)
 		free(c->agent.driver_concurrency[i].driver);
 	free(c->agent.driver_concurrency);
 	cfg_notify_clear(&c->agent.notify);
+	cfg_cluster_free(c->cluster);
 	for (size_t i = 0; i < c->n_files; i++)
 		free(c->files[i]);
 	free(c->files);

@@ -432,7 +432,8 @@ bool config_group_equal(const struct group_conf *a, const struct group_conf *b)
 {
 	if (!str_eq(a->name, b->name) || !str_eq(a->driver, b->driver) ||
 	    !config_options_equal(&a->driver_options, &b->driver_options) || a->interval_ms != b->interval_ms ||
-	    a->dry_run != b->dry_run || a->n_signals != b->n_signals || a->n_profiles != b->n_profiles)
+	    a->dry_run != b->dry_run || a->n_signals != b->n_signals || a->n_profiles != b->n_profiles ||
+	    !str_eq(a->owner, b->owner))
 		return false;
 	for (size_t i = 0; i < a->n_signals; i++)
 		if (!config_signal_equal(&a->signals[i], &b->signals[i]))

@@ -114,6 +114,8 @@ int cfg_get_options(struct config_ctx *x, const config_setting_t *s, const char 
  * or '-', starting with a letter or digit, as names go into file names,
  * metric labels and URLs. */
 int cfg_get_name(struct config_ctx *x, const config_setting_t *s, const char *what, char **out);
+/* Whether s is such a name (an agent's name of the cluster section too). */
+bool cfg_name_valid(const char *s);
 
 /* Formats a duration as the messages print it: "90s", "1500ms". */
 const char *cfg_format_duration(char buf[32], int64_t ms);
@@ -150,6 +152,12 @@ void cfg_notify_clear(struct notify_conf *n);
 int cfg_get_argv(struct config_ctx *x, const config_setting_t *s, const char *key, char ***out, size_t *n_out);
 void cfg_strv_clear(char ***v, size_t *n);
 void cfg_notify_defaults(struct notify_conf *n);
+
+/* Reads the top-level `cluster` section into x->c->cluster, and a group's
+ * `owner` pin, which needs it (config-cluster.c). */
+void cfg_read_cluster(struct config_ctx *x);
+void cfg_read_owner(struct config_ctx *x, const config_setting_t *s, struct group_conf *g);
+void cfg_cluster_free(struct cluster_conf *k);
 
 /* Frees what one group owns (not the group itself). */
 void cfg_group_clear(struct group_conf *g);

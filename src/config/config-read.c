@@ -53,7 +53,7 @@ static bool driver_source_name(const char *name)
 	return u && u > name && u[1] && len <= 64 && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == len;
 }
 
-static const char *const top_keys[] = { "agent", "groups" };
+static const char *const top_keys[] = { "agent", "groups", "cluster" };
 
 static const char *const agent_keys[] = {
 	"interval", "state_directory", "admin_socket", "admin_group", "metrics_listen", "driver_directory", "dry_run",
@@ -62,7 +62,7 @@ static const char *const agent_keys[] = {
 
 static const char *const group_keys[] = {
 	"name", "driver", "driver_options", "interval", "dry_run", "min", "max", "default", "signals", "profiles",
-	"behavior", "notifications", "hooks", "warm_pool",
+	"behavior", "notifications", "hooks", "warm_pool", "owner",
 };
 
 static const char *const warm_pool_keys[] = {
@@ -456,6 +456,7 @@ static void read_group(struct config_ctx *x, const config_setting_t *s, struct g
 	check_rules_only(x, s, g);
 	cfg_read_notify(x, s, &g->notify, &a->notify);
 	read_warm_pool(x, s, g);
+	cfg_read_owner(x, s, g);
 }
 
 static bool opt_equal(const struct group_conf *a, const struct group_conf *b, const char *key, bool icase)
@@ -671,6 +672,8 @@ void cfg_read_units(struct config_ctx *x)
 		else
 			cfg_error(x, agent, "'agent' must be a group { ... }");
 	}
+	/* Before the groups: their `owner` needs it. */
+	cfg_read_cluster(x);
 	names = g_hash_table_new(g_str_hash, g_str_equal);
 	for (size_t i = 0; i < x->n_units && !x->oom; i++) {
 		const config_setting_t *list;

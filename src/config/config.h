@@ -283,6 +283,26 @@ struct group_conf {
 	struct behavior_conf behavior;
 	struct notify_conf notify;
 	struct warm_pool_conf warm_pool;
+	char *owner;               /* cluster mode: the agent the group is pinned to, NULL = by hashing */
+	const char *file;
+	int line;
+};
+
+/* Several agents sharing the groups through etcd (autoscaled.conf(5),
+ * CLUSTER); NULL in struct config when the file has no `cluster`. */
+#define CONFIG_MAX_ETCD_ENDPOINTS 16
+#define CONFIG_MAX_CLUSTER_PREFIX 200
+#define CONFIG_MAX_CLUSTER_WEIGHT 1000.0
+struct cluster_conf {
+	char **etcd;               /* endpoint URLs, in the order tried */
+	size_t n_etcd;
+	char *prefix;              /* "/autoscaled" by default; no trailing '/' */
+	int64_t lease_ttl_ms;      /* whole seconds, 2 s to 1 h, default 10 s */
+	char *ca_file;             /* tls, each NULL when unset */
+	char *cert_file;
+	char *key_file;
+	char *name;                /* this agent's name, by default the host's */
+	double weight;             /* its share of the groups, default 1 */
 	const char *file;
 	int line;
 };
@@ -311,6 +331,7 @@ struct agent_conf {
 struct config {
 	char *path;
 	struct agent_conf agent;
+	struct cluster_conf *cluster; /* NULL: one agent manages every group */
 	struct group_conf *groups;
 	size_t n_groups;
 	/* Names of every file read (the main file and its includes); options,

@@ -42,6 +42,8 @@ const char *decision_hold_name(enum hold_reason h)
 		return "paused";
 	case HOLD_PINNED:
 		return "pinned";
+	case HOLD_NOT_OWNER:
+		return "not_owner";
 	}
 	return "unknown";
 }
@@ -233,6 +235,12 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 	case HOLD_SAFE_START:
 		sb_sep(&sb);
 		sb_printf(&sb, "no scale-in until the windows are refilled after a restart: hold %d", d->current);
+		break;
+	case HOLD_NOT_OWNER:
+		sb_sep(&sb);
+		sb_printf(&sb, "this agent does not own the group in the cluster (another agent does, or its lease is "
+			       "not valid): not acting: hold %d",
+			  d->current);
 		break;
 	default:
 		break;

@@ -692,6 +692,12 @@ static int step_operator(struct eval *e, int n)
 	d->pinned = obs->pinned;
 	d->pin_count = obs->pinned ? obs->pin_count : 0;
 	d->pin_forced = obs->pinned && obs->pin_forced;
+	/* Before an operator's word: on an agent that does not own the group
+	 * nothing this agent's operator says can act. */
+	if (obs->not_owner) {
+		d->hold = HOLD_NOT_OWNER;
+		return e->current;
+	}
 	if (obs->paused) {
 		d->override = "paused";
 		d->hold = HOLD_PAUSED;
@@ -721,7 +727,7 @@ static int step_in_flight(struct eval *e, int n, bool *final)
 
 	if (pending == DIR_NONE && !obs->stable)
 		pending = e->st->last_action_dir;
-	*final = obs->paused || (obs->pinned && obs->pin_forced);
+	*final = obs->not_owner || obs->paused || (obs->pinned && obs->pin_forced);
 	if (dir == DIR_NONE)
 		return n;
 	*final = true;

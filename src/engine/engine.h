@@ -59,6 +59,7 @@ struct observation {
 	bool partial;            /* driver: some members could not be observed: no scale-in */
 	bool busy;               /* actuator: a driver call (or a drain) is running: no new action */
 	bool paused;             /* operator: evaluate, never act */
+	bool not_owner;          /* cluster mode: this agent may not act on the group: evaluate, never act */
 	bool pinned;             /* operator: pin_count decides the final count */
 	int pin_count;
 	bool pin_forced;         /* the pin may leave the profile's [min, max] */
@@ -131,8 +132,9 @@ enum hold_reason {
 	HOLD_DRIVER_BUSY,        /* a driver call runs: no action in the other direction either */
 	HOLD_PAUSED,             /* an operator paused the group */
 	HOLD_PINNED,             /* an operator pinned the count */
+	HOLD_NOT_OWNER,          /* cluster mode: another agent manages the group (or none may now) */
 };
-#define HOLD_REASON_COUNT (HOLD_PINNED + 1)
+#define HOLD_REASON_COUNT (HOLD_NOT_OWNER + 1)
 
 /* Who picks the instances a scale-in removes. */
 enum victim_choice {

@@ -277,6 +277,9 @@ static void test_reads(void **st)
 	expect_error("POST", "/v1/health", "{}", 405, NULL);
 	expect_error("GET", "/v1/reload", NULL, 405, NULL);
 	expect_error("GET", "/v1/groups/web/pause", NULL, 405, NULL);
+	/* A daemon without a cluster section (no cluster operation here). */
+	expect_error("GET", "/v1/cluster", NULL, 404, "not in a cluster");
+	expect_error("POST", "/v1/cluster", "{}", 405, NULL);
 }
 
 static void test_pause_resume(void **st)

@@ -495,10 +495,52 @@ static void test_endpoint(void **st)
 	sd_event_unref(e);
 }
 
+/* The cluster families: absent outside a cluster (a zero there would say
+ * "no lease" of a daemon that has none to have), then the lease's state,
+ * counters, members and orphans, and a group's ownership as its decision
+ * reported it. */
+static void test_cluster(void **st)
+{
+	struct decision d = {.current = 2, .desired = 2};
+	struct metrics_group_status owned = {.owned = 1, .evaluation_seconds = -1};
+	struct metrics_group_status other = {.owned = 0, .evaluation_seconds = -1};
+	struct metrics *m;
+	char *t;
+
+	(void)st;
+	assert_int_equal(metrics_new(NULL, NULL, &m), 0);
+	metrics_record_decision(m, &groups[0], &d, &owned);
+	t = render(m);
+	assert_null(strstr(t, "autoscaled_cluster_"));
+	assert_null(strstr(t, "autoscaled_group_owned"));
+	free(t);
+
+	metrics_record_cluster(m, &(struct metrics_cluster){ .lease_valid = false, .renewals = 7, .renew_failures = 3,
+							     .leases_lost = 1, .members = 3, .owned = 0,
+							     .orphaned = 2 });
+	metrics_record_decision(m, &groups[1], &d, &other);
+	t = render(m);
+	assert_non_null(strstr(t, "# TYPE autoscaled_cluster_lease_valid gauge\nautoscaled_cluster_lease_valid 0\n"));
+	assert_non_null(strstr(t, "\nautoscaled_cluster_lease_renewals_total 7\n"));
+	assert_non_null(strstr(t, "\nautoscaled_cluster_lease_renewal_failures_total 3\n"));
+	assert_non_null(strstr(t, "\nautoscaled_cluster_leases_lost_total 1\n"));
+	assert_non_null(strstr(t, "\nautoscaled_cluster_members 3\n"));
+	assert_non_null(strstr(t, "\nautoscaled_cluster_orphaned_groups 2\n"));
+	assert_non_null(strstr(t, "\nautoscaled_group_owned{group=\"web\"} 1\n"));
+	assert_non_null(strstr(t, "\nautoscaled_group_owned{group=\"we\\\"ird\\\\na\\nme\"} 0\n"));
+	free(t);
+	metrics_record_cluster(m, &(struct metrics_cluster){ .lease_valid = true, .members = 3 });
+	t = render(m);
+	assert_non_null(strstr(t, "\nautoscaled_cluster_lease_valid 1\n"));
+	free(t);
+	metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exposition),
+		cmocka_unit_test(test_cluster),
 		cmocka_unit_test(test_escaping_and_prune),
 		cmocka_unit_test(test_driver_metrics),
 		cmocka_unit_test(test_alerting_series),

@@ -835,6 +835,39 @@ static void test_driver_busy(void **state)
 	assert_int_equal(F.d.hold, HOLD_DRIVER_BUSY);
 }
 
+/* Cluster mode: an agent that does not own the group evaluates (its
+ * windows go on filling) and holds, out of bounds and under a pin too. */
+static void test_not_owner(void **state)
+{
+	struct observation obs = { .current = 4, .stable = true, .not_owner = true, .pinned = true, .pin_count = 8 };
+	cJSON *j;
+	int q;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	q = fx_signal("queue", SIGNAL_AVERAGE, 10);
+	fx_push(q, 60);
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.action, DIR_NONE);
+	assert_int_equal(F.d.hold, HOLD_NOT_OWNER);
+	assert_null(F.d.override);
+	assert_string_equal(fx_sentence(), "queue 60 vs 10/instance -> 6; max of signals; this agent does not own the "
+					   "group in the cluster (another agent does, or its lease is not valid): not "
+					   "acting: hold 4; no change from 4");
+	j = decision_to_json(&F.d, &F.g);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "hold")->valuestring, "not_owner");
+	cJSON_Delete(j);
+	F.prof[0].min = 5;
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.action, DIR_NONE);
+	/* Once it owns the group it acts on what it learnt meanwhile. */
+	obs.not_owner = false;
+	obs.pinned = false;
+	F.prof[0].min = 1;
+	assert_int_equal(fx_eval_obs(&obs), 6);
+}
+
 /* A pause: the engine evaluates (the windows go on filling) and holds. */
 static void test_paused(void **state)
 {
@@ -1334,6 +1367,7 @@ int main(void)
 		cmocka_unit_test(test_partial_observation),
 		cmocka_unit_test(test_driver_busy),
 		cmocka_unit_test(test_paused),
+		cmocka_unit_test(test_not_owner),
 		cmocka_unit_test(test_pinned),
 		cmocka_unit_test(test_victims),
 		cmocka_unit_test(test_history_is_bounded_and_conservative),

@@ -1,0 +1,133 @@
+#!/bin/bash
+# kill -9 of a group's owner in the middle of a scale-out, on a real
+# three-member etcd, with the filepool test driver creating one instance
+# every STEP ms (its pool file is what the target has; the call log of each
+# agent is what it sent):
+#  - agent a owns the group (pinned to it) and scales it out from 1 to 5;
+#    once two of the four new instances exist it is killed (-9): it does
+#    not revoke its lease;
+#  - agent b owns the group within the TTL and one interval of the kill
+#    (printed), observes the pool as a left it, and completes the
+#    scale-out from there: the pool ends at 5, and every instance was
+#    created exactly once (none made twice, none made and thrown away).
+. "$top_srcdir/tests/integration/tap.sh"
+. "$top_srcdir/tests/integration/etcd-lib.sh"
+
+: "${top_builddir:=.}" "${AUTOSCALED:=$top_builddir/autoscaled}"
+POOL_DRIVERS="$top_builddir/tests/helpers/.libs"
+AUTOSCALED_DRIVER_DIR=$POOL_DRIVERS
+export AUTOSCALED_DRIVER_DIR
+[ -x "$AUTOSCALED" ] || skip_all "the daemon is not built"
+[ -f "$POOL_DRIVERS/filepool.so" ] || skip_all "the filepool test driver is not built"
+need_etcd
+command -v etcdctl >/dev/null 2>&1 || skip_all "etcdctl is not installed (Debian: etcd-client)"
+
+TTL=3
+INTERVAL_MS=1000
+STEP=1500
+T=$(mktemp -d "${TMPDIR:-/var/tmp}/autoscaled-failover.XXXXXX")
+PIDS=""
+cleanup() {
+	local p
+	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+	stop_etcd 3
+	wait 2>/dev/null
+	if [ "${tap_failed:-0}" -gt 0 ]; then
+		for x in a b; do
+			[ -f "$T/$x/daemon.log" ] || continue
+			echo "# agent $x log (last 30 lines):"
+			tail -30 "$T/$x/daemon.log" | sed 's/^/# /'
+		done
+		echo "# pool:"; sed 's/^/# /' "$T/pool.g"
+	fi
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+start_etcd 3 "$T" || { echo "Bail out! etcd did not start"; exit 1; }
+
+set_load() { echo "$1" > "$T/load.tmp" && mv "$T/load.tmp" "$T/load.g"; }
+
+write_conf() {
+	local x=$1
+	mkdir -p "$T/$x/state"
+	[ -f "$T/pool.g" ] || echo "next 1" > "$T/pool.g"
+	: >> "$T/$x/calls.g"
+	cat > "$T/$x/autoscaled.conf" <<CONF
+agent = {
+  interval = "1s";
+  state_directory = "$T/$x/state";
+  admin_socket = "$T/$x/admin.sock";
+  driver_directory = "$POOL_DRIVERS";
+};
+cluster = { etcd = ( $ETCD_LIST ); prefix = "/test"; lease_ttl = "${TTL}s"; name = "agent-$x"; };
+groups = (
+  { name = "g"; driver = "filepool"; min = 1; max = 8; owner = "agent-a";
+    driver_options = { pool = "$T/pool.g"; calls = "$T/$x/calls.g"; step_ms = $STEP; };
+    signals = ( { name = "queue"; source = "exec"; type = "average"; target = 10.0;
+                  source_options = { command = [ "/bin/cat", "$T/load.g" ]; };
+                  poll_interval = "1s"; window = "2s"; aggregation = "last"; staleness = "5s"; } );
+    behavior = { scale_in = { stabilization = "60s"; }; }; }
+);
+CONF
+}
+
+start_agent() {
+	"$AUTOSCALED" -f -c "$T/$1/autoscaled.conf" >> "$T/$1/daemon.log" 2>&1 &
+	eval "PID_$1=$!"
+	PIDS="$PIDS $!"
+	watch_pid "$!" "agent $1" "$T/$1/daemon.log"
+}
+
+owner() { etcd_get_prefix /test/owners/g | awk '$1 == "/test/owners/g" { print $2 }'; }
+owned_by() { [ "$(owner)" = "$1" ]; }
+pool_size() { echo $(($(wc -l < "$T/pool.g") - 1)); }
+pool_is() { [ "$(pool_size)" -eq "$1" ]; }
+pool_at_least() { [ "$(pool_size)" -ge "$1" ]; }
+members_2() { [ "$(etcd_get_prefix /test/members/ | wc -l)" -eq 2 ]; }
+
+set_load 10
+write_conf a
+write_conf b
+start_agent a
+start_agent b
+check "both agents are members" wait_for 30 members_2
+check "agent a owns the group (its pin)" wait_for 20 owned_by agent-a
+check "the group is at its minimum, 1" wait_for 20 pool_is 1
+
+set_load 50
+check "a starts a scale-out" wait_for 20 grep -q "set_capacity 1 " "$T/a/calls.g"
+check "two of the four new instances exist" wait_for 20 pool_at_least 3
+t_kill=$(date +%s%3N)
+unwatch_pid "$PID_a"
+kill -9 "$PID_a"
+wait "$PID_a" 2>/dev/null
+at_kill=$(pool_size)
+echo "# agent a killed with $at_kill instances of 5 in the pool"
+check "a was killed in the middle of its scale-out" test "$at_kill" -lt 5
+check "b owns the group" wait_for 30 owned_by agent-b
+t_over=$(date +%s%3N)
+echo "# failover: b owns the group $((t_over - t_kill)) ms after a was killed (TTL ${TTL} s, interval 1 s)"
+# a renewed at most TTL/3 before the kill; etcd expires the lease after
+# the TTL, checking its leases every 500 ms; b reads the owner keys every
+# TTL/3, here the interval.
+check "within the TTL and one interval (and etcd's 500 ms expiry check)" \
+	test $((t_over - t_kill)) -le $((TTL * 1000 + INTERVAL_MS + 500))
+check "b completes the scale-out: the pool reaches 5" wait_for 60 pool_is 5
+t_done=$(date +%s%3N)
+echo "# the pool at 5 $((t_done - t_kill)) ms after the kill"
+# The pool's counter says how many instances were ever created: five,
+# each once, and the five in the pool all different.
+created=$(($(awk '/^next/ { print $2 }' "$T/pool.g") - 1))
+check "every instance was created exactly once (created: $created, in the pool: $(pool_size))" \
+	test "$created" -eq 5 -a "$(awk 'NR > 1 { print $1 }' "$T/pool.g" | sort -u | wc -l)" -eq 5
+check "b's calls start from what a left (set_capacity $at_kill 5 or later)" \
+	eval 'awk "\$2 == \"set_capacity\" { print \$3 }" "$T/b/calls.g" | head -1 | grep -qx "[$at_kill-4]"'
+check "b made no call before it owned the group" \
+	test -z "$(awk -v t="$t_kill" '$1 < t' "$T/b/calls.g")"
+rec=$(etcd_get_prefix /test/actions/g | cut -f2-)
+check "the last fenced action in etcd is b's" eval 'echo "$rec" | grep -q "\"agent\":\"agent-b\""'
+check "the pool stays at 5 (nothing more is created)" pool_is 5
+
+stop_pid "$PID_b" TERM
+tap_done
