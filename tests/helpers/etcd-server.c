@@ -52,7 +52,7 @@ static int free_port(void)
 
 static pid_t spawn_member(struct etcd_test *t, int i, const char *cluster)
 {
-	char name[8], data[300], log[300], client[64], peer[64];
+	char name[16], data[300], log[300], client[64], peer[64];
 	bool tls = t->cert_file[0] != '\0';
 	pid_t pid;
 
