@@ -837,14 +837,7 @@ void cluster_stop(struct cluster *c)
 
 bool cluster_owns(struct cluster *c, const char *group)
 {
-	bool owns;
-	struct cgroup *g;
-
-	pthread_mutex_lock(&c->lock);
-	g = find_group(c, group);
-	owns = g && g->held && g->want && !g->gone && lease_valid_locked(c, clock_mono_ms());
-	pthread_mutex_unlock(&c->lock);
-	return owns;
+	return cluster_owned_since(c, group) > 0;
 }
 
 int64_t cluster_owned_since(struct cluster *c, const char *group)
