@@ -38,6 +38,9 @@ cleanup() {
 			echo "# agent $x log (last 30 lines):"
 			tail -30 "$T/$x/daemon.log" | sed 's/^/# /'
 		done
+		for x in a b; do
+			echo "# agent $x calls:"; sed 's/^/# /' "$T/$x/calls.g"
+		done
 		echo "# pool:"; sed 's/^/# /' "$T/pool.g"
 	fi
 	rm -rf "$T"
@@ -89,11 +92,15 @@ members_2() { [ "$(etcd_get_prefix /test/members/ | wc -l)" -eq 2 ]; }
 set_load 10
 write_conf a
 write_conf b
+# a starts alone and brings the group to its minimum; b joins after. Were
+# both started together, b could be a member first and, with the pinned
+# owner absent, own the group and make the first call itself; that is
+# right, but it is not the failover this test is about.
 start_agent a
-start_agent b
-check "both agents are members" wait_for 30 members_2
 check "agent a owns the group (its pin)" wait_for 20 owned_by agent-a
 check "the group is at its minimum, 1" wait_for 20 pool_is 1
+start_agent b
+check "both agents are members" wait_for 30 members_2
 
 set_load 50
 check "a starts a scale-out" wait_for 20 grep -q "set_capacity 1 " "$T/a/calls.g"
