@@ -88,9 +88,27 @@ int lv_hosts_room(struct autoscaled_driver_instance *h, const bool *eligible, st
 			rooms[i].fit = 0; /* unknown: place nothing there */
 		total += rooms[i].fit;
 	}
-	if (AUTOSCALED_HOST_HAS(h->host, metric))
-		h->host->metric(h->host, AUTOSCALED_METRIC_HOST_ROOM, NULL, (double)total);
 	return total > INT_MAX ? INT_MAX : (int)total;
+}
+
+void lv_publish_room(struct autoscaled_driver_instance *h)
+{
+	struct lv_room rooms[LV_MAX_HOSTS];
+	bool eligible[LV_MAX_HOSTS];
+	long long n = 0;
+
+	if (!lv_bounded(h) || !AUTOSCALED_HOST_HAS(h->host, metric))
+		return;
+	if (lv_eligible_hosts(h, eligible))
+		n = lv_hosts_room(h, eligible, rooms);
+	/* A warm member that runs or is paused holds its memory and vCPUs
+	 * already, so taking it needs no more room; a saved or stopped one
+	 * needs what a clone needs, and is in the hosts' room already. */
+	for (size_t i = 0; i < h->n_warm; i++)
+		if (h->warm[i].host->conn && h->warm[i].phase == LV_ACTIVE &&
+		    (h->warm[i].warm == LV_W_BOOTING || h->warm[i].warm == LV_W_PAUSED))
+			n++;
+	h->host->metric(h->host, AUTOSCALED_METRIC_HOST_ROOM, NULL, (double)(n > INT_MAX ? INT_MAX : n));
 }
 
 void lv_log_capped(struct autoscaled_driver_instance *h, int want, int made, const bool *eligible,

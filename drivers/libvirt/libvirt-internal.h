@@ -211,9 +211,13 @@ bool lv_bounded(const struct autoscaled_driver_instance *h);
 /* Reads host's capacity, what its active domains commit and what a new
  * member needs. */
 int lv_host_room(struct autoscaled_driver_instance *h, struct lv_host *host, struct lv_room *ret);
-/* The room of every eligible host (others get fit 0) and the total, also
- * published as the metric AUTOSCALED_METRIC_HOST_ROOM. */
+/* The room of every eligible host (others get fit 0) and the total. */
 int lv_hosts_room(struct autoscaled_driver_instance *h, const bool *eligible, struct lv_room *rooms);
+/* When the group is bounded: publishes how many more members the group
+ * can have now (what its hosts can take, and its warm members that hold
+ * their share already) as AUTOSCALED_METRIC_HOST_ROOM, which the daemon
+ * reads as an input of the decision (observe() calls it last). */
+void lv_publish_room(struct autoscaled_driver_instance *h);
 /* Logs that a scale-out to `want` new members made only `made`. */
 void lv_log_capped(struct autoscaled_driver_instance *h, int want, int made, const bool *eligible,
 		   const struct lv_room *rooms);

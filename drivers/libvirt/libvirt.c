@@ -474,6 +474,8 @@ static int lv_observe(struct autoscaled_driver_instance *h, autoscaled_instance_
 	/* The pool's upkeep comes after the members are reported, so an
 	 * observation is never late for it; it uses the same scan. */
 	lv_warm_maintain(h);
+	/* After the upkeep, which may have used some of the room. */
+	lv_publish_room(h);
 	obs.partial = partial;
 	if (partial)
 		for (size_t i = 0; i < h->n_hosts; i++)

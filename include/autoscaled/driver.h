@@ -92,10 +92,12 @@ enum autoscaled_metric {
 	 * series. Appended in a minor revision of ABI 2; an older host ignores
 	 * it. */
 	AUTOSCALED_METRIC_WARM_INSTANCES = 3,
-	/* A gauge: how many more instances the group's hosts can take, as
-	 * the driver last measured them (label NULL); published only by a
-	 * driver that bounds placement by host capacity. Appended with
-	 * AUTOSCALED_METRIC_WARM_INSTANCES. */
+	/* A gauge: how many more instances the group can have on its hosts
+	 * (label NULL), warm members that hold their share already included;
+	 * published only by a driver that bounds placement by host capacity,
+	 * during each observe(). The host also reads the value published
+	 * during an observe() as an input of the decision: a scale-out goes no
+	 * further than it. Appended with AUTOSCALED_METRIC_WARM_INSTANCES. */
 	AUTOSCALED_METRIC_HOST_ROOM = 4,
 };
 

@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -507,19 +509,24 @@ void driver_options_free(struct driver_options *o)
  * each on its own worker thread. */
 static __thread char *capture_buf;
 static __thread size_t capture_len;
+static __thread int *capture_room;
 
-void driver_capture_begin(char *buf, size_t len)
+void driver_capture_begin(char *buf, size_t len, int *room)
 {
 	capture_buf = len ? buf : NULL;
 	capture_len = len;
 	if (capture_buf)
 		capture_buf[0] = '\0';
+	capture_room = room;
+	if (room)
+		*room = -1;
 }
 
 void driver_capture_end(void)
 {
 	capture_buf = NULL;
 	capture_len = 0;
+	capture_room = NULL;
 }
 
 static void host_log(const struct autoscaled_host *host, enum autoscaled_log_level level, const char *fmt, ...)
@@ -553,6 +560,8 @@ static void host_metric(const struct autoscaled_host *host, enum autoscaled_metr
 {
 	const struct driver_host *box = host->userdata;
 
+	if (capture_room && metric == AUTOSCALED_METRIC_HOST_ROOM && isfinite(value) && value >= 0)
+		*capture_room = value >= INT_MAX ? INT_MAX : (int)value;
 	if (!box || !box->metrics)
 		return;
 	metrics_record_driver_metric(box->metrics, box->group, box->driver, metric, label, value);

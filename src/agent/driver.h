@@ -110,8 +110,10 @@ void driver_section_where(const struct group_conf *gc, char *buf, size_t len);
 /* Until driver_capture_end(), the newest warning or error a driver logs
  * through a host of driver_host_init() on the calling thread is also copied
  * into `buf` (truncated to `len`; emptied here), so that the caller of a
- * failed operation can report the driver's own words. */
-void driver_capture_begin(char *buf, size_t len);
+ * failed operation can report the driver's own words; and, when room is
+ * not NULL, the newest AUTOSCALED_METRIC_HOST_ROOM the driver publishes is
+ * stored in *room (set to -1 here: not measured). */
+void driver_capture_begin(char *buf, size_t len, int *room);
 void driver_capture_end(void);
 
 #endif

@@ -73,6 +73,7 @@ struct job {
 	/* Results, written by the worker thread. */
 	int r;
 	struct autoscaled_observation obs;
+	int host_room;           /* observe: AUTOSCALED_METRIC_HOST_ROOM as published, -1 none */
 	struct instance_obs *instances;
 	size_t n_instances, cap_instances;
 	struct driver_sample *samples;
@@ -160,6 +161,9 @@ struct group_rt {
 	int current;
 	bool stable;
 	bool partial;
+	/* How many more instances the group's hosts can take, as the newest
+	 * observation measured it; -1 when the driver does not bound them. */
+	int host_room;
 	bool observed;            /* at least one observation succeeded */
 	int64_t observed_start_ms; /* monotonic: when the newest observation's call was started */
 	bool first_reported;      /* the agent was told of the first observation */

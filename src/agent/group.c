@@ -277,6 +277,7 @@ static void take_observation(struct group_rt *g, struct job *j, struct clock_now
 	g->current = j->obs.target_size;
 	g->stable = j->obs.stable;
 	g->partial = j->obs.partial;
+	g->host_room = j->host_room;
 	g->observed = true;
 	g->observed_start_ms = j->started_ms;
 }
@@ -584,6 +585,8 @@ void group_engine_inputs(const struct group_rt *g, enum scale_direction in_fligh
 		.in_flight = in_flight,
 		.busy = in_flight != DIR_NONE || g->job || g->drain,
 		.partial = g->partial,
+		.host_bounded = g->host_room >= 0,
+		.host_room = g->host_room,
 		.paused = g->st.pause.active,
 		.not_owner = g->ctx->cluster && !group_acting_owner(g),
 		.pinned = g->st.pin.active,
@@ -1009,6 +1012,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		return -ENOMEM;
 	g->ctx = ctx;
 	g->gc = gc;
+	g->host_room = -1;
 	state_init(&g->st);
 	/* A group that is new to this process resumes from its state file; a
 	 * group that a reload rebuilds takes the old runtime's state instead
@@ -1192,6 +1196,7 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	g->current = old->current;
 	g->stable = old->stable;
 	g->partial = old->partial;
+	g->host_room = old->host_room;
 	g->observed = old->observed;
 	g->observed_start_ms = old->observed_start_ms;
 	g->first_reported = old->first_reported;

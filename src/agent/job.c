@@ -229,7 +229,7 @@ static void job_run(struct workers_task *t)
 
 	/* What the driver says about a failure reaches the decision record
 	 * through the job, which this thread owns until it is posted back. */
-	driver_capture_begin(j->driver_msg, sizeof(j->driver_msg));
+	driver_capture_begin(j->driver_msg, sizeof(j->driver_msg), j->kind == JOB_OBSERVE ? &j->host_room : NULL);
 	/* The call's own time, without its wait in the queue. */
 	j->called_ms = clock_mono_ms();
 	switch (j->kind) {

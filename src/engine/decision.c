@@ -44,6 +44,8 @@ const char *decision_hold_name(enum hold_reason h)
 		return "pinned";
 	case HOLD_NOT_OWNER:
 		return "not_owner";
+	case HOLD_HOST_CAPACITY:
+		return "host_capacity";
 	}
 	return "unknown";
 }
@@ -242,6 +244,11 @@ int decision_sentence(const struct decision *d, const struct group_conf *g, char
 			       "not valid): not acting: hold %d",
 			  d->current);
 		break;
+	case HOLD_HOST_CAPACITY:
+		sb_sep(&sb);
+		sb_printf(&sb, "capped by hosts, not by max: they can take %d more of the %d asked for", d->host_room,
+			  d->host_capped_from - d->current);
+		break;
 	default:
 		break;
 	}
@@ -366,7 +373,8 @@ static bool add_inputs(cJSON *root, const struct decision *d)
 	    !(d->in_flight != DIR_NONE ? cJSON_AddStringToObject(o, "in_flight", d->in_flight == DIR_OUT ? "out" : "in")
 				       : cJSON_AddNullToObject(o, "in_flight")) ||
 	    !cJSON_AddBoolToObject(o, "busy", d->busy) || !cJSON_AddBoolToObject(o, "partial", d->partial) ||
-	    !cJSON_AddBoolToObject(o, "paused", d->hold == HOLD_PAUSED))
+	    !cJSON_AddBoolToObject(o, "paused", d->hold == HOLD_PAUSED) ||
+	    !add_number_or_null(o, "host_room", d->host_bounded, d->host_room))
 		return false;
 	if (!d->pinned)
 		return cJSON_AddNullToObject(o, "pin") != NULL;

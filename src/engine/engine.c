@@ -805,6 +805,8 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 	d->busy = obs->busy;
 	d->partial = obs->partial;
 	d->in_flight = obs->in_flight;
+	d->host_bounded = obs->host_bounded;
+	d->host_room = obs->host_bounded ? obs->host_room : 0;
 
 	/* Step 1: the profile sets the bounds, the rules and the targets. */
 	if (step_profile(&e) < 0 || e.p->n_rules > CONFIG_MAX_RULES)
@@ -844,6 +846,16 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 	 * except a hold that keeps a second action from starting, a pause and
 	 * a forced pin. */
 	d->desired = final ? n : clamp_int(n, e.p->min, e.p->max);
+	/* Then the hosts: a scale-out goes as far as they can take, which no
+	 * bound, pin or hold moves past (an instance that does not fit cannot
+	 * be made, and asking for it only fails in the driver). The cap never
+	 * turns a scale-out into a scale-in, and a full host blocks no
+	 * scale-in. */
+	if (obs->host_bounded && d->desired > e.current && d->desired - e.current > obs->host_room) {
+		d->host_capped_from = d->desired;
+		d->desired = e.current + (obs->host_room > 0 ? obs->host_room : 0);
+		d->hold = HOLD_HOST_CAPACITY;
+	}
 	d->action = direction_of(e.current, d->desired);
 	if (d->action == DIR_IN)
 		d->victims = g->notify.pre_scale_in ? VICTIMS_DRAIN : VICTIMS_DRIVER;

@@ -57,6 +57,11 @@ struct observation {
 	 * these holds with its own reason, so nothing changes the engine's
 	 * answer afterwards. */
 	bool partial;            /* driver: some members could not be observed: no scale-in */
+	/* driver: the group's hosts can take host_room more instances (the
+	 * libvirt driver with memory_overcommit or cpu_overcommit); without
+	 * host_bounded nothing is known of them and nothing is capped. */
+	bool host_bounded;
+	int host_room;
 	bool busy;               /* actuator: a driver call (or a drain) is running: no new action */
 	bool paused;             /* operator: evaluate, never act */
 	bool not_owner;          /* cluster mode: this agent may not act on the group: evaluate, never act */
@@ -133,8 +138,9 @@ enum hold_reason {
 	HOLD_PAUSED,             /* an operator paused the group */
 	HOLD_PINNED,             /* an operator pinned the count */
 	HOLD_NOT_OWNER,          /* cluster mode: another agent manages the group (or none may now) */
+	HOLD_HOST_CAPACITY,      /* the group's hosts cannot take the whole scale-out */
 };
-#define HOLD_REASON_COUNT (HOLD_NOT_OWNER + 1)
+#define HOLD_REASON_COUNT (HOLD_HOST_CAPACITY + 1)
 
 /* Who picks the instances a scale-in removes. */
 enum victim_choice {
@@ -200,6 +206,11 @@ struct decision {
 	 * can be replayed: explain --partial, --in-flight. */
 	bool stable, busy, partial;
 	enum scale_direction in_flight;
+	bool host_bounded;
+	int host_room;
+	/* The count the steps above asked for when the hosts could not take
+	 * it (desired is then current + host_room); 0 otherwise. */
+	int host_capped_from;
 	enum victim_choice victims;
 	enum scale_direction action; /* DIR_NONE: hold */
 	enum hold_reason hold;   /* why the final count differs from the combined one, or why no change */

@@ -3,7 +3,8 @@
  * cooldowns) or from a state file as the daemon writes it (--state). The
  * same engine_evaluate() the daemon runs, with the same inputs: each
  * --value becomes the one sample of that signal's window, taken at --at;
- * --partial and --in-flight say what the daemon knows about the driver; a
+ * --partial, --in-flight and --host-room say what the daemon knows about
+ * the driver; a
  * pause, a pin and an action in flight come from the state file. With
  * --save-state the new state is written, so that a sequence of evaluations
  * can be replayed one call after the other. */
@@ -37,6 +38,7 @@ struct explain_args {
 	const char *save_state; /* --save-state FILE: write the new state */
 	bool partial;
 	enum scale_direction in_flight;
+	int host_room;          /* --host-room N, -1 when not given (hosts unbounded) */
 };
 
 static void usage(FILE *f)
@@ -44,6 +46,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: autoscaled explain -c FILE --group NAME --current N [--ready N]\n"
 		   "                          [--value SIGNAL=NUMBER]... [--at ISO8601]\n"
 		   "                          [--state FILE] [--save-state FILE] [--partial] [--in-flight out|in]\n"
+		   "                          [--host-room N]\n"
 		   "Prints the decision record of one evaluation as JSON, from a clean state or\n"
 		   "from a state file as the daemon writes it.\n");
 }
@@ -71,12 +74,13 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 		{ "value", required_argument, NULL, 'v' },   { "at", required_argument, NULL, 't' },
 		{ "state", required_argument, NULL, 's' },   { "save-state", required_argument, NULL, 'S' },
 		{ "partial", no_argument, NULL, 'p' },       { "in-flight", required_argument, NULL, 'i' },
-		{ "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
+		{ "host-room", required_argument, NULL, 'R' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	bool have_current = false;
 	int c;
 
-	*a = (struct explain_args){ .current = -1, .ready = -1, .in_flight = DIR_NONE };
+	*a = (struct explain_args){ .current = -1, .ready = -1, .in_flight = DIR_NONE, .host_room = -1 };
 	optind = 0; /* GNU getopt: start over, even if a caller parsed before */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+c:h", longopts, NULL)) != -1) {
@@ -114,6 +118,10 @@ static int parse_args(int argc, char **argv, struct explain_args *a)
 			break;
 		case 'p':
 			a->partial = true;
+			break;
+		case 'R':
+			if (parse_count("--host-room", optarg, &a->host_room) < 0)
+				return -EINVAL;
 			break;
 		case 'i':
 			if (strcmp(optarg, "out") == 0) {
@@ -313,6 +321,8 @@ static int explain_group(const struct explain_args *a, const struct group_conf *
 	state_expire(&st, now_ms);
 	settle_in_flight(a, &st, &obs, now);
 	obs.partial = a->partial;
+	obs.host_bounded = a->host_room >= 0;
+	obs.host_room = a->host_room;
 	obs.paused = st.pause.active;
 	obs.pinned = st.pin.active;
 	obs.pin_count = st.pin.count;

@@ -7,7 +7,9 @@
 # refilled after the pacing interval with new names, and a driver restart
 # (a reload that changes the pool reopens the driver) finds the warm
 # members again by their tags: none is made again, none is counted as a
-# member, and the next scale-out takes one of them.
+# member, and the next scale-out takes one of them. Then a reload bounds the
+# hosts (cpu_overcommit 1): the decision goes only as far as the hosts take,
+# says so in its record, and the driver is never asked for more.
 . "$top_srcdir/tests/integration/tap.sh"
 : "${top_builddir:=.}" "${AUTOSCALED:=$top_builddir/autoscaled}"
 CTL="$top_builddir/autoscalectl"
@@ -65,7 +67,8 @@ warm() { curl -s "http://127.0.0.1:$MPORT/metrics" | grep -qx \
 	"autoscaled_group_warm_instances{group=\"web\",driver=\"libvirt\",state=\"$1\"} $2"; }
 
 MPORT=$(free_port)
-# write_conf REFILL: the pool's pacing, which the reload changes.
+# write_conf REFILL [OPTIONS]: the pool's pacing, which the reload changes,
+# and more driver options.
 write_conf() {
 	cat > "$T/autoscaled.conf" <<CONF
 agent = {
@@ -76,7 +79,7 @@ agent = {
 };
 groups = ( {
   name = "web"; driver = "libvirt"; min = 1; max = 8;
-  driver_options = { uri = "test:///default"; template = "test"; shutdown_timeout = "5s"; };
+  driver_options = { uri = "test:///default"; template = "test"; shutdown_timeout = "5s"; $2 };
   warm_pool = { size = 2; state = "paused"; warmup = "0"; refill = "$1"; };
   signals = ( { name = "queue"; source = "exec"; type = "average"; target = 10.0;
                 source_options = { command = [ "/bin/cat", "$T/load" ]; };
@@ -132,6 +135,37 @@ check "served by resuming a warm member found after the restart, before any new 
 	test "$(nth '^define ' $((D0 + 3)))" -gt "$(nth '^resume ' $((R0 + 3)))"
 check "each domain was defined once" test -z "$(grep '^define ' "$T/virt.log" | sort | uniq -d)"
 check "each domain was resumed at most once" test -z "$(grep '^resume ' "$T/virt.log" | sort | uniq -d)"
+
+# ------------------------------------------------------- host capacity
+# test:///default has 16 CPUs; its domain "test" (the template) and each
+# clone have 2 vCPUs. With cpu_overcommit 1 the 4 members, the 2 paused
+# warm members and "test" commit 14: one clone fits, and the two paused
+# members hold theirs already, so the group can grow by 3, to 7 of its
+# max 8, and no further.
+last() { ctl --json history web 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["decisions"][-1]
+want = sys.argv[1:]
+got = [str(d["current"]), str(d["desired"]), d["hold"], str(d["inputs"]["host_room"])]
+sys.exit(0 if got == want else 1)' "$@"; }
+check "the pool is refilled to two paused members again" wait_for 20 warm paused 2
+D1=$(calls define) R1=$(calls resume)
+write_conf 3s "cpu_overcommit = 1;"
+kill -HUP "$DAEMON_PID"
+check "the reloaded group measures room for 3 more" wait_for 20 last 4 4 signals_say_hold 3
+set_load 100
+check "asked for 8, the group grows to 7, what the hosts take" wait_for 20 current 7
+check "the record says the hosts capped it, with no room left" wait_for 20 last 7 7 host_capacity 0
+check "and its sentence says so" eval 'ctl explain web | grep -q "capped by hosts, not by max: they can take 0 more of the 1 asked for"'
+check "the metric says no room" eval 'curl -s "http://127.0.0.1:$MPORT/metrics" | grep -qx "autoscaled_group_host_room{group=\"web\",driver=\"libvirt\"} 0"'
+check "the holds are counted" eval 'curl -s "http://127.0.0.1:$MPORT/metrics" | grep -q "^autoscaled_holds_total{group=\"web\",reason=\"host_capacity\"} [1-9]"'
+check "the driver never refused a scale-out for room" eval '! log_has "capped by hosts, not by max: [0-9]* of"'
+check "the hypervisor made what fits: two resumed, one defined, no refill" \
+	test "$(calls resume)" -eq $((R1 + 2)) -a "$(calls define)" -eq $((D1 + 1))
+scale_outs() { ctl --json history web | python3 -c '
+import json, sys
+print(sum(1 for d in json.load(sys.stdin)["decisions"] if d["action"] == "scale_out" and d["current"] == 4))'; }
+check "one scale-out decision from 4, to 7 ($(scale_outs))" test "$(scale_outs)" -eq 1
 check "no error in the daemon's log ($(grep -i "error" "$T/daemon.log" | tail -1))" \
 	test "$(grep -ci "error" "$T/daemon.log")" -eq 0
 check "the daemon is alive" alive

@@ -797,6 +797,68 @@ static void test_partial_observation(void **state)
 	assert_int_equal(F.d.action, DIR_IN);
 }
 
+/* The hosts take only so many more (the libvirt driver's host room): a
+ * scale-out goes that far and says why; a min, a forced pin and a hold do
+ * not move it past; a full host never causes a scale-in nor blocks one. */
+static void test_host_capacity(void **state)
+{
+	struct observation obs = { .current = 4, .stable = true, .host_bounded = true, .host_room = 2 };
+	int cpu;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 60);
+	F.g.behavior.scale_in.stabilization_ms = 0;
+	fx_push(cpu, 120);
+	assert_int_equal(fx_eval_obs(&obs), 6);
+	assert_int_equal(F.d.flap_guarded, 8); /* asked for 8 */
+	assert_int_equal(F.d.action, DIR_OUT);
+	assert_int_equal(F.d.hold, HOLD_HOST_CAPACITY);
+	assert_int_equal(F.d.host_capped_from, 8);
+	assert_string_equal(decision_hold_name(F.d.hold), "host_capacity");
+	assert_non_null(strstr(fx_sentence(), "capped by hosts, not by max: they can take 2 more of the 4 asked for; "
+					      "scale out 4 -> 6"));
+	/* Room for what is asked: no cap, no hold. */
+	obs.host_room = 4;
+	assert_int_equal(fx_eval_obs(&obs), 8);
+	assert_int_equal(F.d.hold, HOLD_NONE);
+	assert_int_equal(F.d.host_capped_from, 0);
+	/* No room: no change, never a scale-in. */
+	obs.host_room = 0;
+	assert_int_equal(fx_eval_obs(&obs), 4);
+	assert_int_equal(F.d.action, DIR_NONE);
+	assert_int_equal(F.d.hold, HOLD_HOST_CAPACITY);
+	assert_non_null(strstr(fx_sentence(), "they can take 0 more of the 4 asked for; no change from 4"));
+	/* Below the profile's min, the hosts still bound the raise. */
+	F.prof[0].min = 10;
+	obs.host_room = 3;
+	F.now += S(61);
+	fx_push(cpu, 30);
+	assert_int_equal(fx_eval_obs(&obs), 7);
+	assert_int_equal(F.d.hold, HOLD_HOST_CAPACITY);
+	F.prof[0].min = 1;
+	/* A forced pin as well. */
+	obs.pinned = obs.pin_forced = true;
+	obs.pin_count = 30;
+	assert_int_equal(fx_eval_obs(&obs), 7);
+	assert_int_equal(F.d.hold, HOLD_HOST_CAPACITY);
+	obs.pinned = obs.pin_forced = false;
+	/* A full host does not block a scale-in. */
+	obs.host_room = 0;
+	F.now += S(61);
+	fx_push(cpu, 30);
+	assert_int_equal(fx_eval_obs(&obs), 2);
+	assert_int_equal(F.d.action, DIR_IN);
+	assert_int_equal(F.d.hold, HOLD_NONE);
+	/* Unbounded hosts (host_bounded false) cap nothing, whatever host_room
+	 * holds. */
+	obs.host_bounded = false;
+	F.now += S(61);
+	fx_push(cpu, 120);
+	assert_int_equal(fx_eval_obs(&obs), 8);
+	assert_int_equal(F.d.hold, HOLD_NONE);
+}
+
 /* While the actuator has an operation going (a driver call, a drain, an
  * action restored after a restart), no action in either direction: the
  * other direction holds as driver_busy, the same one as in_flight. */
@@ -1365,6 +1427,7 @@ int main(void)
 		cmocka_unit_test(test_in_flight),
 		cmocka_unit_test(test_safe_start),
 		cmocka_unit_test(test_partial_observation),
+		cmocka_unit_test(test_host_capacity),
 		cmocka_unit_test(test_driver_busy),
 		cmocka_unit_test(test_paused),
 		cmocka_unit_test(test_not_owner),

@@ -355,6 +355,11 @@ static void test_agent_inputs(void **state)
 	const char *busy[] = { "--group", "web", "--current", "6", "--value", "cpu=30", "--value", "queue=0",
 			       "--at", "2026-11-28T12:00:00Z", "--in-flight", "out", NULL };
 	const char *sideways[] = { "--group", "web", "--current", "6", "--in-flight", "sideways", NULL };
+	const char *up[] = { "--group", "web", "--current", "4", "--value", "cpu=90", "--value", "queue=0",
+			     "--at", "2026-11-28T12:00:00Z", NULL };
+	const char *hosts[] = { "--group", "web", "--current", "4", "--value", "cpu=90", "--value", "queue=0",
+				"--at", "2026-11-28T12:00:00Z", "--host-room", "1", NULL };
+	const char *no_room[] = { "--group", "web", "--current", "4", "--host-room", "-1", NULL };
 	const char *missing[] = { "--group", "web", "--current", "6", "--state", "/nonexistent/web.state", NULL };
 	const char *foreign[] = { "--group", "web", "--current", "6", "--state", path, NULL };
 	cJSON *j;
@@ -382,6 +387,19 @@ static void test_agent_inputs(void **state)
 	assert_int_equal(json_int(j, "desired"), 6);
 	cJSON_Delete(j);
 	expect_failure(sideways, "--in-flight 'sideways'");
+	/* --host-room: the hosts take one more, so a scale-out goes to 5. */
+	j = explain_json(up);
+	assert_true(json_int(j, "desired") > 5);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "inputs"), "host_room")));
+	cJSON_Delete(j);
+	j = explain_json(hosts);
+	assert_string_equal(json_str(j, "hold"), "host_capacity");
+	assert_string_equal(json_str(j, "action"), "scale_out");
+	assert_int_equal(json_int(j, "desired"), 5);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "inputs"), "host_room")->valueint, 1);
+	assert_non_null(strstr(json_str(j, "explanation"), "capped by hosts, not by max: they can take 1 more"));
+	cJSON_Delete(j);
+	expect_failure(no_room, "--host-room '-1' is not a count");
 	expect_failure(missing, "cannot use '/nonexistent/web.state' as the state of group 'web'");
 	write_state(path, "api", "");
 	expect_failure(foreign, "as the state of group 'web'");
