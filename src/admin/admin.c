@@ -45,18 +45,33 @@ bool admin_add_time(cJSON *o, const char *key, int64_t ms)
 	return cJSON_AddStringToObject(o, key, buf) != NULL;
 }
 
-void admin_ring_push(struct admin_ring *r, char *json)
+/* A record's share of the budget: its text and what malloc keeps beside
+ * it (a chunk header and rounding, about 16 bytes with glibc). */
+static size_t record_bytes(const char *json)
+{
+	return strlen(json) + 1 + 16;
+}
+
+static void drop_oldest(struct admin_ring *r)
+{
+	r->bytes -= record_bytes(r->v[r->head]);
+	free(r->v[r->head]);
+	r->v[r->head] = NULL;
+	r->head = (r->head + 1) % ADMIN_RING_SIZE;
+	r->n--;
+}
+
+void admin_ring_push(struct admin_ring *r, char *json, size_t limit)
 {
 	if (!json)
 		return;
-	if (r->n == ADMIN_RING_SIZE) {
-		free(r->v[r->head]);
-		r->v[r->head] = json;
-		r->head = (r->head + 1) % ADMIN_RING_SIZE;
-		return;
-	}
+	if (r->n == ADMIN_RING_SIZE)
+		drop_oldest(r);
 	r->v[(r->head + r->n) % ADMIN_RING_SIZE] = json;
 	r->n++;
+	r->bytes += record_bytes(json);
+	while (limit && r->n > 1 && r->bytes > limit)
+		drop_oldest(r);
 }
 
 cJSON *admin_ring_json(const struct admin_ring *r)
@@ -81,7 +96,7 @@ void admin_ring_clear(struct admin_ring *r)
 {
 	for (size_t i = 0; i < r->n; i++)
 		free(r->v[(r->head + i) % ADMIN_RING_SIZE]);
-	r->head = r->n = 0;
+	r->head = r->n = r->bytes = 0;
 }
 
 static void reply_json(struct httpd_response *resp, int status, cJSON *o)

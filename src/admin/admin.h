@@ -107,16 +107,19 @@ int admin_parse_time(const char *s, int64_t *ret);
 bool admin_add_time(struct cJSON *o, const char *key, int64_t ms);
 
 /* A bounded ring of decision records (JSON text), for the decisions
- * endpoint. */
+ * endpoint: at most ADMIN_RING_SIZE records, and at most the bytes its
+ * owner gives it with each record. */
 #define ADMIN_RING_SIZE 100
 struct admin_ring {
 	char *v[ADMIN_RING_SIZE];
 	size_t head, n;
+	size_t bytes;   /* what the records hold, allocator overhead included */
 };
 
-/* Adds a record (takes ownership of the malloc'ed text; drops the oldest
- * when full). */
-void admin_ring_push(struct admin_ring *r, char *json);
+/* Adds a record (takes ownership of the malloc'ed text), then drops the
+ * oldest while there are more than ADMIN_RING_SIZE or they hold more than
+ * `limit` bytes (0: no limit); the newest record always stays. */
+void admin_ring_push(struct admin_ring *r, char *json, size_t limit);
 /* The records, oldest first, as {"decisions": [...]}; NULL on ENOMEM. */
 struct cJSON *admin_ring_json(const struct admin_ring *r);
 void admin_ring_clear(struct admin_ring *r);

@@ -69,6 +69,14 @@ struct agent {
  * groups this agent acts on, or that it acts on none because its lease is
  * lost (etcd unreachable), so that `systemctl status` shows an agent that
  * holds. */
+/* Each group's share of the decision history's budget (history_memory):
+ * with 16 MiB, 100 groups keep their 100 newest records, and 10,000 keep
+ * one or two each (a record with three signals is about 1.2 KB). */
+static size_t history_bytes(const struct config *c)
+{
+	return (size_t)c->agent.history_memory_mib * 1024 * 1024 / (c->n_groups ? c->n_groups : 1);
+}
+
 static void agent_status(struct agent *a, bool force)
 {
 	char text[sizeof(a->status)], tail[320] = "";
@@ -328,6 +336,7 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	 * change goes on as it was, now reading the new copy of it; the new
 	 * groups take over the old ones' drivers, driver calls, windows and
 	 * engine state by name. */
+	a->ctx.history_bytes = history_bytes(c);
 	for (size_t i = 0; i < c->n_groups; i++) {
 		for (size_t j = 0; j < a->n_groups; j++) {
 			if (!a->groups[j] || strcmp(group_rt_name(a->groups[j]), c->groups[i].name) != 0)
@@ -670,6 +679,7 @@ int agent_run(const struct agent_options *opts)
 		.agent_conf = &a.config->agent,
 		.metrics = a.metrics,
 		.notifier = a.notifier,
+		.history_bytes = history_bytes(a.config),
 	};
 
 	if (a.config->cluster) {

@@ -645,7 +645,7 @@ static void group_evaluate(struct group_rt *g)
 					.evaluation_seconds = (double)(m1 - m0) / 1e9,
 				});
 	if (d.action == DIR_NONE || dry || g->job || g->drain) {
-		admin_ring_push(&g->ring, json);
+		admin_ring_push(&g->ring, json, g->ctx->history_bytes);
 		group_save_later(g);
 		return;
 	}
@@ -665,10 +665,10 @@ static void group_evaluate(struct group_rt *g)
 	if (json && g->ctx->notifier)
 		notify_action(g->ctx->notifier, &g->gc->notify, g->gc->name, json);
 	if (d.action == DIR_IN && group_start_drain(g, d.current - d.desired, json ? json : "{}")) {
-		admin_ring_push(&g->ring, json);
+		admin_ring_push(&g->ring, json, g->ctx->history_bytes);
 		return;
 	}
-	admin_ring_push(&g->ring, json);
+	admin_ring_push(&g->ring, json, g->ctx->history_bytes);
 	group_start_scale_job(g, d.action == DIR_OUT ? JOB_SCALE_OUT : JOB_SCALE_IN,
 			d.action == DIR_OUT ? d.desired : d.current - d.desired, d.current, NULL, 0);
 }

@@ -34,6 +34,9 @@ struct group_ctx {
 	/* Cluster mode: which groups this agent may act on; NULL without a
 	 * cluster section (then it acts on all). */
 	struct cluster *cluster;
+	/* Bytes each group's decision history may hold: the agent's
+	 * history_memory shared by its groups (0: no limit). */
+	size_t history_bytes;
 };
 
 /* Builds a runtime for `gc` (borrowed; must outlive the runtime). When `old`

@@ -57,7 +57,7 @@ static const char *const top_keys[] = { "agent", "groups", "cluster" };
 
 static const char *const agent_keys[] = {
 	"interval", "state_directory", "admin_socket", "admin_group", "metrics_listen", "driver_directory", "dry_run",
-	"notifications", "hooks", "status_page", "driver_concurrency",
+	"notifications", "hooks", "status_page", "driver_concurrency", "history_memory",
 };
 
 static const char *const group_keys[] = {
@@ -152,6 +152,10 @@ static void read_agent(struct config_ctx *x, const config_setting_t *s)
 			  a->metrics_listen ? a->metrics_listen : "");
 	cfg_read_notify(x, s, &a->notify, NULL);
 	read_driver_concurrency(x, s, a);
+	if (cfg_get_count(x, s, "history_memory", &a->history_memory_mib) > 0 &&
+	    (a->history_memory_mib < 1 || a->history_memory_mib > 65536))
+		cfg_error(x, config_setting_get_member(s, "history_memory"),
+			  "'history_memory' is in MiB, from 1 to 65536, not %d", a->history_memory_mib);
 }
 
 static void agent_defaults(struct config_ctx *x)
@@ -159,6 +163,7 @@ static void agent_defaults(struct config_ctx *x)
 	struct agent_conf *a = &x->c->agent;
 
 	a->interval_ms = 15 * MS_PER_SEC;
+	a->history_memory_mib = 16;
 	cfg_notify_defaults(&a->notify);
 	/* configure's paths (/var/lib/autoscaled and /run/autoscaled by
 	 * default, the unit's StateDirectory= and RuntimeDirectory=), the same

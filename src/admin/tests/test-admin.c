@@ -396,7 +396,7 @@ static void test_ring(void **st)
 	(void)st;
 	for (int i = 0; i < ADMIN_RING_SIZE + 20; i++) {
 		snprintf(buf, sizeof(buf), "{\"n\":%d}", i);
-		admin_ring_push(&ring, strdup(buf));
+		admin_ring_push(&ring, strdup(buf), 0);
 	}
 	assert_int_equal(req("GET", "/v1/groups/web/decisions", NULL, &out), 200);
 	o = cJSON_Parse(out);
@@ -408,6 +408,39 @@ static void test_ring(void **st)
 			 ADMIN_RING_SIZE + 19);
 	cJSON_Delete(o);
 	free(out);
+}
+
+/* A byte budget: records of 26 bytes each (9 of text, its NUL, 16 of the
+ * allocator's) fit 3 to 100 bytes; the oldest go first, and the newest
+ * stays even when it alone is over the budget. */
+static void test_ring_budget(void **st)
+{
+	struct admin_ring r = { 0 };
+	char buf[64];
+	cJSON *o;
+
+	(void)st;
+	for (int i = 0; i < 10; i++) {
+		snprintf(buf, sizeof(buf), "{\"n\":%03d}", i);
+		admin_ring_push(&r, strdup(buf), 100);
+		assert_true(r.bytes <= 100);
+	}
+	assert_int_equal(r.n, 3);
+	assert_int_equal(r.bytes, 3 * 26);
+	o = admin_ring_json(&r);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "decisions"), 0), "n")->valueint,
+			 7);
+	cJSON_Delete(o);
+	admin_ring_push(&r, strdup("{\"n\":\"a record longer than the whole budget of this ring, kept\"}"), 100);
+	assert_int_equal(r.n, 1);
+	/* A smaller budget (a reload with more groups) applies at the next
+	 * record. */
+	admin_ring_push(&r, strdup("{\"n\":1}"), 100);
+	assert_int_equal(r.n, 1);
+	admin_ring_push(&r, strdup("{\"n\":2}"), 100);
+	assert_int_equal(r.n, 2);
+	admin_ring_clear(&r);
+	assert_int_equal(r.bytes, 0);
 }
 
 static void test_socket_refusals(void **st)
@@ -452,7 +485,7 @@ static void test_hostile_paths(void **st)
 	free(out);
 	/* A value that is not UTF-8 in a reply (here a decision record; a
 	 * command's stderr can put one there) becomes U+FFFD. */
-	admin_ring_push(&ring, strdup("{\"why\":\"bad \xff\xc0\xaf byte\"}"));
+	admin_ring_push(&ring, strdup("{\"why\":\"bad \xff\xc0\xaf byte\"}"), 0);
 	assert_int_equal(req("GET", "/v1/groups/web/decisions", NULL, &out), 200);
 	assert_non_null(strstr(out, "\"why\":\"bad \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd byte\""));
 	free(out);
@@ -792,6 +825,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_what_if, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_body_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring, setup, teardown),
+		cmocka_unit_test(test_ring_budget),
 		cmocka_unit_test_setup_teardown(test_socket_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),

@@ -246,6 +246,10 @@ static void test_out_of_range(void **state)
 		      NULL);
 	expect_errors("agent = { driver_concurrency = 4; };\n", "main.conf:1: 'driver_concurrency' must be a group { ... }",
 		      NULL);
+	expect_errors("agent = {\n  history_memory = 0;\n};\n",
+		      "main.conf:2: 'history_memory' is in MiB, from 1 to 65536, not 0", NULL);
+	expect_errors("agent = { history_memory = \"16M\"; };\n", "main.conf:1: 'history_memory' must be an integer",
+		      NULL);
 	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\"; target = 60;\n"
 				 "    poll_interval = \"15s\";\n    staleness = \"5s\";\n    timeout = \"20s\";\n  } );\n" GROUP_TAIL,
 		      "main.conf:8: 'staleness' (5s) must be at least 'poll_interval' (15s)",
@@ -1086,6 +1090,10 @@ static void test_defaults(void **state)
 	assert_int_equal(c->agent.interval_ms, 1500);
 	assert_int_equal(c->groups[0].interval_ms, 1500);
 	assert_int_equal(c->agent.n_driver_concurrency, 0);
+	assert_int_equal(c->agent.history_memory_mib, 16);
+	config_free(c);
+	c = load_ok("agent = { history_memory = 256; };\n");
+	assert_int_equal(c->agent.history_memory_mib, 256);
 	config_free(c);
 
 	/* Limits per driver, by the driver's name. */
