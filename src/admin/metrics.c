@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -69,6 +70,7 @@ struct signal_metric {
 
 struct group_metrics {
 	char *name;
+	bool keep;           /* metrics_prune(): the configuration still has it */
 	bool have_decision;
 	int current, desired;
 	double boot_seconds; /* the boot time in force at the last evaluation */
@@ -110,8 +112,12 @@ struct metrics {
 	 * serves: every entry point takes the lock. */
 	pthread_mutex_t lock;
 	struct httpd *httpd;
-	struct group_metrics **groups;
-	size_t n_groups;
+	struct group_metrics **groups; /* in the order they were first recorded */
+	size_t n_groups, cap_groups;
+	/* The same entries by name (tsearch), so that recording one is a
+	 * lookup of log n, not a scan: each evaluation records several times,
+	 * and 10,000 groups scanned on each were most of the daemon's CPU. */
+	void *by_name;
 	/* Requests at page_prefix and below go to page (metrics_set_page). */
 	const char *page_prefix;
 	httpd_handler_fn page;
@@ -217,19 +223,43 @@ static bool sync_signals(struct group_metrics *g, const struct group_conf *gc)
 }
 
 /* The entry of `name`, created when missing; NULL on ENOMEM. */
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct group_metrics *)a)->name, ((const struct group_metrics *)b)->name);
+}
+
+static struct group_metrics *group_find(struct metrics *m, const char *name)
+{
+	struct group_metrics key = { .name = (char *)name };
+	struct group_metrics **found = tfind(&key, &m->by_name, by_name);
+
+	return found ? *found : NULL;
+}
+
 static struct group_metrics *group_get(struct metrics *m, const char *name)
 {
-	struct group_metrics *g, **v;
+	struct group_metrics *g = group_find(m, name), **v;
 
-	for (size_t i = 0; i < m->n_groups; i++)
-		if (strcmp(m->groups[i]->name, name) == 0)
-			return m->groups[i];
-	v = realloc(m->groups, (m->n_groups + 1) * sizeof(*v));
-	if (!v)
-		return NULL;
-	m->groups = v;
+	if (g)
+		return g;
+	/* The array grows by half each time: thousands of groups are added
+	 * one by one at the start. */
+	if (m->n_groups == m->cap_groups) {
+		size_t cap = m->cap_groups + m->cap_groups / 2 + 8;
+
+		v = realloc(m->groups, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		m->groups = v;
+		m->cap_groups = cap;
+	}
 	g = calloc(1, sizeof(*g));
 	if (!g || !(g->name = strdup(name))) {
+		free(g);
+		return NULL;
+	}
+	if (!tsearch(g, &m->by_name, by_name)) {
+		free(g->name);
 		free(g);
 		return NULL;
 	}
@@ -480,11 +510,21 @@ void metrics_prune(struct metrics *m, const struct config *c)
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->n_groups; i++)
+		m->groups[i]->keep = false;
+	for (size_t i = 0; i < c->n_groups; i++) {
+		struct group_metrics *g = group_find(m, c->groups[i].name);
+
+		if (g)
+			g->keep = true;
+	}
 	for (size_t i = 0; i < m->n_groups; i++) {
-		if (config_find_group(c, m->groups[i]->name))
+		if (m->groups[i]->keep) {
 			m->groups[k++] = m->groups[i];
-		else
+		} else {
+			tdelete(m->groups[i], &m->by_name, by_name);
 			group_free(m->groups[i]);
+		}
 	}
 	m->n_groups = k;
 	for (size_t i = 0; i < c->n_groups; i++) {
@@ -1021,11 +1061,18 @@ int metrics_new(sd_event *event, const char *listen, struct metrics **ret)
 	return 0;
 }
 
+/* The index only points at the entries, which metrics_free() frees. */
+static void no_free(void *p)
+{
+	(void)p;
+}
+
 void metrics_free(struct metrics *m)
 {
 	if (!m)
 		return;
 	httpd_free(m->httpd);
+	tdestroy(m->by_name, no_free);
 	for (size_t i = 0; i < m->n_groups; i++)
 		group_free(m->groups[i]);
 	free(m->groups);
