@@ -136,6 +136,15 @@ void etcd_test_signal(struct etcd_test *t, int i, int sig)
 	if (t->pid[i] <= 0)
 		return;
 	kill(t->pid[i], sig);
+	/* A stop is complete only once every thread of the member has
+	 * stopped, which the kernel tells the parent; until then a request
+	 * sent just after kill() may still be served. */
+	if (sig == SIGSTOP) {
+		int st;
+
+		while (waitpid(t->pid[i], &st, WUNTRACED) == t->pid[i] && !WIFSTOPPED(st))
+			;
+	}
 	if (sig == SIGKILL) {
 		waitpid(t->pid[i], NULL, 0);
 		t->pid[i] = 0;

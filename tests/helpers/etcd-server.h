@@ -38,7 +38,8 @@ int etcd_test_start(struct etcd_test *t, int members);
 int etcd_test_start_tls(struct etcd_test *t, int members, const char *cert, const char *key, const char *ca);
 /* Whether member i runs (it is reaped when it has exited). */
 bool etcd_test_alive(struct etcd_test *t, int i);
-/* Sends SIG to member i (SIGKILL: it is reaped and marked gone). */
+/* Sends SIG to member i (SIGSTOP: returns once all its threads have
+ * stopped; SIGKILL: it is reaped and marked gone). */
 void etcd_test_signal(struct etcd_test *t, int i, int sig);
 /* Kills every member still running and removes the directory. */
 void etcd_test_stop(struct etcd_test *t);
