@@ -16,17 +16,13 @@
 #include <openssl/rand.h>
 
 #include "base/backoff.h"
+#include "base/buffer.h"
 #include "base/clock.h"
 #include "base/iso8601.h"
 
 #include "base/file.h"
 #include "cloud/rest.h"
 
-struct body_buf {
-	char *data;
-	size_t len;
-	bool too_big;
-};
 
 struct hdr_ctx {
 	struct rest_client *c;
@@ -36,22 +32,9 @@ struct hdr_ctx {
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-	struct body_buf *b = ud;
 	size_t n = size * nmemb;
-	char *p;
 
-	if (b->len + n > REST_MAX_BODY) {
-		b->too_big = true;
-		return 0;
-	}
-	p = realloc(b->data, b->len + n + 1);
-	if (!p)
-		return 0;
-	memcpy(p + b->len, ptr, n);
-	b->data = p;
-	b->len += n;
-	b->data[b->len] = '\0';
-	return n;
+	return bounded_buf_append(ud, ptr, n, REST_MAX_BODY) ? n : 0;
 }
 
 /* Copies a header value without its trailing CR/LF and surrounding blanks. */
@@ -416,7 +399,7 @@ static int perform_once(struct rest_client *c, const struct rest_request *req, s
 {
 	CURL *h = c->curl;
 	struct curl_slist *hl = NULL, *tmp;
-	struct body_buf b = { 0 };
+	struct bounded_buf b = { 0 };
 	struct hdr_ctx hc = { c, r, false };
 	char auth[REST_MAX_TOKEN + 32], ct[128];
 	CURLcode cc;

@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 #include <glib.h>
 
+#include "base/buffer.h"
 #include "cluster/etcd.h"
 
 #define MAX_ENDPOINTS 16
@@ -28,11 +29,6 @@ struct etcd_client {
 	char error[512];
 };
 
-struct body {
-	char *data;
-	size_t len;
-	bool too_big;
-};
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -145,22 +141,9 @@ const char *etcd_client_endpoint(const struct etcd_client *c)
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-	struct body *b = ud;
 	size_t n = size * nmemb;
-	char *p;
 
-	if (b->len + n > ETCD_MAX_BODY) {
-		b->too_big = true;
-		return 0;
-	}
-	p = realloc(b->data, b->len + n + 1);
-	if (!p)
-		return 0;
-	memcpy(p + b->len, ptr, n);
-	b->data = p;
-	b->len += n;
-	b->data[b->len] = '\0';
-	return n;
+	return bounded_buf_append(ud, ptr, n, ETCD_MAX_BODY) ? n : 0;
 }
 
 /* A curl failure after which another endpoint may answer. */
@@ -203,7 +186,7 @@ static int curl_errno(CURLcode cc)
  * (the reply, owned by the caller), or the CURLcode in *ret_cc and a
  * negative errno. */
 static int post_once(struct etcd_client *c, size_t i, const char *path, const char *body, long *status,
-		     struct body *out, CURLcode *ret_cc)
+		     struct bounded_buf *out, CURLcode *ret_cc)
 {
 	CURL *h = c->curl;
 	struct curl_slist *hl;
@@ -293,7 +276,7 @@ static int post(struct etcd_client *c, const char *path, cJSON *req, cJSON **ret
 		return -ENOMEM;
 	}
 	for (size_t tried = 0; tried < c->n; tried++) {
-		struct body b = { 0 };
+		struct bounded_buf b = { 0 };
 		long status = 0;
 		CURLcode cc = CURLE_OK;
 		cJSON *json;
