@@ -294,6 +294,27 @@ static bool group_acting_owner(const struct group_rt *g)
 	return since > 0 && g->observed && g->observed_start_ms >= since;
 }
 
+/* A 64-bit digest of the state's bytes in the manner of FNV-1a, eight
+ * bytes a step, each step folding the high bits down (the state is plain
+ * data, copied and compared as bytes). Two states that differ have the
+ * same digest with a chance of about one in 2^64: a save is then put off
+ * to the next change. */
+static uint64_t group_state_digest(const struct group_state *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint64_t h = 14695981039346656037ULL, w;
+	size_t i;
+
+	for (i = 0; i + sizeof(w) <= sizeof(*s); i += sizeof(w)) {
+		memcpy(&w, p + i, sizeof(w));
+		h = (h ^ w) * 1099511628211ULL;
+		h ^= h >> 29;
+	}
+	for (; i < sizeof(*s); i++)
+		h = (h ^ p[i]) * 1099511628211ULL;
+	return h;
+}
+
 static void save_failed(struct group_rt *g, const char *dir, int r)
 {
 	if (!g->save_failed)
@@ -318,6 +339,7 @@ static void save_state(struct group_rt *g, bool wait)
 {
 	const char *dir = g->ctx->agent_conf->state_directory;
 	char path[PATH_MAX], name[PATH_MAX];
+	uint64_t digest;
 	char *text;
 	cJSON *j;
 	int64_t r;
@@ -326,7 +348,7 @@ static void save_state(struct group_rt *g, bool wait)
 	if (r == 0 && snprintf(name, sizeof(name), "%s.state", g->gc->name) >= (int)sizeof(name))
 		r = -ENAMETOOLONG;
 	if (r < 0) {
-		if (memcmp(&g->st, &g->saved, sizeof(g->st)) != 0)
+		if (group_state_digest(&g->st) != g->saved_digest)
 			save_failed(g, dir, (int)r);
 		return;
 	}
@@ -337,7 +359,8 @@ static void save_state(struct group_rt *g, bool wait)
 	} else if (r == 0 && !g->save_retry) {
 		save_ok(g);
 	}
-	if (!g->save_retry && memcmp(&g->st, &g->saved, sizeof(g->st)) == 0)
+	digest = group_state_digest(&g->st);
+	if (!g->save_retry && digest == g->saved_digest)
 		return;
 	j = state_to_json(&g->st, g->gc->name, clock_now());
 	text = j ? cJSON_Print(j) : NULL;
@@ -356,7 +379,7 @@ static void save_state(struct group_rt *g, bool wait)
 	if (wait)
 		save_ok(g);
 	g->save_retry = false;
-	g->saved = g->st;
+	g->saved_digest = digest;
 }
 
 void group_save(struct group_rt *g)
@@ -610,14 +633,15 @@ static void group_evaluate(struct group_rt *g)
 	int64_t m0, m1;
 	struct clock_now t = clock_now();
 	bool dry = group_rt_dry_run(g);
-	bool paused, pinned;
+	bool paused, pinned, was_pinned;
 	char *json;
 	int r;
 
 	m0 = clock_mono_ns();
+	was_pinned = g->st.pin.active;
 	if (state_expire(&g->st, t.wall_ms))
-		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired", !g->st.pin.active && g->saved.pin.active
-											 ? "the pin" : "the pause");
+		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired",
+			  !g->st.pin.active && was_pinned ? "the pin" : "the pause");
 	group_engine_inputs(g, group_reconcile_in_flight(g, t.mono_ms), &obs, in);
 	/* The boot time: measured from the group's own scale-outs. */
 	forecast_boot_observe(&g->st.boot, t.mono_ms, ready_instances(g));
@@ -1032,7 +1056,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 				  g->st.in_flight.direction != DIR_NONE ? ", an action in flight" : "",
 				  g->st.pin.active ? ", pinned" : "", g->st.pause.active ? ", paused" : "");
 	}
-	g->saved = g->st;
+	g->saved_digest = group_state_digest(&g->st);
 
 	r = driver_load(gc->driver, ctx->agent_conf->driver_directory, &loaded, err, sizeof(err));
 	if (r < 0) {
@@ -1181,7 +1205,7 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 		}
 	}
 	g->st = old->st;
-	g->saved = old->saved;
+	g->saved_digest = old->saved_digest;
 	g->origin = old->origin;
 	g->ring = old->ring;
 	old->ring = (struct admin_ring){0};
