@@ -15,12 +15,32 @@ a user would see with virsh:
      to one member, not before the scale-in window has passed, shutting the
      others down through ACPI and deleting their domains and volumes.
 
+Then the same group gets a warm pool (WARM_SIZE paused members, WARMUP s
+of warm-up, 2 s interval) and follows a queue length the test writes to a
+file (signal exec, type average), with the template's guests idle from
+boot; the daemon runs with its admin socket and metrics listener:
+
+  4. the pool fills: WARM_SIZE domains paused, tagged warm, in
+     autoscaled_group_warm_instances{state="paused"}, and not counted as
+     members (autoscalectl show, autoscaled_group_current_instances);
+  5. a scale-out by one is served from the pool: a warm domain becomes an
+     active member in the same QEMU process with the same UUID (resumed, not
+     defined or started again), the daemon logs "from the warm pool" and
+     clones nothing;
+  6. the pool is refilled with a new paused domain;
+  7. the daemon is killed with SIGKILL and started again on the same
+     configuration and state directory: it finds the warm members by their
+     tags (the same domains and UUIDs before and after, none defined again,
+     none counted as a member, the same warm count in the metrics), and the
+     next scale-out resumes one of them.
+
 The guests run at a raised priority (GUEST_NICE) so that other work on a
 shared host does not starve the load. The timings of each phase are printed
 as TAP comments. Everything the test starts (libvirtd and virtlogd when none
-run, the daemon, domains, the pool and its directory) is stopped or removed
-at the end, also on failure or a signal. The whole run is bounded by BUDGET
-seconds; it takes 70-80 s on 2 cores.
+run, the daemons, domains, warm or not, the pool and its directory) is
+stopped or removed at the end, also on failure or a signal. The whole run
+is bounded by BUDGET seconds; it takes 105-115 s on 2 cores (the warm
+phases about 25 s of it).
 
 Needs root and the Debian packages in PACKAGES (scripts/install-deps --test
 installs them); without them it skips, saying which are missing."""
