@@ -27,12 +27,14 @@ boot; the daemon runs with its admin socket and metrics listener:
      active member in the same QEMU process with the same UUID (resumed, not
      defined or started again), the daemon logs "from the warm pool" and
      clones nothing;
-  6. the pool is refilled with a new paused domain;
-  7. the daemon is killed with SIGKILL and started again on the same
-     configuration and state directory: it finds the warm members by their
-     tags (the same domains and UUIDs before and after, none defined again,
-     none counted as a member, the same warm count in the metrics), and the
-     next scale-out resumes one of them.
+  6. the pool is refilled with a new domain; while that one warms up, the
+     daemon is killed with SIGKILL and started again on the same
+     configuration and state directory: the restarted daemon finds it by its
+     tag and parks it in the same QEMU process, and defines nothing;
+  7. with the pool full, the daemon is killed and started again: it finds
+     the warm members by their tags (the same domains and UUIDs before and
+     after, none defined again, none counted as a member, the same warm
+     count in the metrics), and the next scale-out resumes one of them.
 
 The guests run at a raised priority (GUEST_NICE) so that other work on a
 shared host does not starve the load. The timings of each phase are printed
@@ -1045,42 +1047,80 @@ def warm_phases(tmp, state):
     ok(members_of(doms) == sorted([group + "-1", taken or "?"]), "the members are '%s-1' and '%s'" % (group, taken),
        repr(doms))
 
-    # Phase 6: the pool is refilled with a new domain.
-    def refilled():
-        if view.metrics().get("warm", {}).get("paused") != WARM_SIZE:
-            return None
-        d = view.domains()
-        new = sorted(set(warm_of(d)) - set(before))
-        return (d, new) if len(warm_of(d)) == WARM_SIZE and new else None
+    # Phase 6: the pool is refilled with a new domain. The daemon is
+    # killed while that one warms up; the restarted daemon finds it by its
+    # tag and parks it.
+    known = set(doms)
 
-    got = wait(refilled, 60, daemon)
-    t["refilled"] = rel()
-    if not ok(got, "the pool is refilled to %d paused members with a new domain (%s)" %
-              (WARM_SIZE, ", ".join(got[1]) if got else "none"), alive(daemon)):
+    def warming():
+        if view.metrics().get("warm", {}).get("booting") != 1:
+            return None
+        made = [re.search(r"created warm member '([^']+)'", l) for _, l in daemon.since(t["two"])]
+        return [m.group(1) for m in made if m and m.group(1) not in known]
+
+    got = wait(warming, 60, daemon)
+    t["warming"] = rel()
+    if not ok(got and len(got) == 1, "the pool is refilled: a new warm member, warming up (%s)" %
+              (", ".join(got) if got else "none"), alive(daemon) or "\n".join(daemon.tail(20))):
         raise Fatal()
-    seen.update(got[0])
+    new = got[0]
+    t["kill1"] = rel()
+    status = daemon.kill()
+    ok(status == -signal.SIGKILL, "the daemon is killed with SIGKILL while '%s' warms up (%s)" % (new, status))
+    before = view.domains()
+    seen.update(before)
+    ok(before.get(new, {}).get("state") == "running" and before[new]["tag"].get("warm") == "booting" and
+       len(warm_of(before)) == WARM_SIZE - 1 and len(before) == MIN + 1 + WARM_SIZE,
+       "virsh: '%s' runs, tagged warm=\"booting\", beside %d paused warm member(s) and %d members" %
+       (new, WARM_SIZE - 1, MIN + 1), repr(before))
+
+    def restart(label, log):
+        """The daemon again on the same configuration and state directory,
+        once it has decided twice: by then the scan, an upkeep and the
+        engine have all seen the pool, and a warm member taken for a
+        member, or a pool topped up again, would show."""
+        d = Daemon(conf, os.path.join(tmp, log))
+        state["daemons"].append((label, d))
+        got = wait(lambda: len(evaluations(d)) >= 2 and view.current() is not None and
+                   view.metrics().get("warm"), 40, d)
+        return d, d.t0 - t0, got
+
+    def same_domains(after, before):
+        ok({n: d["uuid"] for n, d in after.items()} == {n: d["uuid"] for n, d in before.items()},
+           "virsh: the same %d domains (names and UUIDs) as before the crash: none defined again, none removed" %
+           len(before), "before %r\nafter %r" % (before, after))
+
+    daemon, offset, got = restart("restarted while refilling", "daemon-restarted-1.log")
+    t["found1"] = rel()
+    if not ok(got, "the restarted daemon observes and decides twice", alive(daemon)):
+        raise Fatal()
+    metrics = view.metrics()
+    ok(sum(metrics.get("warm", {}).values()) == WARM_SIZE and
+       metrics.get("autoscaled_group_current_instances") == MIN + 1,
+       "it counts %d warm members and %d members" % (WARM_SIZE, MIN + 1), repr(metrics))
+    got = wait(lambda: view.metrics().get("warm", {}).get("paused") == WARM_SIZE, 30, daemon)
+    t["refilled"] = rel()
+    after = view.domains()
+    seen.update(after)
+    same_domains(after, before)
+    ok(got and after.get(new, {}).get("state") == "paused" and after[new]["tag"].get("warm") == "paused" and
+       after[new]["pid"] == before[new]["pid"] and
+       any(re.search(r"warm member '%s' on '[^']*' is paused" % re.escape(new), l) for _, l in daemon.since(0)),
+       "the restarted daemon parks '%s' after its warm-up: paused in the same QEMU process" % new,
+       "%r\n%s" % (after.get(new), "\n".join(daemon.tail(20))))
+    ok(not [l for _, l in daemon.since(0) if re.search(r": created ", l)],
+       "the restarted daemon created no domain", "\n".join(daemon.tail(20)))
     ok(view.current() == MIN + 1, "the group stays at %d members" % (MIN + 1))
 
-    # Phase 7: kill -9 with warm members, and a start on the same state.
+    # Phase 7: kill -9 with the pool full, and a start on the same state.
     before = view.domains()
     warm = warm_of(before)
     ok(len(warm) == WARM_SIZE and len(before) == MIN + 1 + WARM_SIZE,
-       "before the crash: %d domains, %d of them warm" % (len(before), len(warm)), repr(before))
+       "before the crash: %d domains, %d of them paused warm members" % (len(before), len(warm)), repr(before))
     t["kill"] = rel()
     status = daemon.kill()
     ok(status == -signal.SIGKILL, "the daemon is killed with SIGKILL (%s)" % status)
-    daemon = Daemon(conf, os.path.join(tmp, "daemon-restarted.log"))
-    state["daemons"].append(("restarted", daemon))
-    offset = daemon.t0 - t0
-
-    def found():
-        # Two decisions after the start: the scan, an upkeep and the
-        # engine have all seen the pool, and a warm member taken for a
-        # member, or a pool topped up again, would show by then.
-        return (len(evaluations(daemon)) >= 2 and view.current() is not None and
-                view.metrics().get("warm", {}).get("paused") is not None)
-
-    got = wait(found, 40, daemon)
+    daemon, offset, got = restart("restarted", "daemon-restarted-2.log")
     t["found"] = rel()
     pool_lines = [(lt + offset, l) for lt, l in daemon.since(0) if "warm pool: " in l]
     t["pool_line"] = pool_lines[0][0] if pool_lines else None
@@ -1090,9 +1130,7 @@ def warm_phases(tmp, state):
     ok(pool_lines and re.search(r"warm pool: 0 booting, %d paused, 0 saved, 0 stopped" % WARM_SIZE,
                                 pool_lines[0][1]),
        "it finds the %d paused warm members by their tags (log)" % WARM_SIZE, "\n".join(daemon.tail(20)))
-    ok({n: d["uuid"] for n, d in after.items()} == {n: d["uuid"] for n, d in before.items()},
-       "virsh: the same %d domains (names and UUIDs) as before the crash: none defined again, none removed" %
-       len(before), "before %r\nafter %r" % (before, after))
+    same_domains(after, before)
     ok(warm_of(after).keys() == warm.keys() and all(after[n]["pid"] == warm[n]["pid"] for n in warm),
        "the warm members are still paused, in the same QEMU processes", repr(after))
     ok(not [l for _, l in daemon.since(0) if re.search(r": created ", l)],
@@ -1141,12 +1179,16 @@ def warm_phases(tmp, state):
         note("  taken from the pool              %s  (%d ms in the driver)" % (at("took2"), t["took2_ms"]))
     note("  %d members (admin API)            %s  (%.1f after the queue rose)" %
          (MIN + 1, at("two"), t["two"] - t["queue2"]))
+    note("  refill: new one warming up       %s  (%.1f after the scale-out)" %
+         (at("warming"), t["warming"] - t["two"]))
+    note("  killed (SIGKILL) while it warms  %s" % at("kill1"))
+    note("  restarted: two decisions made    %s  (%.1f after the kill)" % (at("found1"), t["found1"] - t["kill1"]))
     note("  pool refilled (new one paused)   %s  (%.1f after the scale-out)" %
          (at("refilled"), t["refilled"] - t["two"]))
-    note("  killed (SIGKILL)                 %s" % at("kill"))
+    note("  killed (SIGKILL), pool full      %s" % at("kill"))
     note("  restarted: pool found (log)      %s  (%.1f after the kill)" %
          (at("pool_line"), (t["pool_line"] or t["found"]) - t["kill"]))
-    note("  restarted: two decisions made    %s" % at("found"))
+    note("  restarted: two decisions made    %s  (%.1f after the kill)" % (at("found"), t["found"] - t["kill"]))
     note("  queue raised to %d members         %s" % (MIN + 2, at("queue3")))
     if "took3" in t:
         note("  taken from the pool              %s  (%d ms in the driver)" % (at("took3"), t["took3_ms"]))
