@@ -1017,7 +1017,7 @@ def warm_phases(tmp, state):
            for _, l in daemon.since(0)), "the daemon logs the pool's counts", "\n".join(daemon.tail(20)))
 
     # Phase 5: a scale-out by one is served from the pool.
-    before = warm
+    before, known = warm, set(doms)
     t["queue2"] = rel()
     set_queue(MIN + 1)
     got = wait(lambda: view.current() == MIN + 1, 40, daemon)
@@ -1050,12 +1050,10 @@ def warm_phases(tmp, state):
     # Phase 6: the pool is refilled with a new domain. The daemon is
     # killed while that one warms up; the restarted daemon finds it by its
     # tag and parks it.
-    known = set(doms)
-
     def warming():
         if view.metrics().get("warm", {}).get("booting") != 1:
             return None
-        made = [re.search(r"created warm member '([^']+)'", l) for _, l in daemon.since(t["two"])]
+        made = [re.search(r"created warm member '([^']+)'", l) for _, l in daemon.since(t["queue2"])]
         return [m.group(1) for m in made if m and m.group(1) not in known]
 
     got = wait(warming, 60, daemon)
