@@ -42,7 +42,7 @@ as TAP comments. Everything the test starts (libvirtd and virtlogd when none
 run, the daemons, domains, warm or not, the pool and its directory) is
 stopped or removed at the end, also on failure or a signal. The whole run
 is bounded by BUDGET seconds; it takes 105-135 s on 2 cores, busy or not
-(the warm phases 23-25 s of it).
+(the warm phases 23-28 s of it).
 
 Needs root and the Debian packages in PACKAGES (scripts/install-deps --test
 installs them); without them it skips, saying which are missing."""
