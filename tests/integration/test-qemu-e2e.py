@@ -41,7 +41,7 @@ shared host does not starve the load. The timings of each phase are printed
 as TAP comments. Everything the test starts (libvirtd and virtlogd when none
 run, the daemons, domains, warm or not, the pool and its directory) is
 stopped or removed at the end, also on failure or a signal. The whole run
-is bounded by BUDGET seconds; it takes 105-135 s on 2 cores, busy or not
+is bounded by BUDGET seconds; it takes 103-136 s on 2 cores, busy or not
 (the warm phases 23-28 s of it).
 
 Needs root and the Debian packages in PACKAGES (scripts/install-deps --test
