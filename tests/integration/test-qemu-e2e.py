@@ -15,17 +15,40 @@ a user would see with virsh:
      to one member, not before the scale-in window has passed, shutting the
      others down through ACPI and deleting their domains and volumes.
 
+Then the same group gets a warm pool (WARM_SIZE paused members, WARMUP s
+of warm-up, 2 s interval) and follows a queue length the test writes to a
+file (signal exec, type average), with the template's guests idle from
+boot; the daemon runs with its admin socket and metrics listener:
+
+  4. the pool fills: WARM_SIZE domains paused, tagged warm, in
+     autoscaled_group_warm_instances{state="paused"}, and not counted as
+     members (autoscalectl show, autoscaled_group_current_instances);
+  5. a scale-out by one is served from the pool: a warm domain becomes an
+     active member in the same QEMU process with the same UUID (resumed, not
+     defined or started again), the daemon logs "from the warm pool" and
+     clones nothing;
+  6. the pool is refilled with a new domain; while that one warms up, the
+     daemon is killed with SIGKILL and started again on the same
+     configuration and state directory: the restarted daemon finds it by its
+     tag and parks it in the same QEMU process, and defines nothing;
+  7. with the pool full, the daemon is killed and started again: it finds
+     the warm members by their tags (the same domains and UUIDs before and
+     after, none defined again, none counted as a member, the same warm
+     count in the metrics), and the next scale-out resumes one of them.
+
 The guests run at a raised priority (GUEST_NICE) so that other work on a
 shared host does not starve the load. The timings of each phase are printed
 as TAP comments. Everything the test starts (libvirtd and virtlogd when none
-run, the daemon, domains, the pool and its directory) is stopped or removed
-at the end, also on failure or a signal. The whole run is bounded by BUDGET
-seconds; it takes 70-80 s on 2 cores.
+run, the daemons, domains, warm or not, the pool and its directory) is
+stopped or removed at the end, also on failure or a signal. The whole run
+is bounded by BUDGET seconds; it takes 103-136 s on 2 cores, busy or not
+(the warm phases 23-28 s of it).
 
 Needs root and the Debian packages in PACKAGES (scripts/install-deps --test
 installs them); without them it skips, saying which are missing."""
 import glob
 import gzip
+import json
 import os
 import re
 import shutil
@@ -37,6 +60,7 @@ import tempfile
 import threading
 import time
 import traceback
+import urllib.request
 
 from tap import comment as note, done, failed, ok, skip_all
 
@@ -51,13 +75,24 @@ QEMU_LOGS = "/var/log/libvirt/qemu"
 MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_pci",
            "virtio_balloon", "button", "evdev"]
 
-BUDGET = 300.0           # seconds for the whole test, setup and cleanup included
+BUDGET = 360.0           # seconds for the whole test, setup and cleanup included
+WARM_RESERVE = 100       # seconds of the budget the warm phases (4 to 7) get at most
 IDLE_EXIT = 60           # a libvirtd or virtlogd the test started exits when idle that long
 INTERVAL = 5             # the group's evaluation interval
 INITIALIZATION = 10      # initialization_period
 SCALE_IN_WINDOW = 30     # behavior.scale_in.stabilization
 TARGET = 50.0
 MIN, MAX = 1, 4
+# The warm phases: a pool of WARM_SIZE paused members, each parked WARMUP
+# seconds after its start (the idle guest has booted by then under TCG on a
+# loaded host, or is still booting, which a resume continues), refilled at
+# most every WARM_REFILL seconds; the group follows a queue length the test
+# writes (QUEUE_TARGET per member), evaluated every WARM_INTERVAL seconds.
+WARM_SIZE = 2
+WARMUP = 5
+WARM_REFILL = 1
+WARM_INTERVAL = 2
+QUEUE_TARGET = 10
 IDLE_PERCENT = 20.0      # a member below this CPU has stopped burning
 # Going from 2 members to 3 needs each of 2 burning guests to get more than
 # 55 % of a core (target 50, tolerance 0.1); on a host whose 2 cores are
@@ -80,6 +115,10 @@ MACHINE_CGROUP_WEIGHTS = [("/sys/fs/cgroup/cpu/machine/cpu.shares", 1024),
 TOP_SRCDIR = os.environ.get("top_srcdir", ".")
 DAEMON = os.environ.get("AUTOSCALED", "./autoscaled")
 DRIVER_DIR = os.environ.get("AUTOSCALED_DRIVER_DIR", "drivers/.libs")
+CTL = os.path.join(os.environ.get("top_builddir", "."), "autoscalectl")
+
+sys.path.insert(0, os.path.join(TOP_SRCDIR, "tests", "helpers"))
+from cloudtest import free_port  # noqa: E402
 
 started = time.monotonic()
 cleaning = False   # past the budget, cleanup still gets its own timeouts
@@ -359,6 +398,43 @@ groups = (
 );
 """
 
+# The warm phases: the same group, its pool and a queue length from a file.
+WARM_CONFIG = """agent = {{
+  interval = "{interval}s";
+  state_directory = "{tmp}/state";
+  admin_socket = "{tmp}/admin.sock";
+  metrics_listen = "127.0.0.1:{port}";
+}};
+groups = (
+  {{
+    name = "{group}";
+    driver = "libvirt";
+    driver_options = {{
+      uri = "{uri}";
+      template = "{template}";
+      volume_mode = "overlay";
+      victim_policy = "newest";
+      shutdown_mode = "acpi";
+      shutdown_timeout = 20;
+    }};
+    interval = "{interval}s";
+    min = {min};
+    max = {max};
+    warm_pool = {{ size = {size}; state = "paused"; warmup = "{warmup}s"; refill = "{refill}s"; }};
+    signals = (
+      {{ name = "queue"; source = "exec"; type = "average"; target = {target};
+         source_options = {{ command = [ "/bin/cat", "{queue}" ]; }};
+         poll_interval = "{interval}s"; window = "{interval}s"; aggregation = "last";
+         staleness = "{staleness}s"; }}
+    );
+    behavior = {{
+      scale_out = {{ policies = ( ); }};
+      initialization_period = "1s";
+    }};
+  }}
+);
+"""
+
 
 # ------------------------------------------------------------------ daemon
 
@@ -405,6 +481,13 @@ class Daemon:
             return None
         finally:
             self.reader.join(timeout=5)
+
+    def kill(self):
+        """SIGKILL, as a crash: nothing of the daemon runs after it."""
+        self.p.kill()
+        self.p.wait(timeout=10)
+        self.reader.join(timeout=5)
+        return self.p.returncode
 
     def tail(self, n=40):
         with self.lock:
@@ -524,6 +607,23 @@ def prioritize(prefix):
                 pass
 
 
+def decisions_of(daemon, direction, since=0.0):
+    """The daemon's decision lines ending "; scale out 1 -> 2", as (time,
+    line, cpu value or None)."""
+    got = []
+    for lt, l in daemon.since(since):
+        if re.search(r"; scale %s [0-9]+ -> [0-9]+$" % direction, l):
+            m = re.search(r": cpu ([0-9.]+)% vs target", l)
+            got.append((lt, l, float(m.group(1)) if m else None))
+    return got
+
+
+def evaluations(daemon):
+    """The daemon's decision lines, one per evaluation, acting or not."""
+    return [(lt, l) for lt, l in daemon.since(0)
+            if re.search(r"; (scale (out|in) [0-9]+ -> [0-9]+|no change from [0-9]+)$", l)]
+
+
 def qemu_log(dom):
     """libvirt's log of the domain: how each run of it ended, among others."""
     try:
@@ -597,7 +697,7 @@ def run(tmp, state):
         note("the guests' CPU cgroup weight: " + how)
     pool = Pool(group, services)
     daemon = Daemon(conf, os.path.join(tmp, "daemon.log"))
-    state["daemon"] = daemon
+    state["daemons"].append(("CPU", daemon))
     seen = state["seen"]
     t = {}
     history = []   # (time since daemon start, running, defined)
@@ -632,17 +732,10 @@ def run(tmp, state):
                 time.sleep(2)
 
     def decisions(direction, since=0.0):
-        """The daemon's decision lines ending "; scale out 1 -> 2", as
-        (time, line, cpu value or None)."""
-        got = []
-        for lt, l in daemon.since(since):
-            if re.search(r"; scale %s [0-9]+ -> [0-9]+$" % direction, l):
-                m = re.search(r": cpu ([0-9.]+)% vs target", l)
-                got.append((lt, l, float(m.group(1)) if m else None))
-        return got
+        return decisions_of(daemon, direction, since)
 
     # Phase 1: the daemon creates the minimum.
-    got, running, _ = watch(lambda r, d: len(r) >= MIN, min(rel() + 60, by(170)))
+    got, running, _ = watch(lambda r, d: len(r) >= MIN, min(rel() + 60, by(170 + WARM_RESERVE)))
     if not ok(got is not None, "the daemon starts the minimum of %d member" % MIN,
               "" if daemon.alive() else "the daemon exited with status %s" % daemon.p.returncode):
         raise Fatal()
@@ -652,7 +745,7 @@ def run(tmp, state):
     ok('group="%s"' % group in meta, "member '%s' carries the group's metadata tag" % first, meta)
 
     # Phase 2: it scales out while the members burn CPU.
-    got, running, _ = watch(lambda r, d: len(r) >= 3, min(t["min"] + 150, by(110)))
+    got, running, _ = watch(lambda r, d: len(r) >= 3, min(t["min"] + 150, by(110 + WARM_RESERVE)))
     cpu = cpu_percent(running)
     note("CPU of each member at that point: " + ", ".join("%s %.0f%%" % kv for kv in sorted(cpu.items())))
     outs = [d for d in decisions("out") if d[0] >= t["min"]]
@@ -688,7 +781,7 @@ def run(tmp, state):
     max_seen = max(h[1] for h in history)
     got, running, defined = watch(
         lambda r, d: len(r) == MIN and len(d) == MIN and all(cpu_now.get(x, 100.0) < IDLE_PERCENT for x in r),
-        by(25), tick=stop_load)
+        by(25 + WARM_RESERVE), tick=stop_load)
     ins = decisions("in", t["stop"])
     for lt, l, _ in ins:
         note("scale-in decision at +%.1f s: %s" % (lt, l))
@@ -740,6 +833,367 @@ def run(tmp, state):
          (t["back"], t["back"] - t["stop"]))
     note("  largest pool %d; test wall time so far %.0f s" % (max_seen, elapsed()))
 
+    warm_phases(tmp, state)
+
+
+# -------------------------------------------------------------- warm pool
+
+class GroupView:
+    """What the daemon says of the group (its admin API and its metrics) and
+    what virsh shows of the group's domains, members and warm ones alike."""
+
+    def __init__(self, group, sock, port):
+        self.group, self.sock, self.port = group, sock, port
+        self.re = re.compile(r"^%s-[0-9]+$" % re.escape(group))
+
+    def current(self):
+        """The members the daemon counts (autoscalectl show), or None."""
+        try:
+            p = subprocess.run([CTL, "-s", self.sock, "--json", "show", self.group], capture_output=True,
+                               text=True, timeout=10)
+            return int(json.loads(p.stdout)["current"]) if p.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, TypeError):
+            return None
+
+    def metrics(self):
+        """The group's samples on the metrics listener: {name: value} and
+        {state: value} of autoscaled_group_warm_instances under "warm"; a
+        sample that is not there is absent, never zero."""
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=5) as r:
+                text = r.read().decode(errors="replace")
+        except (OSError, ValueError):
+            return {}
+        got = {"warm": {}}
+        for line in text.splitlines():
+            m = re.match(r"^(autoscaled_group_[a-z_]+)\{([^}]*)\} (\S+)$", line)
+            if not m:
+                continue
+            labels = dict(re.findall(r'([a-z_]+)="([^"]*)"', m.group(2)))
+            if labels.get("group") != self.group:
+                continue
+            if m.group(1) == "autoscaled_group_warm_instances":
+                got["warm"][labels.get("state")] = float(m.group(3))
+            else:
+                got[m.group(1)] = float(m.group(3))
+        return got
+
+    def domains(self):
+        """The group's domains by name: their state, UUID, tag (the
+        attributes of the group's metadata element) and QEMU process."""
+        got = {}
+        for line in virsh("list", "--all", timeout=20).splitlines():
+            parts = line.split(None, 2)
+            if len(parts) < 3 or not self.re.match(parts[1]):
+                continue
+            name = parts[1]
+            meta = virsh("metadata", name, "--uri", NS, timeout=10, check=False)
+            got[name] = {"state": parts[2].strip(),
+                         "uuid": virsh("domuuid", name, timeout=10, check=False).strip(),
+                         "tag": dict(re.findall(r'([a-z_]+)="([^"]*)"', meta)),
+                         "pid": guest_pid(name)}
+        return got
+
+
+def guest_pid(name):
+    """The QEMU process of domain `name`, or None."""
+    for pid in qemu_pids(name):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if any(a.startswith(("guest=%s," % name).encode()) for a in f.read().split(b"\0")):
+                    return pid
+        except OSError:
+            pass
+    return None
+
+
+def warm_of(domains, state="paused"):
+    """The domains tagged warm in `state` and in that libvirt state."""
+    return {n: d for n, d in domains.items() if d["tag"].get("warm") == state and d["state"] == state}
+
+
+def members_of(domains):
+    return sorted(n for n, d in domains.items() if not d["tag"].get("warm"))
+
+
+def took_from_pool(daemon, since=0.0):
+    """The daemon's lines saying it took a warm member into service, as
+    (time, domain, warm state, milliseconds in the driver)."""
+    got = []
+    for lt, l in daemon.since(since):
+        m = re.search(r"took '([^']+)' on '[^']*' from the warm pool \((\w+)\) in ([0-9]+) ms", l)
+        if m:
+            got.append((lt, m.group(1), m.group(2), int(m.group(3))))
+    return got
+
+
+def warm_phases(tmp, state):
+    """Phases 4 to 7: the group with a warm pool of WARM_SIZE paused members,
+    driven by a queue length the test writes: the pool fills, a scale-out is
+    served from it and it is refilled; then the daemon is killed (SIGKILL)
+    and started again on the same configuration and state directory, finds
+    the warm members by their tags and serves the next scale-out from them."""
+    group, services = state["group"], state["services"]
+    seen = state["seen"]
+    # From here on the guests idle from boot: nothing in these phases reads
+    # their CPU, and warm members that burn while they warm up would only
+    # slow a shared host down.
+    xml = os.path.join(tmp, "template-idle.xml")
+    try:
+        with open(xml, "w") as f:
+            f.write(re.sub(r"burn_until=[0-9]+", "burn_until=0", virsh("dumpxml", state["template"], timeout=20)))
+        virsh("define", xml)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+        ok(False, "the template is defined again with idle guests", getattr(e, "stderr", "") or str(e))
+        raise Fatal()
+    queue = os.path.join(tmp, "queue")
+
+    def set_queue(members):
+        """A queue length worth `members` members."""
+        with open(queue + ".new", "w") as f:
+            f.write("%d\n" % (members * QUEUE_TARGET))
+        os.rename(queue + ".new", queue)
+
+    set_queue(MIN)
+    port = free_port()
+    conf = os.path.join(tmp, "warm.conf")
+    with open(conf, "w") as f:
+        f.write(WARM_CONFIG.format(interval=WARM_INTERVAL, tmp=tmp, port=port, group=group, uri=URI,
+                                   template=state["template"], min=MIN, max=MAX, size=WARM_SIZE, warmup=WARMUP,
+                                   refill=WARM_REFILL, target=QUEUE_TARGET, queue=queue,
+                                   staleness=5 * WARM_INTERVAL))
+    chk = subprocess.run([DAEMON, "-n", "-c", conf], capture_output=True, text=True, timeout=30,
+                         env=dict(os.environ, AUTOSCALED_DRIVER_DIR=DRIVER_DIR))
+    if not ok(chk.returncode == 0, "autoscaled -n accepts the configuration with a warm pool", chk.stdout + chk.stderr):
+        raise Fatal()
+    view = GroupView(group, os.path.join(tmp, "admin.sock"), port)
+    deadline = elapsed() + WARM_RESERVE - 10
+    daemon = Daemon(conf, os.path.join(tmp, "daemon-warm.log"))
+    state["daemons"].append(("warm pool", daemon))
+    t0 = daemon.t0
+    t = {}
+
+    def rel():
+        return time.monotonic() - t0
+
+    def wait(pred, timeout, d):
+        """Polls pred() until it returns something true, and returns that;
+        None once timeout passes, the daemon d exits or the warm phases'
+        part of the budget is spent."""
+        end = min(time.monotonic() + timeout, time.monotonic() + deadline - elapsed())
+        while True:
+            services.revive()
+            v = pred()
+            if v:
+                return v
+            if time.monotonic() >= end or not d.alive():
+                return None
+            time.sleep(0.5)
+
+    def alive(d):
+        return "" if d.alive() else "the daemon exited with status %s" % d.p.returncode
+
+    # Phase 4: the pool fills with paused warm members, not counted.
+    got = wait(lambda: view.metrics().get("warm", {}).get("paused") == WARM_SIZE, 60, daemon)
+    t["filled"] = rel()
+    doms = view.domains()
+    seen.update(doms)
+    warm = warm_of(doms)
+    note("+%5.1f s: %s" % (t["filled"], ", ".join("%s %s%s" % (n, d["state"], " (warm)" if d["tag"].get("warm")
+                                                                else "") for n, d in sorted(doms.items()))))
+    if not ok(got, "the pool fills: autoscaled_group_warm_instances{state=\"paused\"} is %d" % WARM_SIZE,
+              alive(daemon) or repr(view.metrics().get("warm"))):
+        raise Fatal()
+    ok(len(warm) == WARM_SIZE and all(d["tag"].get("group") == group for d in warm.values()),
+       "virsh: %d domains paused, tagged with the group and warm=\"paused\" (%s)" %
+       (WARM_SIZE, ", ".join(sorted(warm))),
+       repr(doms))
+    ok(members_of(doms) == [group + "-1"], "the member of the phases before is the only member", repr(doms))
+    current = view.current()
+    ok(current == MIN, "the warm members are not counted: autoscalectl show says %s member(s)" % current)
+    ok(view.metrics().get("autoscaled_group_current_instances") == MIN,
+       "and autoscaled_group_current_instances says %d" % MIN, repr(view.metrics()))
+    ok(any(re.search(r"warm pool: 0 booting, %d paused, 0 saved, 0 stopped" % WARM_SIZE, l)
+           for _, l in daemon.since(0)), "the daemon logs the pool's counts", "\n".join(daemon.tail(20)))
+
+    # Phase 5: a scale-out by one is served from the pool.
+    before, known = warm, set(doms)
+    t["queue2"] = rel()
+    set_queue(MIN + 1)
+    got = wait(lambda: view.current() == MIN + 1, 40, daemon)
+    t["two"] = rel()
+    took = took_from_pool(daemon, t["queue2"])
+    doms = view.domains()
+    seen.update(doms)
+    if not ok(got, "a queue worth %d members scales out to %d" % (MIN + 1, MIN + 1), alive(daemon)):
+        raise Fatal()
+    outs = decisions_of(daemon, "out", t["queue2"])
+    t["decision2"] = outs[0][0] if outs else None
+    taken = took[0][1] if took else None
+    ok(len(took) == 1 and taken in before and took[0][2] == "paused",
+       "the daemon logs that it took '%s' from the warm pool (paused) in %s ms" %
+       (taken, took[0][3] if took else "?"), "\n".join(daemon.tail(20)))
+    if taken in before:
+        t["took2"], t["took2_ms"] = took[0][0], took[0][3]
+        was, now = before[taken], doms.get(taken, {})
+        ok(now.get("state") == "running" and "warm" not in now.get("tag", {}) and
+           now.get("tag", {}).get("state") == "active",
+           "virsh: '%s' runs, tagged as an active member without the warm marker" % taken, repr(now))
+        ok(was["pid"] and now.get("uuid") == was["uuid"] and now.get("pid") == was["pid"],
+           "it is the same domain (UUID) in the same QEMU process: resumed, not defined or started again",
+           "before %r, after %r" % (was, now))
+    ok(not [l for _, l in daemon.since(t["queue2"]) if re.search(r": created '", l)],
+       "no domain was cloned for the scale-out", "\n".join(daemon.tail(20)))
+    ok(members_of(doms) == sorted([group + "-1", taken or "?"]), "the members are '%s-1' and '%s'" % (group, taken),
+       repr(doms))
+
+    # Phase 6: the pool is refilled with a new domain. The daemon is
+    # killed while that one warms up; the restarted daemon finds it by its
+    # tag and parks it.
+    def warming():
+        if view.metrics().get("warm", {}).get("booting") != 1:
+            return None
+        made = [re.search(r"created warm member '([^']+)'", l) for _, l in daemon.since(t["queue2"])]
+        return [m.group(1) for m in made if m and m.group(1) not in known]
+
+    got = wait(warming, 60, daemon)
+    t["warming"] = rel()
+    if not ok(got and len(got) == 1, "the pool is refilled: a new warm member, warming up (%s)" %
+              (", ".join(got) if got else "none"), alive(daemon) or "\n".join(daemon.tail(20))):
+        raise Fatal()
+    new = got[0]
+    t["kill1"] = rel()
+    status = daemon.kill()
+    ok(status == -signal.SIGKILL, "the daemon is killed with SIGKILL while '%s' warms up (%s)" % (new, status))
+    before = view.domains()
+    seen.update(before)
+    ok(before.get(new, {}).get("state") == "running" and before[new]["tag"].get("warm") == "booting" and
+       len(warm_of(before)) == WARM_SIZE - 1 and len(before) == MIN + 1 + WARM_SIZE,
+       "virsh: '%s' runs, tagged warm=\"booting\", beside %d paused warm member(s) and %d members" %
+       (new, WARM_SIZE - 1, MIN + 1), repr(before))
+
+    def restart(label, log):
+        """The daemon again on the same configuration and state directory,
+        once it has decided twice: by then the scan, an upkeep and the
+        engine have all seen the pool, and a warm member taken for a
+        member, or a pool topped up again, would show."""
+        d = Daemon(conf, os.path.join(tmp, log))
+        state["daemons"].append((label, d))
+        got = wait(lambda: len(evaluations(d)) >= 2 and view.current() is not None and
+                   view.metrics().get("warm"), 40, d)
+        return d, d.t0 - t0, got
+
+    def same_domains(after, before):
+        ok({n: d["uuid"] for n, d in after.items()} == {n: d["uuid"] for n, d in before.items()},
+           "virsh: the same %d domains (names and UUIDs) as before the crash: none defined again, none removed" %
+           len(before), "before %r\nafter %r" % (before, after))
+
+    daemon, offset, got = restart("restarted while refilling", "daemon-restarted-1.log")
+    t["found1"] = rel()
+    if not ok(got, "the restarted daemon observes and decides twice", alive(daemon)):
+        raise Fatal()
+    metrics = view.metrics()
+    ok(sum(metrics.get("warm", {}).values()) == WARM_SIZE and
+       metrics.get("autoscaled_group_current_instances") == MIN + 1,
+       "it counts %d warm members and %d members" % (WARM_SIZE, MIN + 1), repr(metrics))
+    got = wait(lambda: view.metrics().get("warm", {}).get("paused") == WARM_SIZE, 30, daemon)
+    t["refilled"] = rel()
+    after = view.domains()
+    seen.update(after)
+    same_domains(after, before)
+    ok(got and after.get(new, {}).get("state") == "paused" and after[new]["tag"].get("warm") == "paused" and
+       after[new]["pid"] == before[new]["pid"] and
+       any(re.search(r"warm member '%s' on '[^']*' is paused" % re.escape(new), l) for _, l in daemon.since(0)),
+       "the restarted daemon parks '%s' after its warm-up: paused in the same QEMU process" % new,
+       "%r\n%s" % (after.get(new), "\n".join(daemon.tail(20))))
+    ok(not [l for _, l in daemon.since(0) if re.search(r": created ", l)],
+       "the restarted daemon created no domain", "\n".join(daemon.tail(20)))
+    ok(view.current() == MIN + 1, "the group stays at %d members" % (MIN + 1))
+
+    # Phase 7: kill -9 with the pool full, and a start on the same state.
+    before = view.domains()
+    warm = warm_of(before)
+    ok(len(warm) == WARM_SIZE and len(before) == MIN + 1 + WARM_SIZE,
+       "before the crash: %d domains, %d of them paused warm members" % (len(before), len(warm)), repr(before))
+    t["kill"] = rel()
+    status = daemon.kill()
+    ok(status == -signal.SIGKILL, "the daemon is killed with SIGKILL (%s)" % status)
+    daemon, offset, got = restart("restarted", "daemon-restarted-2.log")
+    t["found"] = rel()
+    pool_lines = [(lt + offset, l) for lt, l in daemon.since(0) if "warm pool: " in l]
+    t["pool_line"] = pool_lines[0][0] if pool_lines else None
+    after = view.domains()
+    if not ok(got, "the restarted daemon observes and decides twice", alive(daemon)):
+        raise Fatal()
+    ok(pool_lines and re.search(r"warm pool: 0 booting, %d paused, 0 saved, 0 stopped" % WARM_SIZE,
+                                pool_lines[0][1]),
+       "it finds the %d paused warm members by their tags (log)" % WARM_SIZE, "\n".join(daemon.tail(20)))
+    same_domains(after, before)
+    ok(warm_of(after).keys() == warm.keys() and all(after[n]["pid"] == warm[n]["pid"] for n in warm),
+       "the warm members are still paused, in the same QEMU processes", repr(after))
+    ok(not [l for _, l in daemon.since(0) if re.search(r": created ", l)],
+       "the restarted daemon created no domain", "\n".join(daemon.tail(20)))
+    current = view.current()
+    ok(current == MIN + 1, "the warm members are not counted as members: autoscalectl show says %s" % current)
+    metrics = view.metrics()
+    ok(metrics.get("warm", {}).get("paused") == WARM_SIZE and
+       metrics.get("autoscaled_group_current_instances") == MIN + 1,
+       "the metrics say %d paused warm members and %d members, as before the crash" % (WARM_SIZE, MIN + 1),
+       repr(metrics))
+
+    t["queue3"] = rel()
+    set_queue(MIN + 2)
+    got = wait(lambda: view.current() == MIN + 2, 40, daemon)
+    t["three"] = rel()
+    took = [(lt + offset, n, st, ms) for lt, n, st, ms in took_from_pool(daemon)]
+    doms = view.domains()
+    seen.update(doms)
+    if not ok(got, "the next scale-out reaches %d members" % (MIN + 2), alive(daemon)):
+        raise Fatal()
+    taken = took[0][1] if took else None
+    ok(len(took) == 1 and taken in warm, "it takes '%s', a warm member found after the restart, from the pool" %
+       taken, "\n".join(daemon.tail(20)))
+    if taken in warm:
+        t["took3"], t["took3_ms"] = took[0][0], took[0][3]
+        ok(doms.get(taken, {}).get("state") == "running" and doms[taken]["pid"] == warm[taken]["pid"] and
+           doms[taken]["uuid"] == warm[taken]["uuid"],
+           "resumed in the QEMU process it had before the crash", repr(doms.get(taken)))
+    ok(not [l for lt, l in daemon.since(t["queue3"] - offset) if re.search(r": created '", l)],
+       "no domain was cloned for it", "\n".join(daemon.tail(20)))
+
+    errors = [l for _, d in state["daemons"][1:] for _, l in d.since(0) if l.startswith("error:")]
+    ok(not errors, "the warm-pool daemons logged no errors", "\n".join(errors[:20]))
+    status = daemon.stop()
+    ok(status == 0, "the restarted daemon stops on SIGTERM with status 0 (%s)" % status)
+
+    def at(key):
+        return "%6.1f" % t[key] if t.get(key) is not None else "     -"
+
+    note("warm pool timings, in seconds since the warm-pool daemon started:")
+    note("  pool full (%d paused, metric)     %s" % (WARM_SIZE, at("filled")))
+    note("  queue raised to %d members         %s" % (MIN + 1, at("queue2")))
+    note("  scale-out decision               %s" % at("decision2"))
+    if "took2" in t:
+        note("  taken from the pool              %s  (%d ms in the driver)" % (at("took2"), t["took2_ms"]))
+    note("  %d members (admin API)            %s  (%.1f after the queue rose)" %
+         (MIN + 1, at("two"), t["two"] - t["queue2"]))
+    note("  refill: new one warming up       %s  (%.1f after the scale-out)" %
+         (at("warming"), t["warming"] - t["two"]))
+    note("  killed (SIGKILL) while it warms  %s" % at("kill1"))
+    note("  restarted: two decisions made    %s  (%.1f after the kill)" % (at("found1"), t["found1"] - t["kill1"]))
+    note("  pool refilled (new one paused)   %s  (%.1f after the scale-out)" %
+         (at("refilled"), t["refilled"] - t["two"]))
+    note("  killed (SIGKILL), pool full      %s" % at("kill"))
+    note("  restarted: pool found (log)      %s  (%.1f after the kill)" %
+         (at("pool_line"), (t["pool_line"] or t["found"]) - t["kill"]))
+    note("  restarted: two decisions made    %s  (%.1f after the kill)" % (at("found"), t["found"] - t["kill"]))
+    note("  queue raised to %d members         %s" % (MIN + 2, at("queue3")))
+    if "took3" in t:
+        note("  taken from the pool              %s  (%d ms in the driver)" % (at("took3"), t["took3_ms"]))
+    note("  %d members (admin API)            %s  (%.1f after the queue rose)" %
+         (MIN + 2, at("three"), t["three"] - t["queue3"]))
+    note("  warm phases took %.0f s; test wall time so far %.0f s" % (rel(), elapsed()))
+
 
 def cleanup(state):
     global cleaning
@@ -748,8 +1202,7 @@ def cleanup(state):
         signal.signal(s, signal.SIG_IGN)
     if state.get("weight"):
         state["weight"].restore()
-    daemon = state.get("daemon")
-    if daemon:
+    for _, daemon in state.get("daemons", []):
         daemon.stop()
     group, template = state.get("group"), state.get("template")
     if group:
@@ -794,7 +1247,7 @@ def main():
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, on_signal)
     tmp = tempfile.mkdtemp(prefix="autoscaled-qemu-e2e-")
-    state = {"seen": set()}
+    state = {"seen": set(), "daemons": []}
     try:
         run(tmp, state)
     except Fatal:
@@ -805,8 +1258,9 @@ def main():
         ok(False, "the test ran to its end", traceback.format_exc())
     finally:
         # The daemon's own account of the run, in the test's log either way.
-        for line in (state["daemon"].tail(80) if state.get("daemon") else []):
-            note("daemon: " + line)
+        for label, daemon in state["daemons"]:
+            for line in daemon.tail(80 if daemon is state["daemons"][-1][1] else 30):
+                note("daemon (%s): %s" % (label, line))
         if failed():
             for line in state["services"].log_tail() if state.get("services") else []:
                 note(line)
