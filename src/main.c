@@ -2,6 +2,7 @@
  * modes (`explain`, `simulate`, `-n`). */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,5 +147,12 @@ int main(int argc, char **argv)
 		return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 	}
 	log_init(opts.foreground, opts.verbose);
+	/* A long-running daemon with large, short-lived buffers (a scrape of
+	 * thousands of groups' metrics is megabytes): from 256 KiB they are
+	 * mapped and given back when freed. Left to glibc, the threshold rises
+	 * to the largest buffer freed so far, and such buffers stay in the
+	 * heap's resident size for good (the soak measured 16 MB more at
+	 * 2,000 groups). */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	return agent_run(&opts) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
