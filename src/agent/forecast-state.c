@@ -196,7 +196,7 @@ int forecast_file_save(const char *dir, const struct group_conf *gc, struct fore
 	cJSON_Delete(o);
 	if (!text)
 		return -ENOMEM;
-	r = state_write_file(dir, path, name, text);
+	r = state_write_file(dir, path, name, text, true);
 	free(text);
 	return r;
 }

@@ -23,6 +23,7 @@ struct entry {
 	int64_t done_seq;        /* the number of the newest write that ended */
 	int err;                 /* that write's result when it failed, until reported */
 	bool writing;
+	bool durable;            /* the text queued must be synced: a waiter needs it on disk */
 	int waiters;
 	struct entry *next;      /* in the queue, while text is set */
 };
@@ -59,6 +60,7 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&lock);
 	for (;;) {
 		struct entry *e;
+		bool durable;
 		char *text;
 		int64_t seq;
 		int r;
@@ -72,10 +74,12 @@ static void *writer_main(void *arg)
 		e->next = NULL;
 		text = e->text;
 		seq = e->seq;
+		durable = e->durable;
 		e->text = NULL;
+		e->durable = false;
 		e->writing = true;
 		pthread_mutex_unlock(&lock);
-		r = state_write_file(e->dir, e->path, e->name, text);
+		r = state_write_file(e->dir, e->path, e->name, text, durable);
 		free(text);
 		pthread_mutex_lock(&lock);
 		e->writing = false;
@@ -161,6 +165,9 @@ static int queue(const char *dir, const char *path, const char *name, char *text
 	}
 	e->text = text;
 	e->seq = ++last_seq;
+	/* A newer routine text that takes an urgent one's place is written
+	 * as the urgent one would have been: its waiter counts on it. */
+	e->durable = e->durable || urgent;
 	pthread_cond_signal(&work);
 	*ret = e;
 	return 0;

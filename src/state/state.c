@@ -460,7 +460,7 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-int state_write_file(const char *dir, const char *path, const char *name, const char *text)
+int state_write_file(const char *dir, const char *path, const char *name, const char *text, bool durable)
 {
 	char tmp[PATH_MAX];
 	int fd, dfd, r;
@@ -475,7 +475,7 @@ int state_write_file(const char *dir, const char *path, const char *name, const 
 		r = write_all(fd, "\n", 1);
 	if (r == 0 && fchmod(fd, 0640) < 0)
 		r = -errno;
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && durable && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -485,6 +485,8 @@ int state_write_file(const char *dir, const char *path, const char *name, const 
 		unlink(tmp);
 		return r;
 	}
+	if (!durable)
+		return 0;
 	/* The rename is durable only once the directory is. */
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
@@ -514,7 +516,7 @@ int state_save(const char *dir, const char *group, const struct group_state *s, 
 	cJSON_Delete(j);
 	if (!text)
 		return -ENOMEM;
-	r = state_write_file(dir, path, name, text);
+	r = state_write_file(dir, path, name, text, true);
 	free(text);
 	return r;
 }

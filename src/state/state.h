@@ -103,9 +103,13 @@ int state_path(const char *dir, const char *group, char *buf, size_t len);
 /* Saves the state of group `gc` atomically. Returns 0 or a negative errno;
  * does not log (the caller knows whether a failure is worth repeating). */
 /* Writes TEXT to PATH in DIR atomically (a temporary file named after
- * NAME, renamed over PATH, both synced), readable by the daemon's group.
- * 0 or a negative errno. */
-int state_write_file(const char *dir, const char *path, const char *name, const char *text);
+ * NAME, renamed over PATH), readable by the daemon's group: a reader, or
+ * the daemon after a crash of its own, finds the old text or the new one.
+ * With DURABLE the file is synced before the rename and the directory
+ * after it, so that a power loss too leaves the old text or the new one;
+ * without, a power loss may lose the save (the kernel writes it back within
+ * its writeback interval). 0 or a negative errno. */
+int state_write_file(const char *dir, const char *path, const char *name, const char *text, bool durable);
 /* Reads at most STATE_MAX_FILE_SIZE bytes of a regular file PATH into a
  * malloc'd string. 0, -ENOENT, -EFBIG or another negative errno. */
 int state_read_text(const char *path, char **ret);
