@@ -433,12 +433,16 @@ static void test_ring_budget(void **st)
 	cJSON_Delete(o);
 	admin_ring_push(&r, strdup("{\"n\":\"a record longer than the whole budget of this ring, kept\"}"), 100);
 	assert_int_equal(r.n, 1);
-	/* A smaller budget (a reload with more groups) applies at the next
-	 * record. */
+	/* The oversized record goes as soon as a newer one comes. */
 	admin_ring_push(&r, strdup("{\"n\":1}"), 100);
 	assert_int_equal(r.n, 1);
 	admin_ring_push(&r, strdup("{\"n\":2}"), 100);
 	assert_int_equal(r.n, 2);
+	/* A smaller budget (a reload with more groups) applies at the next
+	 * record: 40 bytes hold one record of 24. */
+	admin_ring_push(&r, strdup("{\"n\":3}"), 40);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.bytes, 24);
 	admin_ring_clear(&r);
 	assert_int_equal(r.bytes, 0);
 }
