@@ -138,6 +138,7 @@ static void reply_result(struct httpd_response *resp, int r, const char *err, co
 		return;
 	case -ERANGE:
 	case -EALREADY:
+	case -EREMOTE: /* a cluster's group another agent manages */
 		httpd_error(resp, 409, "%s", err);
 		return;
 	case -EINVAL:

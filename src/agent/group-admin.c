@@ -183,12 +183,35 @@ cJSON *group_admin_decisions(const struct group_rt *g)
 	return admin_ring_json(group_rt_ring(g));
 }
 
+/* In a cluster, an operator's pause, pin and dry-run belong to the
+ * group's owner, which keeps them in the group's record so that the next
+ * owner keeps them too (cluster.h). Another agent refuses them, naming the
+ * owner, rather than keep a setting no agent acting on the group has.
+ * Returns 0 when G's state is this agent's, else -EREMOTE with why. */
+static int state_owner_only(struct group_rt *g, char *err, size_t len)
+{
+	struct cluster *c = group_rt_ctx(g)->cluster;
+	char owner[65];
+	bool orphaned;
+
+	if (group_rt_state_here(g))
+		return 0;
+	cluster_group_owner(c, group_rt_name(g), owner, sizeof(owner), &orphaned);
+	if (owner[0])
+		snprintf(err, len, "group '%s' is managed by agent '%s': send the command to that agent", group_rt_name(g),
+			 owner);
+	else
+		snprintf(err, len, "no agent manages group '%s' now (it is being handed over, or etcd is unreachable): "
+			 "try again", group_rt_name(g));
+	return -EREMOTE;
+}
+
 int group_admin_pause(struct group_rt *g, int64_t until_ms, char *err, size_t len)
 {
 	struct group_state *st = group_rt_state(g);
 
-	(void)err;
-	(void)len;
+	if (state_owner_only(g, err, len) < 0)
+		return -EREMOTE;
 	st->pause = (struct state_pause){.active = true, .until_ms = until_ms};
 	group_rt_save(g);
 	log_group(LOG_NOTICE, group_rt_name(g), NULL, NULL, "paused by the admin API%s", until_ms ? " with an expiry" : "");
@@ -199,6 +222,8 @@ int group_admin_resume(struct group_rt *g, char *err, size_t len)
 {
 	struct group_state *st = group_rt_state(g);
 
+	if (state_owner_only(g, err, len) < 0)
+		return -EREMOTE;
 	if (!st->pause.active) {
 		snprintf(err, len, "group '%s' is not paused", group_rt_name(g));
 		return -EALREADY;
@@ -216,6 +241,8 @@ int group_admin_pin(struct group_rt *g, int count, int64_t until_ms, bool force,
 	const struct profile_conf *p = group_default_profile(group_rt_conf(g));
 	int lo = d ? d->min : p ? p->min : 0, hi = d ? d->max : p ? p->max : 0;
 
+	if (state_owner_only(g, err, len) < 0)
+		return -EREMOTE;
 	if (!force && (count < lo || count > hi)) {
 		snprintf(err, len,
 			 "%d is outside the active profile's bounds [%d, %d]; pin it anyway with --force"
@@ -234,6 +261,8 @@ int group_admin_unpin(struct group_rt *g, char *err, size_t len)
 {
 	struct group_state *st = group_rt_state(g);
 
+	if (state_owner_only(g, err, len) < 0)
+		return -EREMOTE;
 	if (!st->pin.active) {
 		snprintf(err, len, "group '%s' is not pinned", group_rt_name(g));
 		return -EALREADY;
@@ -248,6 +277,8 @@ int group_admin_dry_run(struct group_rt *g, bool enabled, char *err, size_t len)
 {
 	struct group_state *st = group_rt_state(g);
 
+	if (state_owner_only(g, err, len) < 0)
+		return -EREMOTE;
 	if (!enabled && group_rt_ctx(g)->dry_run) {
 		snprintf(err, len, "the daemon runs in dry-run mode (--dry-run or agent.dry_run); no group can act");
 		return -EALREADY;

@@ -172,6 +172,10 @@ struct group_rt {
 	bool first_reported;      /* the agent was told of the first observation */
 	bool stopped;
 	int64_t started_ms;       /* when group_rt_start() last ran, monotonic */
+	/* Cluster mode: the holding (cluster_owned_since()) whose record from
+	 * etcd this runtime has taken and merged; it acts only then. */
+	int64_t adopted_since;
+	int64_t first_eval_ms;    /* monotonic: this process's first evaluation of the group */
 };
 
 /* job.c. The pipe that carries finished jobs back to the loop is made once

@@ -287,11 +287,81 @@ static void take_observation(struct group_rt *g, struct job *j, struct clock_now
  * an agent taking its groups back after etcd was unreachable, knows the
  * target only as it was before: the previous owner may have changed it
  * since, so the first action waits for one observation of its own. */
+static bool group_observed_as_owner(const struct group_rt *g, int64_t since)
+{
+	return since > 0 && g->observed && g->observed_start_ms >= since;
+}
+
+/* ... and it has continued from the group's record (group_take_record()). */
 static bool group_acting_owner(const struct group_rt *g)
 {
 	int64_t since = cluster_owned_since(g->ctx->cluster, g->gc->name);
 
-	return since > 0 && g->observed && g->observed_start_ms >= since;
+	return group_observed_as_owner(g, since) && g->adopted_since == since;
+}
+
+/* A group this agent has just come to own continues from the record its
+ * previous owner left in etcd (cluster.h): the windows, the actions that
+ * rate limits and cooldowns count, an action in flight (reconciled, not
+ * repeated), an operator's pin, pause and dry-run. Taken once per holding,
+ * after the first observation of its own; until then the group holds as
+ * not owned. */
+static void group_take_record(struct group_rt *g, struct clock_now t)
+{
+	int64_t since = cluster_owned_since(g->ctx->cluster, g->gc->name);
+	struct group_state rec;
+	char why[256], *text = NULL;
+	cJSON *j = NULL;
+	const cJSON *st, *who;
+	bool final, hole;
+
+	if (!group_observed_as_owner(g, since) || g->adopted_since == since)
+		return;
+	if (cluster_record_take(g->ctx->cluster, g->gc->name, since, &text) <= 0)
+		return;
+	g->adopted_since = since;
+	g->save_retry = true; /* the holding's first record, changed or not */
+	if (!text) {
+		log_group(LOG_INFO, g->gc->name, NULL, NULL,
+			  "cluster: no record of the group in etcd; continuing from this agent's own state");
+		group_save(g);
+		return;
+	}
+	j = cJSON_Parse(text);
+	free(text);
+	st = cJSON_GetObjectItemCaseSensitive(j, "state");
+	who = cJSON_GetObjectItemCaseSensitive(j, "agent");
+	final = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "final"));
+	if (!cJSON_IsObject(st) || !cJSON_IsString(who)) {
+		snprintf(why, sizeof(why), "not a record of this daemon's");
+	} else if (state_from_json(st, g->gc, t, &rec, why, sizeof(why)) == 0) {
+		hole = state_merge_record(&g->st, &rec, final, g->first_eval_ms, g->gc, t.mono_ms);
+		log_group(hole ? LOG_WARNING : LOG_NOTICE, g->gc->name, NULL, NULL,
+			  "cluster: continuing from the record agent '%s' left%s: %zu recommendation%s in the scale-in "
+			  "window%s%s%s%s",
+			  cluster_printable(who->valuestring), final ? " when it gave the group up" : "",
+			  g->st.engine.n_down_recs, g->st.engine.n_down_recs == 1 ? "" : "s",
+			  g->st.in_flight.direction != DIR_NONE ? ", an action in flight" : "",
+			  g->st.pin.active ? ", pinned" : "", g->st.pause.active ? ", paused" : "",
+			  hole ? "; its writer stopped without a last record, so scale-in waits a full window" : "");
+		cJSON_Delete(j);
+		group_save(g);
+		return;
+	}
+	/* A record that cannot be trusted: this agent's own view, and no
+	 * scale-in before a full window of it, as after a lost state file. */
+	log_group(LOG_WARNING, g->gc->name, NULL, NULL,
+		  "cluster: the group's record in etcd cannot be used (%s); continuing from this agent's own state, "
+		  "scale-in held for a full window", why);
+	{
+		struct group_state safe;
+
+		state_safe_start(&safe, g->gc, t.mono_ms);
+		if (safe.engine.no_scale_in_before_ms > g->st.engine.no_scale_in_before_ms)
+			g->st.engine.no_scale_in_before_ms = safe.engine.no_scale_in_before_ms;
+	}
+	cJSON_Delete(j);
+	group_save(g);
 }
 
 /* A 64-bit digest of the state's bytes in the manner of FNV-1a, eight
@@ -364,6 +434,15 @@ static void save_state(struct group_rt *g, bool wait)
 		return;
 	j = state_to_json(&g->st, g->gc->name, clock_now());
 	text = j ? cJSON_Print(j) : NULL;
+	/* The owner's state is the group's record in etcd too, once it has
+	 * continued from its predecessor's. */
+	if (j && g->ctx->cluster && g->adopted_since > 0 &&
+	    g->adopted_since == cluster_owned_since(g->ctx->cluster, g->gc->name)) {
+		char *rec = cJSON_PrintUnformatted(j);
+
+		if (rec)
+			cluster_record_set(g->ctx->cluster, g->gc->name, rec, wait);
+	}
 	cJSON_Delete(j);
 	if (!text)
 		r = -ENOMEM;
@@ -638,6 +717,10 @@ static void group_evaluate(struct group_rt *g)
 	int r;
 
 	m0 = clock_mono_ns();
+	if (!g->first_eval_ms)
+		g->first_eval_ms = t.mono_ms;
+	if (g->ctx->cluster)
+		group_take_record(g, t);
 	was_pinned = g->st.pin.active;
 	if (state_expire(&g->st, t.wall_ms))
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired",
@@ -1207,6 +1290,8 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	g->st = old->st;
 	g->saved_digest = old->saved_digest;
 	g->origin = old->origin;
+	g->adopted_since = old->adopted_since;
+	g->first_eval_ms = old->first_eval_ms;
 	g->ring = old->ring;
 	old->ring = (struct admin_ring){0};
 	/* A drain in flight belongs to the old runtime and ends with it; the
@@ -1368,6 +1453,11 @@ enum state_origin group_rt_origin(const struct group_rt *g)
 const struct group_ctx *group_rt_ctx(const struct group_rt *g)
 {
 	return g->ctx;
+}
+
+bool group_rt_state_here(const struct group_rt *g)
+{
+	return !g->ctx->cluster || group_acting_owner(g);
 }
 
 void group_rt_save(struct group_rt *g)

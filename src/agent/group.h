@@ -82,6 +82,9 @@ struct group_state *group_rt_state(struct group_rt *g);
 void group_rt_save(struct group_rt *g);
 const struct group_conf *group_rt_conf(const struct group_rt *g);
 const struct group_ctx *group_rt_ctx(const struct group_rt *g);
+/* Whether this agent manages G's state: always without a cluster; in one,
+ * while it owns G and has continued from its record (cluster.h). */
+bool group_rt_state_here(const struct group_rt *g);
 /* The last decision, or NULL before the first one. */
 const struct decision *group_rt_last(const struct group_rt *g);
 const struct admin_ring *group_rt_ring(const struct group_rt *g);

@@ -88,6 +88,13 @@ struct cgroup {
 	int64_t since_ms;    /* monotonic: when this agent took the key it holds */
 	int64_t orphan_ms;   /* monotonic: since when no owner key was read, 0 owned */
 	bool orphan_warned;  /* the warning of this episode was logged */
+	/* The group's record, PREFIX/state/GROUP (cluster.h). */
+	char *rec_text;        /* the newest state the runtime gave, NULL none */
+	bool rec_dirty;        /* rec_text is not in etcd yet */
+	bool rec_urgent;       /* ... and is to be written at once */
+	int64_t rec_written_ms; /* monotonic: its last write in this holding, 0 none */
+	char *rec_in;          /* the record read when the key was taken, NULL none */
+	bool rec_in_ready;     /* rec_in belongs to the holding and is not taken yet */
 };
 
 struct cluster {
@@ -110,6 +117,13 @@ struct cluster {
 	struct etcd_client *etcd;
 	struct etcd_client *fence_etcd;
 	pthread_mutex_t fence_lock;
+	/* The records' writer: a thread of its own, woken by an urgent record
+	 * (under lock, on rec_wake). It writes with the fences' client, under
+	 * fence_lock, so that two versions of a record are never on their way
+	 * at once: the newer always lands last. */
+	pthread_t rec_thread;
+	bool rec_thread_started;
+	pthread_cond_t rec_wake;
 
 	/* Shared state, under lock. */
 	pthread_mutex_t lock;
@@ -152,6 +166,8 @@ static void cgroup_free(struct cgroup *g)
 {
 	free(g->name);
 	free(g->pin);
+	free(g->rec_text);
+	free(g->rec_in);
 }
 
 static void members_free(struct member *m, size_t n)
@@ -367,7 +383,6 @@ static int read_members(struct cluster *c)
 	return 0;
 }
 
-static const char *printable(const char *s);
 
 /* Follows G's episodes without an owner key, as read at NOW (monotonic):
  * past two TTLs the group is orphaned, which every agent logs once per
@@ -381,7 +396,7 @@ static void orphan_update(struct cluster *c, struct cgroup *g, int64_t now)
 	if (g->owner[0]) {
 		if (g->orphan_warned)
 			log_notice("cluster: group '%s' has an owner again ('%s') after %.1f s without one", g->name,
-				   printable(g->owner), (double)(now - g->orphan_ms) / 1000.0);
+				   cluster_printable(g->owner), (double)(now - g->orphan_ms) / 1000.0);
 		g->orphan_ms = 0;
 		g->orphan_warned = false;
 		return;
@@ -445,30 +460,57 @@ static int read_owners(struct cluster *c)
 	return 0;
 }
 
+/* The most bytes of a group's record read back; a larger value is not
+ * one of ours and is ignored (the runtime keeps its own state). */
+#define MAX_RECORD_VALUE (1024 * 1024)
+/* A record whose state only changed by the windows' history is written at
+ * most this often: a new owner that has evaluated the group all along has
+ * that history itself (state_merge_record() in state.h). Actions, an
+ * operator's overrides and a hand-over are written at once. */
+#define RECORD_REFRESH_MS (60 * 1000)
+
+static const struct etcd_kv *find_kv(const struct etcd_range *r, const char *key)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->kvs[i].key, key) == 0)
+			return &r->kvs[i];
+	return NULL;
+}
+
 /* Takes GROUP's owner key if nobody holds it: put with the lease only if
  * the key does not exist. A repeated request (a fail-over after a
- * timeout) finds the key with this agent's lease: then it is its own. */
+ * timeout) finds the key with this agent's lease: then it is its own.
+ * The same transaction reads the group's record, which the runtime takes
+ * (cluster_record_take()) before it acts. */
 static void acquire(struct cluster *c, const char *group, int64_t lease)
 {
-	char key[ETCD_MAX_KEY];
+	char key[ETCD_MAX_KEY], skey[ETCD_MAX_KEY];
 	struct etcd_compare cmp = { .key = key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL, .number = 0 };
-	struct etcd_op put = { .type = ETCD_OP_PUT, .key = key, .value = c->name, .value_len = strlen(c->name),
-			       .lease = lease };
-	struct etcd_op get = { .type = ETCD_OP_RANGE, .key = key };
+	struct etcd_op put[2] = {
+		{ .type = ETCD_OP_PUT, .key = key, .value = c->name, .value_len = strlen(c->name), .lease = lease },
+		{ .type = ETCD_OP_RANGE, .key = skey },
+	};
+	struct etcd_op get[2] = { { .type = ETCD_OP_RANGE, .key = key }, { .type = ETCD_OP_RANGE, .key = skey } };
 	struct etcd_txn_result res = { 0 };
+	const struct etcd_kv *own, *rec;
+	char *rec_in = NULL;
 	int64_t token = 0;
 	struct cgroup *g;
 
-	if (key_of(c, "owners", group, key, sizeof(key)) < 0)
+	if (key_of(c, "owners", group, key, sizeof(key)) < 0 || key_of(c, "state", group, skey, sizeof(skey)) < 0)
 		return;
-	if (etcd_txn(c->etcd, &cmp, 1, &put, 1, &get, 1, &res) < 0) {
+	if (etcd_txn(c->etcd, &cmp, 1, put, 2, get, 2, &res) < 0) {
 		set_err(c, "owner key");
 		return;
 	}
+	own = find_kv(&res.ranges, key);
 	if (res.succeeded)
 		token = res.revision;
-	else if (res.ranges.n == 1 && res.ranges.kvs[0].lease == lease)
-		token = res.ranges.kvs[0].create_revision;
+	else if (own && own->lease == lease)
+		token = own->create_revision;
+	rec = find_kv(&res.ranges, skey);
+	if (token != 0 && rec && rec->value_len <= MAX_RECORD_VALUE)
+		rec_in = strdup(rec->value);
 	etcd_txn_result_clear(&res);
 	if (token == 0)
 		return;
@@ -476,43 +518,180 @@ static void acquire(struct cluster *c, const char *group, int64_t lease)
 	g = find_group(c, group);
 	/* The lease may have been lost meanwhile: its key is then void too. */
 	if (g && c->lease == lease) {
-		if (!g->held || g->token != token)
+		if (!g->held || g->token != token) {
 			g->since_ms = clock_mono_ms();
+			free(g->rec_in);
+			g->rec_in = rec_in;
+			rec_in = NULL;
+			g->rec_in_ready = true;
+			g->rec_written_ms = 0;
+			/* The runtime gives this holding's first record once it
+			 * has taken the one read here. */
+			free(g->rec_text);
+			g->rec_text = NULL;
+			g->rec_dirty = g->rec_urgent = false;
+		}
 		g->held = true;
 		g->token = token;
 	}
 	pthread_mutex_unlock(&c->lock);
+	free(rec_in);
 	log_info("cluster: agent '%s' owns group '%s' (fencing token %" PRId64 ")", c->name, group, token);
 }
 
+/* The record of G as etcd holds it: the runtime's state and who wrote it.
+ * FINAL says that its writer gives the group up with it, so that nothing
+ * was decided after it. malloc'd, NULL on ENOMEM. Under lock. */
+static char *record_compose(const struct cluster *c, const struct cgroup *g, bool final)
+{
+	static const char fmt[] = "{\"agent\":\"%s\",\"token\":%" PRId64 ",\"final\":%s,\"time_ms\":%" PRId64
+				  ",\"state\":%s}";
+	char *out = NULL;
+
+	if (asprintf(&out, fmt, c->name, g->token, final ? "true" : "false", clock_wall_ms(), g->rec_text) < 0)
+		return NULL;
+	return out;
+}
+
+/* Writes TEXT as GROUP's record while TOKEN still owns it, with client E;
+ * with RELEASE the owner key is deleted in the same transaction. Returns 0,
+ * -ESTALE when etcd refused the token, or the client's negative errno. */
+static int record_put(struct cluster *c, struct etcd_client *e, const char *group, int64_t token, const char *text,
+		      bool release_key)
+{
+	char okey[ETCD_MAX_KEY], skey[ETCD_MAX_KEY];
+	struct etcd_compare cmp = { .key = okey, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL, .number = token };
+	struct etcd_op ops[2] = {
+		{ .type = ETCD_OP_PUT, .key = skey, .value = text, .value_len = text ? strlen(text) : 0 },
+		{ .type = ETCD_OP_DELETE, .key = okey },
+	};
+	struct etcd_txn_result res = { 0 };
+	size_t nops = 0;
+	int r;
+
+	if (key_of(c, "owners", group, okey, sizeof(okey)) < 0 || key_of(c, "state", group, skey, sizeof(skey)) < 0)
+		return -ENAMETOOLONG;
+	if (text)
+		nops = 1;
+	if (release_key)
+		ops[nops++] = ops[1];
+	r = etcd_txn(e, &cmp, 1, ops, nops, NULL, 0, &res);
+	if (r < 0)
+		return r;
+	r = res.succeeded ? 0 : -ESTALE;
+	etcd_txn_result_clear(&res);
+	return r;
+}
+
 /* Gives GROUP's owner key back: deleted only while it is still this
- * agent's (same create revision). */
+ * agent's (same create revision). The group's newest record goes with
+ * it, final, in the same transaction: the next owner continues from it. */
 static void release(struct cluster *c, const char *group, int64_t token)
 {
-	char key[ETCD_MAX_KEY];
-	struct etcd_compare cmp = { .key = key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL, .number = token };
-	struct etcd_op del = { .type = ETCD_OP_DELETE, .key = key };
-	struct etcd_txn_result res = { 0 };
 	struct cgroup *g;
+	char *text = NULL;
+	int r;
 
-	if (key_of(c, "owners", group, key, sizeof(key)) < 0)
-		return;
+	pthread_mutex_lock(&c->lock);
+	g = find_group(c, group);
+	if (g && g->token == token && g->rec_text)
+		text = record_compose(c, g, true);
+	pthread_mutex_unlock(&c->lock);
+	r = record_put(c, c->etcd, group, token, text, true);
+	free(text);
 	/* On failure the key stays held, and is given back at the next pass. */
-	if (etcd_txn(c->etcd, &cmp, 1, &del, 1, NULL, 0, &res) < 0) {
+	if (r < 0 && r != -ESTALE) {
 		set_err(c, "owner key release");
 		return;
 	}
-	etcd_txn_result_clear(&res);
-	/* Not succeeded: the key is gone or another's already; either way not
-	 * this agent's any more. */
+	/* Refused: the key is gone or another's already; either way not this
+	 * agent's any more. */
 	pthread_mutex_lock(&c->lock);
 	g = find_group(c, group);
 	if (g && g->token == token) {
 		g->held = false;
 		g->token = 0;
+		g->rec_dirty = false;
 	}
 	pthread_mutex_unlock(&c->lock);
 	log_info("cluster: agent '%s' gave group '%s' back", c->name, group);
+}
+
+/* Writes the records that are due: urgent ones, and the others once per
+ * RECORD_REFRESH_MS or first in a holding. Each is fenced like an action,
+ * so an agent that lost a group cannot overwrite its new owner's record. */
+static void records_write(struct cluster *c)
+{
+	for (;;) {
+		char name[128], *text = NULL;
+		int64_t now = clock_mono_ms(), token = 0;
+		bool found = false;
+		int r;
+
+		pthread_mutex_lock(&c->fence_lock);
+		pthread_mutex_lock(&c->lock);
+		for (size_t i = 0; i < c->n_groups && !found; i++) {
+			struct cgroup *g = &c->groups[i];
+
+			if (!g->rec_dirty || !g->held || g->releasing || !g->rec_text)
+				continue;
+			if (!g->rec_urgent && g->rec_written_ms > 0 && now - g->rec_written_ms < RECORD_REFRESH_MS)
+				continue;
+			found = true;
+			token = g->token;
+			snprintf(name, sizeof(name), "%s", g->name);
+			text = record_compose(c, g, false);
+			g->rec_dirty = false;
+			g->rec_urgent = false;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!found) {
+			pthread_mutex_unlock(&c->fence_lock);
+			return;
+		}
+		r = text ? record_put(c, c->fence_etcd, name, token, text, false) : -ENOMEM;
+		free(text);
+		pthread_mutex_lock(&c->lock);
+		{
+			struct cgroup *g = find_group(c, name);
+
+			if (g && g->token == token) {
+				if (r == 0)
+					g->rec_written_ms = now;
+				else if (r != -ESTALE)
+					g->rec_dirty = true; /* retried at the next turn */
+			}
+			if (r < 0 && r != -ESTALE)
+				snprintf(c->error, sizeof(c->error), "group record: %s",
+					 r == -ENOMEM ? strerror(ENOMEM) : etcd_client_error(c->fence_etcd));
+		}
+		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(&c->fence_lock);
+		if (r < 0 && r != -ESTALE)
+			return; /* etcd is failing: the next turn retries */
+	}
+}
+
+static void *record_thread(void *arg)
+{
+	struct cluster *c = arg;
+
+	for (;;) {
+		struct timespec until;
+
+		records_write(c);
+		pthread_mutex_lock(&c->lock);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += 1;
+		if (!c->stop)
+			pthread_cond_timedwait(&c->rec_wake, &c->lock, &until);
+		if (c->stop) {
+			pthread_mutex_unlock(&c->lock);
+			break;
+		}
+		pthread_mutex_unlock(&c->lock);
+	}
+	return NULL;
 }
 
 /* One pass over the groups: give back what hashing moved away (once no
@@ -662,6 +841,7 @@ static void cluster_free(struct cluster *c)
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->fence_lock);
 	pthread_cond_destroy(&c->wake);
+	pthread_cond_destroy(&c->rec_wake);
 	free(c);
 }
 
@@ -734,6 +914,7 @@ int cluster_start(const struct cluster_conf *conf, const struct cluster_group_sp
 		pthread_condattr_init(&a);
 		pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
 		pthread_cond_init(&c->wake, &a);
+		pthread_cond_init(&c->rec_wake, &a);
 		pthread_condattr_destroy(&a);
 	}
 	c->endpoints = calloc(conf->n_etcd ? conf->n_etcd : 1, sizeof(*c->endpoints));
@@ -780,10 +961,55 @@ int cluster_start(const struct cluster_conf *conf, const struct cluster_group_sp
 		return log_err_errno(r, "cluster: cannot start its thread");
 	}
 	c->thread_started = true;
+	r = -pthread_create(&c->rec_thread, NULL, record_thread, c);
+	if (r < 0) {
+		cluster_stop(c);
+		return log_err_errno(r, "cluster: cannot start its record thread");
+	}
+	c->rec_thread_started = true;
 	log_info("cluster: agent '%s' (weight %g) joining '%s' at %s, lease TTL %" PRId64 " s", c->name, c->weight,
 		 c->prefix, c->endpoints[0], c->ttl_s);
 	*ret = c;
 	return 0;
+}
+
+/* At a stop, with no call running: writes every held group's newest
+ * record, final (its writer decides nothing after it), so that the next
+ * owner, after a restart of the whole cluster too, continues from the
+ * last decision. Gives up at the first failure: etcd is failing, and the
+ * next owner then falls back on what it has (state_merge_record()). */
+static void records_final(struct cluster *c)
+{
+	for (size_t i = 0;; i++) {
+		char name[128], *text = NULL;
+		int64_t token = 0;
+		bool more;
+		int r;
+
+		pthread_mutex_lock(&c->lock);
+		more = i < c->n_groups;
+		if (more) {
+			struct cgroup *g = &c->groups[i];
+
+			if (g->held && g->rec_text && lease_valid_locked(c, clock_mono_ms())) {
+				token = g->token;
+				snprintf(name, sizeof(name), "%s", g->name);
+				text = record_compose(c, g, true);
+			}
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!more)
+			return;
+		if (token == 0)
+			continue;
+		r = text ? record_put(c, c->etcd, name, token, text, false) : -ENOMEM;
+		free(text);
+		if (r < 0 && r != -ESTALE) {
+			log_warnx("cluster: cannot write the final records of agent '%s': %s", c->name,
+				  r == -ENOMEM ? strerror(ENOMEM) : etcd_client_error(c->etcd));
+			return;
+		}
+	}
 }
 
 void cluster_stop(struct cluster *c)
@@ -796,9 +1022,12 @@ void cluster_stop(struct cluster *c)
 	pthread_mutex_lock(&c->lock);
 	c->stop = true;
 	pthread_cond_signal(&c->wake);
+	pthread_cond_signal(&c->rec_wake);
 	pthread_mutex_unlock(&c->lock);
 	if (c->thread_started)
 		pthread_join(c->thread, NULL);
+	if (c->rec_thread_started)
+		pthread_join(c->rec_thread, NULL);
 	/* A fenced driver call still running keeps its group: the lease is
 	 * revoked after it ends, for at most the TTL (then etcd expires the
 	 * lease anyway). The wait ends early when the local deadline passes. */
@@ -815,11 +1044,15 @@ void cluster_stop(struct cluster *c)
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&c->lock);
 	}
+	for (size_t i = 0; i < c->n_groups; i++)
+		busy += c->groups[i].busy;
+	pthread_mutex_unlock(&c->lock);
+	if (busy == 0)
+		records_final(c);
+	pthread_mutex_lock(&c->lock);
 	lease = c->lease;
 	c->lease = 0;
 	c->deadline_ms = 0;
-	for (size_t i = 0; i < c->n_groups; i++)
-		busy += c->groups[i].busy;
 	pthread_mutex_unlock(&c->lock);
 	/* The revoke deletes the member and owner keys with the lease, so the
 	 * other agents take the groups over at their next poll. */
@@ -861,7 +1094,7 @@ bool cluster_group_owner(struct cluster *c, const char *group, char *owner, size
 	pthread_mutex_lock(&c->lock);
 	g = find_group(c, group);
 	known = g && !g->gone;
-	snprintf(owner, size, "%s", known ? printable(g->owner) : "");
+	snprintf(owner, size, "%s", known ? cluster_printable(g->owner) : "");
 	*orphaned = known && g->orphan_warned;
 	pthread_mutex_unlock(&c->lock);
 	return known;
@@ -883,28 +1116,40 @@ int64_t cluster_token(struct cluster *c, const char *group)
 int cluster_fence(struct cluster *c, const char *group, const char *operation, int count, int from, char *why,
 		  size_t len)
 {
-	char okey[ETCD_MAX_KEY], akey[ETCD_MAX_KEY], value[512];
+	char okey[ETCD_MAX_KEY], akey[ETCD_MAX_KEY], skey[ETCD_MAX_KEY], value[512];
 	struct etcd_txn_result res = { 0 };
 	struct cgroup *g;
 	int64_t token = 0;
+	char *rec = NULL;
 	int r;
 
+	/* fence_lock first: the record composed here is written before any
+	 * later version (records_write()). */
+	pthread_mutex_lock(&c->fence_lock);
 	pthread_mutex_lock(&c->lock);
 	g = find_group(c, group);
 	if (g && g->held && g->want && !g->gone && !g->releasing && lease_valid_locked(c, clock_mono_ms())) {
 		token = g->token;
 		g->busy++;
+		/* The group's record, with this action in flight, goes in the
+		 * same transaction: a new owner reconciles the action rather
+		 * than repeat it. */
+		if (g->rec_dirty && g->rec_text && (rec = record_compose(c, g, false)))
+			g->rec_dirty = g->rec_urgent = false;
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (token <= 0) {
+		pthread_mutex_unlock(&c->fence_lock);
 		snprintf(why, len, "agent '%s' does not own group '%s' (or its lease is not valid): not acting", c->name,
 			 group);
 		return -EPERM;
 	}
-	if (key_of(c, "owners", group, okey, sizeof(okey)) < 0 || key_of(c, "actions", group, akey, sizeof(akey)) < 0) {
+	if (key_of(c, "owners", group, okey, sizeof(okey)) < 0 || key_of(c, "actions", group, akey, sizeof(akey)) < 0 ||
+	    key_of(c, "state", group, skey, sizeof(skey)) < 0) {
 		snprintf(why, len, "the keys of group '%s' are too long", group);
-		cluster_fence_end(c, group);
-		return -ENAMETOOLONG;
+		pthread_mutex_unlock(&c->fence_lock);
+		r = -ENAMETOOLONG;
+		goto fail;
 	}
 	snprintf(value, sizeof(value),
 		 "{\"agent\":\"%s\",\"token\":%" PRId64 ",\"operation\":\"%s\",\"count\":%d,\"from\":%d,"
@@ -916,19 +1161,19 @@ int cluster_fence(struct cluster *c, const char *group, const char *operation, i
 		struct etcd_compare cmp = {
 			.key = okey, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL, .number = token
 		};
-		struct etcd_op put = { .type = ETCD_OP_PUT, .key = akey, .value = value, .value_len = strlen(value) };
+		struct etcd_op put[2] = {
+			{ .type = ETCD_OP_PUT, .key = akey, .value = value, .value_len = strlen(value) },
+			{ .type = ETCD_OP_PUT, .key = skey, .value = rec, .value_len = rec ? strlen(rec) : 0 },
+		};
 
-		pthread_mutex_lock(&c->fence_lock);
-		r = etcd_txn(c->fence_etcd, &cmp, 1, &put, 1, NULL, 0, &res);
+		r = etcd_txn(c->fence_etcd, &cmp, 1, put, rec ? 2 : 1, NULL, 0, &res);
 		if (r < 0)
 			snprintf(why, len, "cannot write the intended action of group '%s' to etcd: %s", group,
 				 etcd_client_error(c->fence_etcd));
 		pthread_mutex_unlock(&c->fence_lock);
 	}
-	if (r < 0) {
-		cluster_fence_end(c, group);
-		return r;
-	}
+	if (r < 0)
+		goto fail;
 	if (!res.succeeded) {
 		snprintf(why, len, "etcd refused fencing token %" PRId64 " of group '%s': another agent owns it now; not acting",
 			 token, group);
@@ -939,11 +1184,76 @@ int cluster_fence(struct cluster *c, const char *group, const char *operation, i
 			g->token = 0;
 		}
 		pthread_mutex_unlock(&c->lock);
+		etcd_txn_result_clear(&res);
+		free(rec);
 		cluster_fence_end(c, group);
 		return -ESTALE;
 	}
 	etcd_txn_result_clear(&res);
+	if (rec) {
+		pthread_mutex_lock(&c->lock);
+		g = find_group(c, group);
+		if (g && g->token == token)
+			g->rec_written_ms = clock_mono_ms();
+		pthread_mutex_unlock(&c->lock);
+	}
+	free(rec);
 	return 0;
+
+fail:
+	if (rec) {
+		/* Not written: the record writer tries again. */
+		pthread_mutex_lock(&c->lock);
+		g = find_group(c, group);
+		if (g && g->token == token)
+			g->rec_dirty = g->rec_urgent = true;
+		pthread_cond_signal(&c->rec_wake);
+		pthread_mutex_unlock(&c->lock);
+	}
+	free(rec);
+	cluster_fence_end(c, group);
+	return r;
+}
+
+int cluster_record_set(struct cluster *c, const char *group, char *text, bool urgent)
+{
+	struct cgroup *g;
+	int r = 0;
+
+	pthread_mutex_lock(&c->lock);
+	g = find_group(c, group);
+	if (g && g->held && !g->gone) {
+		free(g->rec_text);
+		g->rec_text = text;
+		text = NULL;
+		g->rec_dirty = true;
+		g->rec_urgent |= urgent;
+		if (urgent)
+			pthread_cond_signal(&c->rec_wake);
+	} else {
+		r = -EPERM;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(text);
+	return r;
+}
+
+int cluster_record_take(struct cluster *c, const char *group, int64_t since_ms, char **ret)
+{
+	struct cgroup *g;
+	int r = 0;
+
+	*ret = NULL;
+	pthread_mutex_lock(&c->lock);
+	g = find_group(c, group);
+	if (g && g->held && g->since_ms == since_ms && g->rec_in_ready) {
+		*ret = g->rec_in;
+		g->rec_in = NULL;
+		g->rec_in_ready = false;
+		r = 1;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return r;
 }
 
 void cluster_fence_end(struct cluster *c, const char *group)
@@ -985,7 +1295,7 @@ void cluster_get_info(struct cluster *c, struct cluster_info *ret)
 
 /* Whether S can go into JSON as it is: a member's value is anyone's to
  * write, so a name or host that is not printable ASCII shows as "?". */
-static const char *printable(const char *s)
+const char *cluster_printable(const char *s)
 {
 	for (const char *p = s; *p; p++)
 		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
@@ -1024,9 +1334,9 @@ cJSON *cluster_status_json(struct cluster *c)
 			cJSON_Delete(e);
 			e = NULL;
 		}
-		ok = e && cJSON_AddStringToObject(e, "name", printable(m->name)) &&
+		ok = e && cJSON_AddStringToObject(e, "name", cluster_printable(m->name)) &&
 		     cJSON_AddNumberToObject(e, "weight", m->weight) &&
-		     cJSON_AddStringToObject(e, "host", printable(m->host)) &&
+		     cJSON_AddStringToObject(e, "host", cluster_printable(m->host)) &&
 		     cJSON_AddNumberToObject(e, "pid", (double)m->pid) &&
 		     (m->started_ms ? cJSON_AddNumberToObject(e, "age_s", (double)(wall - m->started_ms) / 1000.0)
 				    : cJSON_AddNullToObject(e, "age_s"));
@@ -1045,7 +1355,7 @@ cJSON *cluster_status_json(struct cluster *c)
 			e = NULL;
 		}
 		ok = e && cJSON_AddStringToObject(e, "name", g->name) &&
-		     (g->owner[0] ? cJSON_AddStringToObject(e, "owner", printable(g->owner))
+		     (g->owner[0] ? cJSON_AddStringToObject(e, "owner", cluster_printable(g->owner))
 				  : cJSON_AddNullToObject(e, "owner")) &&
 		     cJSON_AddNumberToObject(e, "token", (double)g->owner_rev) &&
 		     cJSON_AddBoolToObject(e, "orphaned", g->orphan_warned) &&

@@ -90,6 +90,27 @@ int cluster_fence(struct cluster *c, const char *group, const char *operation, i
 /* The fenced call has ended: the group may be handed over. */
 void cluster_fence_end(struct cluster *c, const char *group);
 
+/* The group's record (docs/cluster.md, "State in etcd"):
+ * PREFIX/state/GROUP holds the owner's persisted state of the group
+ * (state.h, as JSON) with who wrote it and whether it was its last, so that
+ * the next owner continues inside the same windows, keeps the rate limits,
+ * cooldowns, pin, pause and dry-run, and reconciles an action in flight.
+ *
+ * cluster_record_set() gives the newest state TEXT (taken) of a group this
+ * agent owns; its writer thread puts it in etcd, fenced like an action: at
+ * once when URGENT (an action, an operator's change), else at most once a
+ * minute (the windows' history, which the next owner has mostly seen
+ * itself). The fence of an action writes a pending record in the same
+ * transaction; giving a group back and a clean stop write it as final.
+ * Returns 0, or -EPERM when the agent does not hold the group (TEXT freed).
+ *
+ * cluster_record_take() hands over, once per holding, the record read in
+ * the transaction that took the owner key whose time is SINCE_MS
+ * (cluster_owned_since()): returns 1 with *ret the record's text (NULL when
+ * the group had none), or 0 when there is nothing (more) to take. */
+int cluster_record_set(struct cluster *c, const char *group, char *text, bool urgent);
+int cluster_record_take(struct cluster *c, const char *group, int64_t since_ms, char **ret);
+
 /* A copy of what the thread knows, for status and tests. */
 struct cluster_member_info {
 	char name[65];
@@ -117,6 +138,10 @@ void cluster_get_info(struct cluster *c, struct cluster_info *ret);
  * by the caller. */
 struct cJSON;
 struct cJSON *cluster_status_json(struct cluster *c);
+/* S when it is printable ASCII, else "?": an agent's name read from etcd
+ * goes into logs and replies. */
+const char *cluster_printable(const char *s);
+
 /* The fencing token this agent holds for GROUP, 0 when none. */
 int64_t cluster_token(struct cluster *c, const char *group);
 

@@ -895,6 +895,27 @@ int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms)
 	return keep;
 }
 
+void engine_state_merge_recs(struct engine_state *dst, const struct engine_state *src, int64_t after_ms)
+{
+	for (size_t i = 0; i < src->n_up_recs; i++)
+		if (src->up_recs[i].t_ms > after_ms)
+			deque_push(dst->up_recs, &dst->n_up_recs, src->up_recs[i].t_ms, src->up_recs[i].count, -1);
+	for (size_t i = 0; i < src->n_down_recs; i++)
+		if (src->down_recs[i].t_ms > after_ms)
+			deque_push(dst->down_recs, &dst->n_down_recs, src->down_recs[i].t_ms, src->down_recs[i].count, +1);
+}
+
+int64_t engine_state_newest_rec(const struct engine_state *s)
+{
+	int64_t t = 0;
+
+	if (s->n_up_recs > 0)
+		t = s->up_recs[s->n_up_recs - 1].t_ms;
+	if (s->n_down_recs > 0 && s->down_recs[s->n_down_recs - 1].t_ms > t)
+		t = s->down_recs[s->n_down_recs - 1].t_ms;
+	return t;
+}
+
 void engine_record_action(struct engine_state *s, int64_t mono_ms, int from, int to)
 {
 	int delta = to - from;

@@ -256,6 +256,16 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
  * BOOT_MS 0 means the configured boot_time. */
 int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms);
 
+/* Adds to DST's stabilization windows the recommendations of SRC made
+ * after AFTER_MS (monotonic), in time order: the windows then say what
+ * they would had DST's evaluations gone on through SRC's. DST's newest
+ * recommendation must not be later than AFTER_MS. A new owner in a
+ * cluster continues its predecessor's state with what it evaluated
+ * itself since (state_merge_record()). */
+void engine_state_merge_recs(struct engine_state *dst, const struct engine_state *src, int64_t after_ms);
+/* The time of the newest recommendation in S's windows, 0 when none. */
+int64_t engine_state_newest_rec(const struct engine_state *s);
+
 /* Tells the engine that the group was scaled from `from` to `to` at the
  * monotonic time mono_ms (after the driver accepted it), for rate limits and
  * cooldowns. */

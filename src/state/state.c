@@ -60,6 +60,31 @@ void state_safe_start(struct group_state *s, const struct group_conf *gc, int64_
 	s->engine.no_scale_in_before_ms = mono_ms + longest_scale_in_window(gc);
 }
 
+bool state_merge_record(struct group_state *own, const struct group_state *rec, bool final, int64_t covered_since_ms,
+			const struct group_conf *gc, int64_t mono_ms)
+{
+	struct group_state m = *rec;
+	int64_t newest = engine_state_newest_rec(&rec->engine);
+	bool hole;
+
+	engine_state_merge_recs(&m.engine, &own->engine, newest);
+	if (own->engine.no_scale_in_before_ms > m.engine.no_scale_in_before_ms)
+		m.engine.no_scale_in_before_ms = own->engine.no_scale_in_before_ms;
+	/* The boot time measured by either: the record's when it has one. */
+	if (m.boot.n_measured == 0 && own->boot.n_measured > 0)
+		m.boot = own->boot;
+	/* Recommendations the writer made after its record, which a crash
+	 * lost, may be missing from both: unless the record was its writer's
+	 * last, or this agent has evaluated the group since before the
+	 * record's newest one (two intervals of slack), no scale-in until a
+	 * full window of what this agent sees. */
+	hole = !final && covered_since_ms > newest + 2 * gc->interval_ms;
+	if (hole && m.engine.no_scale_in_before_ms < mono_ms + longest_scale_in_window(gc))
+		m.engine.no_scale_in_before_ms = mono_ms + longest_scale_in_window(gc);
+	*own = m;
+	return hole;
+}
+
 int state_path(const char *dir, const char *group, char *buf, size_t len)
 {
 	int n;

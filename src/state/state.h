@@ -96,6 +96,20 @@ void state_init(struct group_state *s);
  * signal windows and scale-in rule windows). */
 void state_safe_start(struct group_state *s, const struct group_conf *gc, int64_t mono_ms);
 
+/* A new owner's state in a cluster (cluster.h, the group's record): *OWN,
+ * what this agent has from evaluating the group as a non-owner, becomes
+ * the previous owner's record REC (its actions for rate limits and
+ * cooldowns, its action in flight, its pin, pause, dry-run and boot time),
+ * with OWN's recommendations made after REC's newest added to the windows.
+ * When REC is not FINAL (its writer crashed or lost the group) and this
+ * agent has only evaluated the group since COVERED_SINCE_MS, later than
+ * two intervals after REC's newest recommendation, the gap between them
+ * may have held recommendations nobody kept: scale-in is then held for the
+ * longest window from MONO_MS, as after a lost state. Returns whether it
+ * was. Times are monotonic. */
+bool state_merge_record(struct group_state *own, const struct group_state *rec, bool final, int64_t covered_since_ms,
+			const struct group_conf *gc, int64_t mono_ms);
+
 /* Writes "<dir>/<group>.state" into buf. Returns 0, -EINVAL for a group
  * name that cannot be a file name, or -ENAMETOOLONG. */
 int state_path(const char *dir, const char *group, char *buf, size_t len);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -161,6 +162,85 @@ static void test_split_and_move(void **state)
 	WAIT_FOR(5000, count_owned(a) == N_GROUPS);
 	printf("# a stopping agent's groups moved in %lld ms (TTL 2000 ms)\n", (long long)(mono_ms() - end));
 	cluster_stop(a);
+}
+
+static bool lease_ok(struct cluster *c)
+{
+	struct cluster_info info;
+
+	cluster_get_info(c, &info);
+	return info.lease_valid;
+}
+
+/* The value of KEY in etcd, "" when it has none (static buffer). */
+static const char *etcd_value(struct etcd_client *e, const char *key)
+{
+	static char buf[4096];
+	struct etcd_range r = { 0 };
+
+	buf[0] = 0;
+	if (etcd_range(e, key, false, &r) == 0 && r.n == 1)
+		snprintf(buf, sizeof(buf), "%s", r.kvs[0].value);
+	etcd_range_clear(&r);
+	return buf;
+}
+
+/* The group's record follows it from owner to owner: the owner's urgent
+ * record is in etcd at once, a pending one goes with the next fenced
+ * action, a non-owner cannot write one, a stop writes the last one as
+ * final, and the next owner takes it, once, with its holding. */
+static void test_record_follows_group(void **state)
+{
+	struct cluster_conf ka, kb;
+	char pa[64], pb[64], key[128], why[256], *text = NULL;
+	struct cluster_group_spec pinned[1] = { { NULL, "agent-a" } };
+	struct cluster *a = NULL, *b = NULL;
+	struct etcd_client *e = NULL;
+	int64_t since;
+
+	(void)state;
+	prefix_seq++;
+	pinned[0].name = gnames[0];
+	conf_init(&ka, pa, sizeof(pa), "agent-a", 1);
+	conf_init(&kb, pb, sizeof(pb), "agent-b", 1);
+	snprintf(key, sizeof(key), "%s/state/%s", pa, gnames[0]);
+	assert_int_equal(etcd_client_new(server.endpoints, 1, NULL, 2000, &e), 0);
+	assert_int_equal(cluster_start(&ka, pinned, 1, &a), 0);
+	WAIT_FOR(10000, cluster_owns(a, gnames[0]));
+	since = cluster_owned_since(a, gnames[0]);
+	/* A first owner: nothing to continue from, and nothing twice. */
+	assert_int_equal(cluster_record_take(a, gnames[0], since, &text), 1);
+	assert_null(text);
+	assert_int_equal(cluster_record_take(a, gnames[0], since, &text), 0);
+
+	assert_int_equal(cluster_record_set(a, gnames[0], strdup("{\"x\":1}"), true), 0);
+	WAIT_FOR(5000, strstr(etcd_value(e, key), "\"state\":{\"x\":1}") != NULL);
+	assert_non_null(strstr(etcd_value(e, key), "\"agent\":\"agent-a\""));
+	assert_non_null(strstr(etcd_value(e, key), "\"final\":false"));
+	/* Not urgent: it waits (a minute), unless an action is fenced, which
+	 * writes it in its own transaction. */
+	assert_int_equal(cluster_record_set(a, gnames[0], strdup("{\"x\":2}"), false), 0);
+	assert_int_equal(cluster_fence(a, gnames[0], "scale_out", 3, 2, why, sizeof(why)), 0);
+	assert_non_null(strstr(etcd_value(e, key), "\"state\":{\"x\":2}"));
+	cluster_fence_end(a, gnames[0]);
+
+	assert_int_equal(cluster_start(&kb, pinned, 1, &b), 0);
+	WAIT_FOR(10000, lease_ok(b));
+	assert_int_equal(cluster_record_set(b, gnames[0], strdup("{\"x\":3}"), true), -EPERM);
+	assert_int_equal(cluster_record_set(a, gnames[0], strdup("{\"x\":4}"), false), 0);
+	/* a stops: its last record, final, is what b continues from. */
+	cluster_stop(a);
+	WAIT_FOR(10000, cluster_owns(b, gnames[0]));
+	since = cluster_owned_since(b, gnames[0]);
+	assert_int_equal(cluster_record_take(b, gnames[0], since, &text), 1);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"state\":{\"x\":4}"));
+	assert_non_null(strstr(text, "\"final\":true"));
+	assert_non_null(strstr(text, "\"agent\":\"agent-a\""));
+	free(text);
+	assert_int_equal(cluster_record_take(b, gnames[0], since, &text), 0);
+	cluster_stop(b);
+	etcd_client_free(e);
 }
 
 /* etcd ends the owner's lease behind its back (as an expiry after a pause
@@ -344,6 +424,7 @@ int main(void)
 		cmocka_unit_test(test_handover_waits_for_call),
 		cmocka_unit_test(test_unrenewed_lease_stops_acting),
 		cmocka_unit_test(test_orphaned_group),
+		cmocka_unit_test(test_record_follows_group),
 	};
 
 	if (!etcd_test_available()) {

@@ -481,6 +481,74 @@ static void test_expire(void **st)
 	assert_false(s.pause.active);
 }
 
+/* A new owner's state in a cluster: the record's actions, overrides and
+ * action in flight, its windows continued by what the new owner evaluated
+ * after the record's newest recommendation, and a scale-in hold only when
+ * a crash may have lost recommendations neither has. */
+static void test_merge_record(void **st)
+{
+	struct group_conf g = gc;
+	struct group_state rec, own, m;
+	int64_t now = 100000;
+
+	(void)st;
+	g.interval_ms = 15000;
+	state_init(&rec);
+	rec.engine.down_recs[0] = (struct engine_rec){.t_ms = 1000, .count = 8};
+	rec.engine.down_recs[1] = (struct engine_rec){.t_ms = 5000, .count = 6};
+	rec.engine.n_down_recs = 2;
+	rec.engine.events[0] = (struct engine_event){.t_ms = 900, .delta = 3};
+	rec.engine.n_events = 1;
+	rec.engine.last_action_ms = 900;
+	rec.engine.last_action_dir = DIR_OUT;
+	rec.in_flight = (struct state_action){.direction = DIR_OUT, .from = 3, .to = 6, .started_ms = 4000,
+					      .deadline_ms = 4000 + STATE_IN_FLIGHT_DEADLINE_MS};
+	rec.pin = (struct state_pin){.active = true, .count = 5};
+	state_init(&own);
+	own.engine.down_recs[0] = (struct engine_rec){.t_ms = 3000, .count = 9}; /* before the record's newest */
+	own.engine.down_recs[1] = (struct engine_rec){.t_ms = 7000, .count = 7};
+	own.engine.down_recs[2] = (struct engine_rec){.t_ms = 9000, .count = 4};
+	own.engine.n_down_recs = 3;
+	own.boot.measured_ms = 90000;
+	own.boot.n_measured = 2;
+
+	/* Evaluated since before the record's newest: no hole. */
+	m = own;
+	assert_false(state_merge_record(&m, &rec, false, 2000, &g, now));
+	assert_int_equal(m.engine.n_down_recs, 3);
+	assert_int_equal(m.engine.down_recs[0].count, 8);
+	assert_int_equal(m.engine.down_recs[1].t_ms, 7000);
+	assert_int_equal(m.engine.down_recs[1].count, 7);
+	assert_int_equal(m.engine.down_recs[2].count, 4);
+	assert_int_equal(m.engine.n_events, 1);
+	assert_int_equal(m.engine.events[0].delta, 3);
+	assert_int_equal(m.engine.last_action_ms, 900);
+	assert_int_equal(m.in_flight.direction, DIR_OUT);
+	assert_int_equal(m.in_flight.to, 6);
+	assert_true(m.pin.active);
+	assert_int_equal(m.pin.count, 5);
+	assert_int_equal(m.boot.measured_ms, 90000); /* the record had none */
+	assert_int_equal(m.engine.no_scale_in_before_ms, 0);
+
+	/* Evaluated only from well after it, and the record was not its
+	 * writer's last: scale-in waits the longest window. */
+	m = own;
+	assert_true(state_merge_record(&m, &rec, false, 5000 + 2 * 15000 + 1, &g, now));
+	assert_int_equal(m.engine.no_scale_in_before_ms, now + WINDOW_MS);
+	/* Two intervals of slack are not a hole. */
+	m = own;
+	assert_false(state_merge_record(&m, &rec, false, 5000 + 2 * 15000, &g, now));
+	/* Its writer's last record: nothing was decided after it. */
+	m = own;
+	assert_false(state_merge_record(&m, &rec, true, 5000 + 2 * 15000 + 1, &g, now));
+	assert_int_equal(m.engine.no_scale_in_before_ms, 0);
+	/* A hold of the new owner's own is kept. */
+	m = own;
+	m.engine.no_scale_in_before_ms = now + 1;
+	assert_false(state_merge_record(&m, &rec, true, 0, &g, now));
+	assert_int_equal(m.engine.no_scale_in_before_ms, now + 1);
+}
+
 static void test_reconcile(void **st)
 {
 	struct group_state s;
@@ -625,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_restart_maps_times),
 		cmocka_unit_test(test_expire),
 		cmocka_unit_test(test_reconcile),
+		cmocka_unit_test(test_merge_record),
 		cmocka_unit_test(test_dry_run),
 		cmocka_unit_test_setup_teardown(test_boot_time_persists, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forecast_persists, setup, teardown),
