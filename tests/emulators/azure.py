@@ -169,10 +169,10 @@ class AzureEmulator(Emulator):
         if policy:
             self.throttle_policy = policy
 
-    def _issue(self, kind, audience="https://management.azure.com"):
+    def _issue(self, kind, audience="https://management.azure.com", who=None):
         tok = "eyJ0eXAi.%s.%s" % (kind, secrets.token_urlsafe(24))
         with self.lock:
-            self.tokens[tok] = (time.time() + self.token_lifetime, audience.rstrip("/"))
+            self.tokens[tok] = (time.time() + self.token_lifetime, audience.rstrip("/"), who)
         return tok
 
     def _check_token(self, req):
@@ -180,6 +180,10 @@ class AzureEmulator(Emulator):
         tok = self.tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
         if tok is None or tok[0] < time.time():
             return arm_error(401, "InvalidAuthenticationToken", "The access token is invalid.")
+        # Whose call this is, in the request log: the client id the token
+        # was issued to (several agents sharing the sets each ask with their
+        # own).
+        req["who"] = tok[2]
         if tok[1] not in self.audiences:
             return arm_error(401, "InvalidAuthenticationToken", "The access token has been obtained for wrong "
                              "audience or resource '%s'." % tok[1])
@@ -209,7 +213,8 @@ class AzureEmulator(Emulator):
                                "must include a 'scope' input parameter. The provided value for the input "
                                "parameter 'scope' is not valid. The scope %s is not valid." % scope})
         return Reply(200, {"token_type": "Bearer", "expires_in": self.token_lifetime, "ext_expires_in":
-                           self.token_lifetime, "access_token": self._issue("sp", scope[:-len("/.default")])})
+                           self.token_lifetime, "access_token": self._issue("sp", scope[:-len("/.default")],
+                                                                   form.get("client_id"))})
 
     def imds_token(self, req):
         if req["headers"].get("metadata") != "true":
@@ -220,7 +225,8 @@ class AzureEmulator(Emulator):
             return Reply(400, {"error": "invalid_resource", "error_description": "AADSTS500011: The resource "
                                "principal named %s was not found in the tenant." % req["query"]["resource"]})
         now = int(time.time())
-        return Reply(200, {"access_token": self._issue("mi", req["query"]["resource"]), "refresh_token": "",
+        return Reply(200, {"access_token": self._issue("mi", req["query"]["resource"],
+                                                              req["query"].get("client_id")), "refresh_token": "",
                            "expires_in": str(self.token_lifetime), "expires_on": str(now + self.token_lifetime),
                            "not_before": str(now), "resource": req["query"]["resource"], "token_type": "Bearer"})
 
