@@ -4,7 +4,10 @@ nextLink paging, both long-running operation styles, the client-credentials
 and IMDS token endpoints, and Azure Monitor metrics.
 
 VMs go Creating -> Running `step_s` seconds after a capacity change; deleted
-VMs stay Deleting for `step_s`. Operations need `op_polls` polls. PATCH
+VMs stay Deleting for `step_s`. Operations need `op_polls` polls, or, when
+`op_s` is set, end on their own that many seconds after they started, as
+Azure's do whether anyone polls or not (a client that died mid-operation
+leaves the set busy until then). PATCH
 answers in `patch_style` ("async": 201 + Azure-AsyncOperation, "location":
 202 + Location) and /delete in `delete_style`. Settings for tests: op_fail
 (the next operations end Failed with this error), op_stuck, page_cap,
@@ -72,6 +75,7 @@ class AzureEmulator(Emulator):
         self.tokens = {}
         self.step_s = 0.3
         self.op_polls = 3
+        self.op_s = None
         self.op_fail = None
         self.op_stuck = False
         self.page_cap = 2
@@ -116,7 +120,7 @@ class AzureEmulator(Emulator):
             self.add_set(*sconf)
         for k, v in conf.get("secrets", {}).items():
             self.secrets[k] = v
-        for k in ("step_s", "op_polls", "page_cap", "retry_after"):
+        for k in ("step_s", "op_polls", "op_s", "page_cap", "retry_after"):
             if k in conf:
                 setattr(self, k, conf[k])
 
@@ -244,6 +248,9 @@ class AzureEmulator(Emulator):
     # -- scale sets ------------------------------------------------------------
     def _busy(self, s):
         op = self.ops.get(s["busy"]) if s["busy"] else None
+        if op is not None and self.op_s is not None and op["status"] == "InProgress" and not op["stuck"] \
+                and time.time() - op["t0"] >= self.op_s:
+            op["status"] = "Failed" if op["fail"] else "Succeeded"
         return op is not None and op["status"] == "InProgress"
 
     def vmss_get(self, req, sub, rg, name):
@@ -270,7 +277,7 @@ class AzureEmulator(Emulator):
         self.serial += 1
         opid = "%08x-0000-4000-8000-%012d" % (self.serial, self.serial)
         op = {"status": "InProgress", "polls": 0, "fail": self.op_fail, "stuck": self.op_stuck,
-              "start": iso(time.time())}
+              "start": iso(time.time()), "t0": time.time()}
         self.ops[opid] = op
         s["busy"] = opid
         base = "http://%s" % self._host

@@ -54,7 +54,7 @@ etcd_record "$PREFIX/" "$T/events"
 
 sets=""
 for i in $(seq 0 $((GROUPS_N - 1))); do sets="$sets${sets:+, }[\"sub1\", \"rg1\", \"s$i\", 1, \"Uniform\"]"; done
-emulator_start azure "$T" "{\"sets\": [$sets], \"step_s\": 0.5, \"op_polls\": 2, \"page_cap\": 50}" ||
+emulator_start azure "$T" "{\"sets\": [$sets], \"step_s\": 0.5, \"op_polls\": 2, \"op_s\": 2, \"page_cap\": 50}" ||
 	{ echo "Bail out! the Azure emulator did not start"; exit 1; }
 URL=$EMU_URL_azure
 
