@@ -174,7 +174,9 @@ check "the emulator wrote its request log" test -s "$T/azure.requests"
 python3 "$top_srcdir/tests/integration/cluster_history.py" check --events "$T/events" \
 	--requests "$T/azure.requests" --prefix "$PREFIX" --ttl "$TTL" --begin "$t_begin" --end "$t_end" \
 	--dead "agent-c=$t_crash" --mark "join=$t_join" --mark "leave=$t_leave" --mark "crash=$t_crash" \
-	--moves "join:*:agent-c" --moves "leave:agent-b:*" --moves "crash:agent-c:agent-a" > "$T/history" 2>&1
+	--moves "join:*:agent-c" --moves "leave:agent-b:*" --moves "crash:agent-c:agent-a" \
+	--log "agent-a=$T/a/daemon.log" --log "agent-b=$T/b/daemon.log" --log "agent-c=$T/c/daemon.log" \
+	> "$T/history" 2>&1
 while IFS= read -r line; do
 	case $line in
 	"PASS "*) ok "${line#PASS }" ;;

@@ -10,7 +10,7 @@ checks made on it (tests/integration/cluster-join-leave.sh).
 
     cluster_history.py check --events OUT --requests LOG --prefix PREFIX
             --ttl S --begin MS --end MS [--dead AGENT=MS ...] [--mark NAME=MS ...]
-            [--moves MARK:FROM:TO ...]
+            [--moves MARK:FROM:TO ...] [--log AGENT=DAEMON_LOG ...]
         Reads the events and the Azure emulator's request log (each request
         with `who`, the client id whose token it carries: the agent) and
         prints one line per check, "PASS text" or "FAIL text", and figures
@@ -19,10 +19,14 @@ checks made on it (tests/integration/cluster-join-leave.sh).
 import base64
 import http.client
 import json
+import re
 import signal
 import sys
 import time
 import urllib.parse
+
+
+DECISION = re.compile(r"^(?:(?:info|notice|warning|error): )?([^ :]+): .*\bscale (out|in) (\d+) -> (\d+)")
 
 
 def b64(s):
@@ -203,6 +207,32 @@ def check(a):
                        (f["agent"], f["group"], f["rev"], f["token"], own[0] if own else None))
     rep.check(fences and not bad, "each of the %d fenced actions carries its owner's token" % len(fences), bad)
 
+    # The agents' own logs: each fenced action is one the agent decided
+    # and logged ("scale out 2 -> 3"), by the agent that fenced it.
+    if a.log:
+        unlogged, undone = [], 0
+        for spec in a.log:
+            agent, path = spec.split("=", 1)
+            decided = {}
+            with open(path, errors="replace") as f:
+                for line in f:
+                    m = DECISION.match(line)
+                    if m:
+                        k = (m.group(1), "scale_" + m.group(2), int(m.group(3)), int(m.group(4)))
+                        decided[k] = decided.get(k, 0) + 1
+            for fe in fences:
+                if fe["agent"] != agent:
+                    continue
+                k = (fe["group"], fe["operation"], fe["from"], fe["count"])
+                if decided.get(k, 0) > 0:
+                    decided[k] -= 1
+                else:
+                    unlogged.append("%s: %s %s %d -> %d at revision %d" % ((agent,) + k + (fe["rev"],)))
+            undone += sum(decided.values())
+        rep.figure("decisions to act logged without a fence (refused, or cut short by a stop or a kill): %d"
+                   % undone)
+        rep.check(not unlogged, "every fenced action is a decision its agent logged", unlogged)
+
     # The orphan windows: a group is owned while it has an owner key of an
     # agent that is alive (a killed agent's keys count for nothing from the
     # kill, though etcd keeps them until the lease ends).
@@ -245,6 +275,10 @@ def check(a):
                 and f["time_ms"] / 1000.0 <= w["t"]]
         if not mine:
             unfenced.append(w)
+            # Without a fence, the owner keys alone say whose turn it was.
+            if not any(iv["agent"] == w["who"] and iv["start"] <= w["t"] and (iv["end"] is None or w["t"] <= iv["end"])
+                       for iv in per.get(w["group"], [])):
+                unowned.append("%s wrote %s at %+.3f s without owning it" % (w["who"], w["group"], w["t"] - begin))
             continue
         f = mine[-1]
         change = [e for e in owners if e["group"] == w["group"] and e["rev"] > f["rev"] and e["t"] < w["t"]
@@ -339,6 +373,7 @@ def main():
     ap.add_argument("--dead", action="append", default=[])
     ap.add_argument("--mark", action="append", default=[])
     ap.add_argument("--moves", action="append", default=[])
+    ap.add_argument("--log", action="append", default=[])
     return check(ap.parse_args())
 
 
