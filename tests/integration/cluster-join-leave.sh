@@ -14,8 +14,8 @@
 # actions) and checked at the end against the emulator's request log:
 # every write the target received came from the agent that owned its group
 # when it arrived (after that agent's fence, before any change of owner),
-# in the direction and to the count its fence said; no group ever had two
-# owner keys; no group was without a live owner for more than two TTLs (the
+# in the direction and to the count its fence said; each fence is a
+# decision its agent logged; no group ever had two owner keys; no group was without a live owner for more than two TTLs (the
 # longest window is printed); and scaling went on between every change.
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/integration/etcd-lib.sh"
