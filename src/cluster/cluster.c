@@ -1361,6 +1361,7 @@ cJSON *cluster_status_json(struct cluster *c)
 		     cJSON_AddBoolToObject(e, "orphaned", g->orphan_warned) &&
 		     cJSON_AddBoolToObject(e, "acting_here",
 					   g->held && g->want && !g->releasing && lease_valid_locked(c, now)) &&
+		     cJSON_AddBoolToObject(e, "assigned_here", g->want) &&
 		     (g->pin ? cJSON_AddStringToObject(e, "pin", g->pin) : cJSON_AddNullToObject(e, "pin"));
 	}
 	pthread_mutex_unlock(&c->lock);

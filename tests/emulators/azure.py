@@ -4,7 +4,10 @@ nextLink paging, both long-running operation styles, the client-credentials
 and IMDS token endpoints, and Azure Monitor metrics.
 
 VMs go Creating -> Running `step_s` seconds after a capacity change; deleted
-VMs stay Deleting for `step_s`. Operations need `op_polls` polls. PATCH
+VMs stay Deleting for `step_s`. Operations need `op_polls` polls, or, when
+`op_s` is set, end on their own that many seconds after they started, as
+Azure's do whether anyone polls or not (a client that died mid-operation
+leaves the set busy until then). PATCH
 answers in `patch_style` ("async": 201 + Azure-AsyncOperation, "location":
 202 + Location) and /delete in `delete_style`. Settings for tests: op_fail
 (the next operations end Failed with this error), op_stuck, page_cap,
@@ -72,6 +75,7 @@ class AzureEmulator(Emulator):
         self.tokens = {}
         self.step_s = 0.3
         self.op_polls = 3
+        self.op_s = None
         self.op_fail = None
         self.op_stuck = False
         self.page_cap = 2
@@ -116,7 +120,7 @@ class AzureEmulator(Emulator):
             self.add_set(*sconf)
         for k, v in conf.get("secrets", {}).items():
             self.secrets[k] = v
-        for k in ("step_s", "op_polls", "page_cap", "retry_after"):
+        for k in ("step_s", "op_polls", "op_s", "page_cap", "retry_after"):
             if k in conf:
                 setattr(self, k, conf[k])
 
@@ -169,10 +173,10 @@ class AzureEmulator(Emulator):
         if policy:
             self.throttle_policy = policy
 
-    def _issue(self, kind, audience="https://management.azure.com"):
+    def _issue(self, kind, audience="https://management.azure.com", who=None):
         tok = "eyJ0eXAi.%s.%s" % (kind, secrets.token_urlsafe(24))
         with self.lock:
-            self.tokens[tok] = (time.time() + self.token_lifetime, audience.rstrip("/"))
+            self.tokens[tok] = (time.time() + self.token_lifetime, audience.rstrip("/"), who)
         return tok
 
     def _check_token(self, req):
@@ -180,6 +184,10 @@ class AzureEmulator(Emulator):
         tok = self.tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
         if tok is None or tok[0] < time.time():
             return arm_error(401, "InvalidAuthenticationToken", "The access token is invalid.")
+        # Whose call this is, in the request log: the client id the token
+        # was issued to (several agents sharing the sets each ask with their
+        # own).
+        req["who"] = tok[2]
         if tok[1] not in self.audiences:
             return arm_error(401, "InvalidAuthenticationToken", "The access token has been obtained for wrong "
                              "audience or resource '%s'." % tok[1])
@@ -209,7 +217,8 @@ class AzureEmulator(Emulator):
                                "must include a 'scope' input parameter. The provided value for the input "
                                "parameter 'scope' is not valid. The scope %s is not valid." % scope})
         return Reply(200, {"token_type": "Bearer", "expires_in": self.token_lifetime, "ext_expires_in":
-                           self.token_lifetime, "access_token": self._issue("sp", scope[:-len("/.default")])})
+                           self.token_lifetime, "access_token": self._issue("sp", scope[:-len("/.default")],
+                                                                   form.get("client_id"))})
 
     def imds_token(self, req):
         if req["headers"].get("metadata") != "true":
@@ -220,7 +229,8 @@ class AzureEmulator(Emulator):
             return Reply(400, {"error": "invalid_resource", "error_description": "AADSTS500011: The resource "
                                "principal named %s was not found in the tenant." % req["query"]["resource"]})
         now = int(time.time())
-        return Reply(200, {"access_token": self._issue("mi", req["query"]["resource"]), "refresh_token": "",
+        return Reply(200, {"access_token": self._issue("mi", req["query"]["resource"],
+                                                              req["query"].get("client_id")), "refresh_token": "",
                            "expires_in": str(self.token_lifetime), "expires_on": str(now + self.token_lifetime),
                            "not_before": str(now), "resource": req["query"]["resource"], "token_type": "Bearer"})
 
@@ -238,6 +248,9 @@ class AzureEmulator(Emulator):
     # -- scale sets ------------------------------------------------------------
     def _busy(self, s):
         op = self.ops.get(s["busy"]) if s["busy"] else None
+        if op is not None and self.op_s is not None and op["status"] == "InProgress" and not op["stuck"] \
+                and time.time() - op["t0"] >= self.op_s:
+            op["status"] = "Failed" if op["fail"] else "Succeeded"
         return op is not None and op["status"] == "InProgress"
 
     def vmss_get(self, req, sub, rg, name):
@@ -264,7 +277,7 @@ class AzureEmulator(Emulator):
         self.serial += 1
         opid = "%08x-0000-4000-8000-%012d" % (self.serial, self.serial)
         op = {"status": "InProgress", "polls": 0, "fail": self.op_fail, "stuck": self.op_stuck,
-              "start": iso(time.time())}
+              "start": iso(time.time()), "t0": time.time()}
         self.ops[opid] = op
         s["busy"] = opid
         base = "http://%s" % self._host

@@ -147,3 +147,91 @@ for e in json.load(sys.stdin):
 		done
 	done
 }
+
+# ------------------------------------------------ agents and their targets
+# For the tests whose agents are daemons of the build on a cloud emulator.
+
+# cluster_agent_start X DIR: the daemon on DIR/X/autoscaled.conf in the
+# foreground, its output in DIR/X/daemon.log, watched; sets PID_X and adds
+# it to CLUSTER_PIDS (for cluster_cleanup).
+cluster_agent_start() {
+	"${AUTOSCALED:-$top_builddir/autoscaled}" -f -c "$2/$1/autoscaled.conf" >>"$2/$1/daemon.log" 2>&1 &
+	eval "PID_$1=$!"
+	CLUSTER_PIDS="${CLUSTER_PIDS:-} $!"
+	watch_pid "$!" "agent $1" "$2/$1/daemon.log"
+}
+
+# cluster_json X DIR: `autoscalectl --json cluster` of agent X (its admin
+# socket DIR/X/admin.sock).
+cluster_json() {
+	"$top_builddir/autoscalectl" -s "$2/$1/admin.sock" --json cluster 2>/dev/null
+}
+
+# etcd_owner_counts PREFIX: "AGENT N" lines, the number of groups each
+# agent holds an owner key of, and "total N".
+etcd_owner_counts() {
+	etcd_get_prefix "$1/owners/" | awk '{ n[$2]++; t++ } END { for (a in n) print a, n[a]; print "total", t + 0 }'
+}
+
+# etcd_owned_by PREFIX N AGENT...: N groups have an owner key, each of
+# one of the AGENTs.
+etcd_owned_by() {
+	local prefix=$1 n=$2 counts a sum=0 c
+	shift 2
+	counts=$(etcd_owner_counts "$prefix")
+	[ "$(echo "$counts" | awk '$1 == "total" { print $2 }')" -eq "$n" ] || return 1
+	for a in "$@"; do
+		c=$(echo "$counts" | awk -v a="$a" '$1 == a { print $2 }')
+		sum=$((sum + ${c:-0}))
+	done
+	[ "$sum" -eq "$n" ]
+}
+
+# etcd_record PREFIX FILE: every event under PREFIX from etcd's first
+# revision on, one JSON line each with the time it was seen, appended to
+# FILE until etcd_record_stop (tests/integration/cluster_history.py).
+etcd_record() {
+	python3 "$top_srcdir/tests/integration/cluster_history.py" record "$ETCD_ENDPOINTS" "$1" "$2" \
+		2>>"$2.err" &
+	ETCD_RECORD_PID=$!
+	CLUSTER_PIDS="${CLUSTER_PIDS:-} $!"
+	watch_pid "$!" "the etcd recorder" "$2.err"
+}
+
+etcd_record_stop() {
+	[ -n "${ETCD_RECORD_PID:-}" ] && stop_pid "$ETCD_RECORD_PID" TERM
+	ETCD_RECORD_PID=
+}
+
+# emulator_start NAME DIR SETUP: tests/emulators/NAME.py as a program on
+# a free port with SETUP (JSON), watched, its request log written to
+# DIR/NAME.requests when it stops (emulator_stop NAME). Sets EMU_URL_NAME
+# and EMU_PID_NAME; fails when it has not said its port within 20 s.
+emulator_start() {
+	local pid port
+	rm -f "$2/$1.port"
+	python3 "$top_srcdir/tests/emulators/$1.py" --port-file "$2/$1.port" --setup "$3" \
+		--log "$2/$1.requests" >>"$2/$1.log" 2>&1 &
+	pid=$!
+	eval "EMU_PID_$1=$pid"
+	CLUSTER_PIDS="${CLUSTER_PIDS:-} $pid"
+	watch_pid "$pid" "the $1 emulator" "$2/$1.log"
+	wait_for 20 test -s "$2/$1.port" || return 1
+	read -r port <"$2/$1.port"
+	eval "EMU_URL_$1=http://127.0.0.1:$port"
+}
+
+# emulator_stop NAME: stops it; its request log is written as it exits.
+emulator_stop() {
+	local pid
+	eval "pid=\${EMU_PID_$1:-}"
+	[ -n "$pid" ] && stop_pid "$pid" TERM
+	eval "EMU_PID_$1="
+}
+
+# cluster_kill_all: kill -9 of every process cluster_agent_start,
+# etcd_record and emulator_start started (for the EXIT trap).
+cluster_kill_all() {
+	local p
+	for p in ${CLUSTER_PIDS:-}; do kill -9 "$p" 2>/dev/null; done
+}
