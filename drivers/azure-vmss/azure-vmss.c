@@ -33,9 +33,10 @@ struct autoscaled_driver_instance {
 	enum cloud_victims victims;
 	int64_t op_timeout_ms;
 	int64_t poll_ms;
-	/* The last observation. */
+	/* The last read of the scale set. */
 	struct cloud_members members;
 	int capacity;
+	int observed; /* the capacity observe() reported, or this driver set since; -1 none */
 	bool flexible;
 	bool stable;
 	char etag[256];
@@ -360,6 +361,7 @@ static int az_observe(struct autoscaled_driver_instance *h, autoscaled_instance_
 	ret->target_size = h->capacity;
 	ret->stable = h->stable;
 	ret->partial = false;
+	h->observed = h->capacity;
 	return 0;
 }
 
@@ -618,6 +620,9 @@ static int az_remove(struct autoscaled_driver_instance *h, int count, const char
 
 	if (rc < 0)
 		return rc;
+	rc = cloud_check_unchanged(h->host, WHO, h->name, h->observed, h->capacity, "the scale-in");
+	if (rc < 0)
+		return rc;
 	rc = check_autoscale(h, "a scale-in");
 	if (rc < 0)
 		return rc;
@@ -626,6 +631,10 @@ static int az_remove(struct autoscaled_driver_instance *h, int count, const char
 		return rc;
 	rc = n > 0 ? delete_members(h, idx, n, fn, ctx) : 0;
 	free(idx);
+	/* This driver's own change: the capacity Azure takes down with the
+	 * deleted VMs, as the next read shows it. */
+	if (rc == 0)
+		h->observed = h->capacity - (int)n;
 	return rc;
 }
 
@@ -634,7 +643,7 @@ static int patch_capacity(struct autoscaled_driver_instance *h, int count)
 	char url[1536], body[64], if_match[300];
 	const char *hdrs[2] = { if_match, NULL };
 	struct rest_reply r;
-	int rc;
+	int rc, read = h->capacity;
 
 	snprintf(url, sizeof(url), "%s?api-version=%s", h->vmss_url, h->api_version);
 	snprintf(body, sizeof(body), "{\"sku\":{\"capacity\":%d}}", count);
@@ -646,15 +655,18 @@ static int patch_capacity(struct autoscaled_driver_instance *h, int count)
 			return rc;
 		if (r.status != 412 || tries == ETAG_TRIES)
 			break;
-		/* Someone changed the scale set since our read: read again and
-		 * decide again, since the change may have been this very one. */
+		/* Someone changed the scale set since our read. A change of
+		 * its capacity undoes the decision (it may have been another
+		 * agent's scale-out, larger than ours: patching ours over it
+		 * would shrink the set); any other change is retried. */
 		LOG(h, NOTICE, WHO ": '%s' changed since it was read (etag %s), reading it again", h->name, h->etag);
 		rest_reply_clear(&r);
 		rc = fetch_vmss(h);
 		if (rc < 0)
 			return rc;
-		if (h->capacity == count)
-			return 0;
+		rc = cloud_check_unchanged(h->host, WHO, h->name, read, h->capacity, "the capacity update");
+		if (rc < 0)
+			return rc;
 	}
 	if (r.status < 200 || r.status > 202)
 		rc = http_fail(h, "capacity update", &r);
@@ -674,6 +686,9 @@ static int az_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 	rc = refresh(h);
 	if (rc < 0)
 		return rc;
+	rc = cloud_check_unchanged(h->host, WHO, h->name, h->observed, h->capacity, "the capacity update");
+	if (rc < 0)
+		return rc;
 	if (count == h->capacity)
 		return 0;
 	if (count < h->capacity) {
@@ -687,6 +702,7 @@ static int az_set_capacity(struct autoscaled_driver_instance *h, int count, auto
 	rc = patch_capacity(h, count);
 	if (rc < 0)
 		return rc;
+	h->observed = count; /* this driver's own change */
 	before.v = malloc((h->members.n + 1) * sizeof(*before.v));
 	if (!before.v)
 		return -ENOMEM;
@@ -789,6 +805,7 @@ static int az_open(const struct autoscaled_host *host, const struct autoscaled_o
 
 	if (!h)
 		return -ENOMEM;
+	h->observed = -1;
 	rc = parse_options(host, o, n, h, arm, sizeof(arm));
 	cloud_sink_init_host(&h->sink, host);
 	if (rc == 0)

@@ -31,9 +31,10 @@ struct autoscaled_driver_instance {
 	int64_t unstable_limit_ms;
 	int64_t op_timeout_ms;
 	int page_size;
-	/* The last observation. */
+	/* The last read of the group. */
 	struct cloud_members members;
 	int target_size;
+	int observed; /* the target size observe() reported, or this driver set since; -1 none */
 	bool stable;
 	int64_t unstable_since_ms; /* monotonic; 0: stable */
 	char actions[256];
@@ -276,6 +277,7 @@ static int gce_observe(struct autoscaled_driver_instance *h, autoscaled_instance
 	ret->target_size = h->target_size;
 	ret->stable = h->stable;
 	ret->partial = false;
+	h->observed = h->target_size;
 	return 0;
 }
 
@@ -483,8 +485,11 @@ static int remove_members(struct autoscaled_driver_instance *h, int count, const
 			  autoscaled_instance_fn fn, void *ctx)
 {
 	size_t *idx, n;
-	int rc = may_act(h, "deleteInstances");
+	int rc = cloud_check_unchanged(h->host, WHO, h->name, h->observed, h->target_size, "the scale-in");
 
+	if (rc < 0)
+		return rc;
+	rc = may_act(h, "deleteInstances");
 	if (rc < 0)
 		return rc;
 	rc = cloud_choose_victims(h->host, WHO, "instance", h->name, &h->members, count, ids, n_ids, h->victims, &idx,
@@ -493,6 +498,10 @@ static int remove_members(struct autoscaled_driver_instance *h, int count, const
 		return rc;
 	rc = n > 0 ? delete_members(h, idx, n, fn, ctx) : 0;
 	free(idx);
+	/* This driver's own change: deleteInstances takes the target size
+	 * down with the instances. */
+	if (rc == 0)
+		h->observed = h->target_size - (int)n;
 	return rc;
 }
 
@@ -514,6 +523,11 @@ static int gce_set_capacity(struct autoscaled_driver_instance *h, int count, aut
 	if (count < 0)
 		return -EINVAL;
 	rc = refresh(h);
+	if (rc < 0)
+		return rc;
+	/* resize takes no precondition (no fingerprint): the read just made
+	 * is the last check. */
+	rc = cloud_check_unchanged(h->host, WHO, h->name, h->observed, h->target_size, "the resize");
 	if (rc < 0)
 		return rc;
 	if (count == h->target_size)
@@ -541,6 +555,7 @@ static int gce_set_capacity(struct autoscaled_driver_instance *h, int count, aut
 	rc = follow(h, "resize", &r);
 	if (rc < 0)
 		return rc;
+	h->observed = count; /* this driver's own change */
 	/* Report the members the resize added. */
 	before.v = malloc((h->members.n + 1) * sizeof(*before.v));
 	if (!before.v)
@@ -654,6 +669,7 @@ static int gce_open(const struct autoscaled_host *host, const struct autoscaled_
 
 	if (!h)
 		return -ENOMEM;
+	h->observed = -1;
 	rc = parse_options(host, o, n, h);
 	cloud_sink_init_host(&h->sink, host);
 	if (rc == 0)

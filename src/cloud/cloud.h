@@ -50,6 +50,19 @@ enum cloud_victims { CLOUD_VICTIMS_NEWEST, CLOUD_VICTIMS_OLDEST };
  * already stopping are never picked. Returns how many were picked. */
 size_t cloud_pick_victims(const struct cloud_members *m, int count, enum cloud_victims policy, size_t *out);
 
+/* A change a driver is asked for rests on the decision the daemon made
+ * from the driver's last observation: when the group's count the driver
+ * reads right before acting (NOW) is no longer the count it observed
+ * (OBSERVED; -1 when it has observed nothing yet), something else changed
+ * the group meanwhile (another agent whose lease was still valid, an
+ * operator, the cloud's own autoscaler), and the change is not made:
+ * logged as WHO's, naming GROUP and WHAT, and -ESTALE; the next
+ * evaluation decides again from what it observes. 0 when unchanged. The
+ * clouds' preconditions (Azure's If-Match) then cover the time from that
+ * read to the request itself. */
+int cloud_check_unchanged(const struct autoscaled_host *host, const char *who, const char *group, int observed, int now,
+			  const char *what);
+
 /* Chooses the members remove_instances() deletes, as the ABI defines it:
  * when n_ids > 0 exactly the live members named in ids (one unknown or
  * already stopping is logged as "WHO: 'ID' is not a live NOUN of 'GROUP';

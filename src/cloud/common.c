@@ -117,6 +117,18 @@ size_t cloud_pick_victims(const struct cloud_members *m, int count, enum cloud_v
 	return count < 0 ? 0 : (size_t)count < n ? (size_t)count : n;
 }
 
+int cloud_check_unchanged(const struct autoscaled_host *host, const char *who, const char *group, int observed, int now,
+			  const char *what)
+{
+	if (observed < 0 || observed == now)
+		return 0;
+	host->log(host, AUTOSCALED_LOG_WARNING,
+		  "%s: '%s' went from %d to %d instances since it was observed: %s not made; the next evaluation "
+		  "decides from what it sees",
+		  who, group, observed, now, what);
+	return -ESTALE;
+}
+
 int cloud_choose_victims(const struct autoscaled_host *host, const char *who, const char *noun, const char *group,
 			 const struct cloud_members *m, int count, const char *const *ids, size_t n_ids,
 			 enum cloud_victims policy, size_t **ret, size_t *ret_n)

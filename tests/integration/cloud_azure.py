@@ -372,6 +372,46 @@ def etag_conflict(ctx):
 
 
 @tap.test
+def changed_since_observed(ctx):
+    """the set grows between the observation and the action (another agent, an operator): neither the PATCH nor the
+    delete the decision asked for is sent (ESTALE); the next observation starts afresh"""
+    s = ctx.emu.sets[("sub1", "rg1", "web")]
+
+    def other_agent(reply):
+        ctx.emu._grow(s, 2)
+        return reply
+    ctx.emu.add_fault("GET", VMSS % "web" + "$", mutate=other_agent)
+    res = probe("azure-vmss", ctx.options(), ["observe", "set_capacity=6", "remove=1", "observe", "set_capacity=6"])
+    check(res.ops[0]["observation"]["target_size"] == 3, "observed 3", res.ops[0])
+    check(res.ops[1]["rc"] == -errno.ESTALE and res.ops[2]["rc"] == -errno.ESTALE, "both refused", res.ops[1:3])
+    check("went from 3 to 5 instances since it was observed: the capacity update not made" in res.stderr,
+          "the log says why", res.stderr[-2000:])
+    patches = ctx.emu.find("PATCH")
+    check(len(patches) == 1 and patches[0]["json"]["sku"]["capacity"] == 6, "only the PATCH after a fresh observation",
+          patches)
+    check(not ctx.emu.find("POST", "/delete$"), "no delete")
+
+
+@tap.test
+def capacity_changed_before_patch(ctx):
+    """the set grows above our count between our read and our PATCH: the 412 is not retried over it (that PATCH
+    would shrink the set), ESTALE"""
+    s = ctx.emu.sets[("sub1", "rg1", "web")]
+
+    def other_agent(reply):
+        ctx.emu._grow(s, 4)
+        return reply
+    # The read before the PATCH is the scale set, then its VMs: the set
+    # grows to 7 right after the first, so the PATCH to 5 has a stale etag.
+    ctx.emu.add_fault("GET", VMSS % "web" + "$", mutate=other_agent)
+    res = probe("azure-vmss", ctx.options(), ["set_capacity=5", "observe"])
+    check(res.ops[0]["rc"] == -errno.ESTALE, "refused", res.ops[0], res.stderr[-2000:])
+    patches = ctx.emu.find("PATCH")
+    check(len(patches) == 1, "one PATCH, refused with 412, not retried", patches)
+    check(res.ops[1]["observation"]["target_size"] == 7, "the set keeps the other agent's 7", res.ops[1])
+
+
+@tap.test
 def operation_failed(ctx):
     """an operation ending Failed surfaces its error; no second PATCH"""
     ctx.emu.op_fail = {"code": "AllocationFailed", "message": "Allocation failed. We do not have sufficient "

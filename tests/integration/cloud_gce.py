@@ -351,6 +351,27 @@ def set_capacity_down_refused(ctx):
 
 
 @tap.test
+def changed_since_observed(ctx):
+    """the group grows between the observation and the action (another agent, an operator): neither the resize nor
+    the deleteInstances the decision asked for is sent (ESTALE); the next observation starts afresh"""
+    g = ctx.emu.group("p1", "zones", "europe-west1-b", "web")
+
+    def other_agent(reply):
+        ctx.emu._grow(g, 2, created=1)  # long running: the group is stable
+        return reply
+    ctx.emu.add_fault("GET", IGM + "$", mutate=other_agent)
+    res = probe("gce-mig", ctx.options(), ["observe", "set_capacity=6", "remove=1", "observe", "set_capacity=6"])
+    check(res.ops[0]["observation"]["target_size"] == 3, "observed 3", res.ops[0])
+    check(res.ops[1]["rc"] == -errno.ESTALE and res.ops[2]["rc"] == -errno.ESTALE, "both refused", res.ops[1:3])
+    check("went from 3 to 5 instances since it was observed: the resize not made" in res.stderr, "the log says why",
+          res.stderr[-2000:])
+    resizes = ctx.emu.find("POST", r"/resize")
+    check(len(resizes) == 1 and "size=6" in resizes[0]["rawquery"], "only the resize after a fresh observation",
+          resizes)
+    check(not ctx.emu.find("POST", r"/deleteInstances$"), "no delete")
+
+
+@tap.test
 def remove_named_ids(ctx):
     """remove_instances with ids deletes exactly those and skips unknown ones with a warning"""
     res = probe("gce-mig", ctx.options(), ["observe"])
