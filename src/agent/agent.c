@@ -141,7 +141,9 @@ static void agent_send_ready(struct agent *a, const char *why)
 		 a->n_groups == 1 ? "" : "s", why);
 }
 
-/* group.c calls this once per group, after its first observation. */
+/* group.c calls this once per group, after its first observation (in a
+ * cluster that observes only its own groups, also for one another agent
+ * owns). */
 static void on_first_observation(void *userdata)
 {
 	struct agent *a = userdata;
@@ -149,7 +151,7 @@ static void on_first_observation(void *userdata)
 	if (a->waiting_first > 0)
 		a->waiting_first--;
 	if (a->waiting_first == 0)
-		agent_send_ready(a, "every group observed");
+		agent_send_ready(a, a->ctx.cluster ? "every group it manages observed" : "every group observed");
 }
 
 static int on_ready_timeout(sd_event_source *s, uint64_t usec, void *userdata)

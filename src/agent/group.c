@@ -900,6 +900,19 @@ static int on_group_timer(sd_event_source *es, uint64_t usec, void *userdata)
 			group_evaluate(g);
 		return 0;
 	}
+	if (g->ctx->cluster && !cluster_observes(g->ctx->cluster, g->gc->name)) {
+		/* Another agent's group (cluster.observe = "owned"): no driver
+		 * call and no evaluation here; its signals are still polled, so
+		 * that its windows are full if it comes to this agent. Its
+		 * evaluations stop being continuous (state_merge_record()). */
+		g->first_eval_ms = 0;
+		if (!g->first_reported) {
+			g->first_reported = true;
+			if (g->ctx->first_observation)
+				g->ctx->first_observation(g->ctx->userdata);
+		}
+		return 0;
+	}
 	start_driver_call(g);
 	return 0;
 }

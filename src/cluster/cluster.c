@@ -50,7 +50,8 @@ bool cluster_conf_equal(const struct cluster_conf *a, const struct cluster_conf 
 		return a == b;
 	if (a->n_etcd != b->n_etcd || !str_same(a->prefix, b->prefix) || a->lease_ttl_ms != b->lease_ttl_ms ||
 	    !str_same(a->ca_file, b->ca_file) || !str_same(a->cert_file, b->cert_file) ||
-	    !str_same(a->key_file, b->key_file) || !str_same(a->name, b->name) || a->weight != b->weight)
+	    !str_same(a->key_file, b->key_file) || !str_same(a->name, b->name) || a->weight != b->weight ||
+	    a->observe_all != b->observe_all)
 		return false;
 	for (size_t i = 0; i < a->n_etcd; i++)
 		if (!str_same(a->etcd[i], b->etcd[i]))
@@ -105,6 +106,7 @@ struct cluster {
 	char *name;
 	char *ca_file, *cert_file, *key_file;
 	double weight;
+	bool observe_all;
 	int64_t ttl_s;
 	int64_t margin_ms;
 	int64_t timeout_ms;
@@ -933,6 +935,7 @@ int cluster_start(const struct cluster_conf *conf, const struct cluster_group_sp
 		return log_err_errno(-ENOMEM, "cluster: cannot start");
 	}
 	c->weight = conf->weight;
+	c->observe_all = conf->observe_all;
 	c->ttl_s = conf->lease_ttl_ms / 1000;
 	/* The margin covers the two hosts' clock rates and the thread's
 	 * scheduling: a tenth of the TTL, at least half a second. */
@@ -1066,6 +1069,23 @@ void cluster_stop(struct cluster *c)
 		return;
 	}
 	cluster_free(c);
+}
+
+bool cluster_observes(struct cluster *c, const char *group)
+{
+	struct cgroup *g;
+	bool yes;
+
+	if (c->observe_all)
+		return true;
+	/* Its own groups as last assigned, with the lease valid or not: an
+	 * agent cut off from etcd keeps evaluating and logging them while it
+	 * holds. */
+	pthread_mutex_lock(&c->lock);
+	g = find_group(c, group);
+	yes = g && !g->gone && (g->want || g->held);
+	pthread_mutex_unlock(&c->lock);
+	return yes;
 }
 
 bool cluster_owns(struct cluster *c, const char *group)

@@ -65,6 +65,15 @@ int cluster_set_groups(struct cluster *c, const struct cluster_group_spec *group
  * blocks on etcd. */
 bool cluster_owns(struct cluster *c, const char *group);
 
+/* Whether this agent observes and evaluates GROUP: with `observe =
+ * "owned"` (the default) only while the group is its own (it holds its
+ * owner key, or hashing gives it the group; with its lease valid or not,
+ * so that an agent cut off from etcd keeps evaluating what it holds), so
+ * that the targets are read once per interval whatever the number of
+ * agents; with "all" always, so that a new owner has evaluated the group
+ * all along. */
+bool cluster_observes(struct cluster *c, const char *group);
+
 /* When (CLOCK_MONOTONIC, ms) this agent took the owner key of GROUP that
  * it holds now, 0 when cluster_owns() is false. A group's runtime acts
  * only on an observation made after it: a group taken over, or taken

@@ -7,6 +7,7 @@
  *     tls = { ca_file = "/etc/autoscaled/etcd-ca.pem"; cert_file = "..."; key_file = "..."; };
  *     name = "agent-a";
  *     weight = 1.0;
+ *     observe = "owned";
  *   };
  *
  * and a group's `owner` pin, which only means something with it. Without
@@ -19,7 +20,8 @@
 
 #include "config/config-private.h"
 
-static const char *const cluster_keys[] = { "etcd", "prefix", "lease_ttl", "tls", "name", "weight" };
+static const char *const cluster_keys[] = { "etcd", "prefix", "lease_ttl", "tls", "name", "weight", "observe" };
+static const struct enum_name observe_names[] = { { "owned", 0 }, { "all", 1 } };
 static const char *const tls_keys[] = { "ca_file", "cert_file", "key_file" };
 
 void cfg_cluster_free(struct cluster_conf *k)
@@ -203,6 +205,12 @@ static void read_cluster(struct config_ctx *x, const config_setting_t *s)
 	    (!isfinite(k->weight) || k->weight <= 0 || k->weight > CONFIG_MAX_CLUSTER_WEIGHT))
 		cfg_error(x, config_setting_get_member(s, "weight"), "'weight' must be above 0 and at most %g, not %g",
 			  CONFIG_MAX_CLUSTER_WEIGHT, k->weight);
+	{
+		int v = 0;
+
+		if (cfg_get_enum(x, s, "observe", observe_names, 2, &v) > 0)
+			k->observe_all = v == 1;
+	}
 }
 
 void cfg_read_cluster(struct config_ctx *x)

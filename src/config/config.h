@@ -303,6 +303,7 @@ struct cluster_conf {
 	char *key_file;
 	char *name;                /* this agent's name, by default the host's */
 	double weight;             /* its share of the groups, default 1 */
+	bool observe_all;          /* observe = "all": evaluate groups others own too (default "owned") */
 	const char *file;
 	int line;
 };

@@ -209,6 +209,14 @@ done
 check "no agent lost its lease while two members of three answered" test "$no_loss" -eq 1
 
 # --- 3. two members down: every agent holds --------------------------------
+# Each agent observes and evaluates the groups it manages (observe =
+# "owned"); between them, all of them.
+own_total=0
+for x in $AGENTS; do
+	eval "own_$x=$(metric "$x" autoscaled_cluster_owned_groups)"
+	eval "own_total=\$((own_total + own_$x))"
+done
+check "the agents manage every group between them ($own_total of $GROUPS_N)" test "$own_total" -eq "$GROUPS_N"
 kill_etcd_member "$SECOND"
 t_down=$(date +%s%3N)
 check "without quorum every agent's lease runs out (metrics)" wait_for 20 every_agent lost
@@ -217,14 +225,14 @@ check "STATUS= of every agent says the cluster lease is lost" wait_for 10 every_
 calls_before=$(calls_total)
 for x in $AGENTS; do eval "holds_$x=$(not_owner_holds "$x")"; done
 set_load 50
-# Three intervals of evaluation on every agent for every group, each a
-# hold: the signals ask for 5, nobody may act.
+# Three intervals of evaluation on every agent for each group it manages,
+# each a hold: the signals ask for 5, nobody may act.
 held_enough() {
-	local b
-	eval "b=\$holds_$1"
-	[ "$(not_owner_holds "$1")" -ge $((b + 3 * GROUPS_N)) ]
+	local b n
+	eval "b=\$holds_$1 n=\$own_$1"
+	[ "$(not_owner_holds "$1")" -ge $((b + 3 * n)) ]
 }
-check "every agent keeps evaluating every group, and holds" wait_for 30 every_agent held_enough
+check "every agent keeps evaluating the groups it manages, and holds" wait_for 30 every_agent held_enough
 check "no agent sent a call while etcd had no quorum" test "$(calls_total)" -eq "$calls_before"
 check "every pool is still 3" pools_are 3
 check "the renewal failures are counted" test "$(metric a autoscaled_cluster_lease_renewal_failures_total)" -gt 0

@@ -175,7 +175,7 @@ python3 "$top_srcdir/tests/integration/cluster_history.py" check --events "$T/ev
 	--requests "$T/azure.requests" --prefix "$PREFIX" --ttl "$TTL" --begin "$t_begin" --end "$t_end" \
 	--dead "agent-c=$t_crash" --mark "join=$t_join" --mark "leave=$t_leave" --mark "crash=$t_crash" \
 	--moves "join:*:agent-c" --moves "leave:agent-b:*" --moves "crash:agent-c:agent-a" \
-	--log "agent-a=$T/a/daemon.log" --log "agent-b=$T/b/daemon.log" --log "agent-c=$T/c/daemon.log" \
+	--log "agent-a=$T/a/daemon.log" --log "agent-b=$T/b/daemon.log" --log "agent-c=$T/c/daemon.log" --reads-owned \
 	> "$T/history" 2>&1
 while IFS= read -r line; do
 	case $line in

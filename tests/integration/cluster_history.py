@@ -183,6 +183,22 @@ def emulator_writes(path):
     return writes
 
 
+def emulator_reads(path):
+    """The reads of a scale set or of its VMs the emulator received: (time,
+    set, who)."""
+    with open(path) as f:
+        reqs = json.load(f)
+    reads = []
+    for r in reqs:
+        parts = r["path"].split("/")
+        if r["method"] != "GET" or "virtualMachineScaleSets" not in parts:
+            continue
+        i = parts.index("virtualMachineScaleSets")
+        if i + 1 < len(parts):
+            reads.append((r["time"], parts[i + 1], r.get("who")))
+    return reads
+
+
 def check(a):
     rep = Report()
     ttl = a.ttl
@@ -345,6 +361,21 @@ def check(a):
         odd = ["%s: %s -> %s" % (g, p, n) for p, n, g in got if frm not in ("*", p) or to not in ("*", n)]
         rep.check(got and not odd, "after %s, %d groups moved, each from %s to %s" %
                   (phase, len(got), frm.replace("*", "another agent"), to.replace("*", "another agent")), odd)
+    # observe = "owned": an agent reads a set only around its own holdings
+    # of it: from two TTLs before it takes the owner key (hashing gives it
+    # the group before the previous owner has given it back) to two TTLs
+    # after it lost it (an observation under way, a lease that ran out).
+    reads, stray, per_agent = emulator_reads(a.requests), [], {}
+    for t, g, who in reads:
+        per_agent[who] = per_agent.get(who, 0) + 1
+        if not any(iv["agent"] == who and iv["start"] - 2 * ttl <= t and
+                   (iv["end"] is None or t <= iv["end"] + 2 * ttl) for iv in per.get(g, [])):
+            stray.append("%s read %s at %+.3f s" % (who, g, t - begin))
+    rep.figure("target reads: %d (%s)" % (len(reads), ", ".join("%s %d" % kv for kv in sorted(
+        per_agent.items(), key=lambda kv: str(kv[0])))))
+    if a.reads_owned:
+        rep.check(reads and not stray, "each of the %d reads of a set came from its owner (observe = owned)" %
+                  len(reads), stray[:20])
     owned_at = {}
     for t, m in marks + [(end, "end")]:
         owned_at[m] = {g: next((iv["agent"] for iv in per[g] if iv["start"] <= t and
@@ -374,6 +405,7 @@ def main():
     ap.add_argument("--mark", action="append", default=[])
     ap.add_argument("--moves", action="append", default=[])
     ap.add_argument("--log", action="append", default=[])
+    ap.add_argument("--reads-owned", action="store_true")
     return check(ap.parse_args())
 
 

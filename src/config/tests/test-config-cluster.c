@@ -112,6 +112,7 @@ static void test_read_back(void **state)
 		    "  tls = { ca_file = \"/etc/ca.pem\"; cert_file = \"/etc/c.pem\"; key_file = \"/etc/k.pem\"; };\n"
 		    "  name = \"agent-a\";\n"
 		    "  weight = 2.5;\n"
+		    "  observe = \"all\";\n"
 		    "};\n" GROUP "  owner = \"agent-b\"; } );\n");
 	k = c->cluster;
 	assert_non_null(k);
@@ -125,6 +126,7 @@ static void test_read_back(void **state)
 	assert_string_equal(k->key_file, "/etc/k.pem");
 	assert_string_equal(k->name, "agent-a");
 	assert_true(k->weight == 2.5);
+	assert_true(k->observe_all);
 	assert_int_equal(k->line, 1);
 	assert_string_equal(c->groups[0].owner, "agent-b");
 	config_free(c);
@@ -147,6 +149,7 @@ static void test_defaults_and_absent(void **state)
 	assert_string_equal(c->cluster->prefix, "/autoscaled");
 	assert_int_equal(c->cluster->lease_ttl_ms, 10000);
 	assert_true(c->cluster->weight == 1.0);
+	assert_false(c->cluster->observe_all);
 	assert_null(c->cluster->ca_file);
 	/* The name defaults to the host's, up to its first dot. */
 	assert_int_equal(gethostname(host, sizeof(host) - 1), 0);
@@ -197,6 +200,8 @@ static void test_errors(void **state)
 		      "main.conf:4: invalid agent name '-x' (1 to 64 letters, digits, '.', '_' or '-', starting with a "
 		      "letter or digit)",
 		      NULL);
+	expect_errors("cluster = {\n  etcd = ( \"http://h:1\" );\n  observe = \"some\";\n};\n",
+		      "main.conf:3: 'observe' must be one of owned, all, not 'some'", NULL);
 	expect_errors("cluster = {\n  etcd = ( \"http://h:1\" );\n  lease = \"10s\";\n};\n",
 		      "main.conf:3: unknown key 'lease'", NULL);
 	expect_errors("cluster = ( \"http://h:1\" );\n", "main.conf:1: 'cluster' must be a group { ... }", NULL);
