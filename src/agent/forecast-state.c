@@ -167,32 +167,39 @@ out:
 	return r;
 }
 
-int forecast_file_save(const char *dir, const struct group_conf *gc, struct forecast *const *fcs)
+cJSON *forecast_group_json(const struct group_conf *gc, struct forecast *const *fcs)
 {
-	char path[PATH_MAX], name[PATH_MAX];
-	cJSON *o, *sigs;
-	char *text;
-	int r;
+	cJSON *o = cJSON_CreateObject(), *sigs;
 
-	r = forecast_path(dir, gc->name, path, sizeof(path));
-	if (r < 0)
-		return r;
-	snprintf(name, sizeof(name), "%s.forecast", gc->name);
-	o = cJSON_CreateObject();
 	if (!o || !cJSON_AddNumberToObject(o, "format", FORECAST_FILE_FORMAT) ||
 	    !cJSON_AddStringToObject(o, "group", gc->name) || !(sigs = cJSON_AddObjectToObject(o, "signals"))) {
 		cJSON_Delete(o);
-		return -ENOMEM;
+		return NULL;
 	}
 	for (size_t i = 0; i < gc->n_signals; i++) {
 		if (!fcs[i])
 			continue;
 		if (!cJSON_AddItemToObject(sigs, gc->signals[i].name, forecast_to_json(fcs[i]))) {
 			cJSON_Delete(o);
-			return -ENOMEM;
+			return NULL;
 		}
 	}
-	text = cJSON_PrintUnformatted(o);
+	return o;
+}
+
+int forecast_file_save(const char *dir, const struct group_conf *gc, struct forecast *const *fcs)
+{
+	char path[PATH_MAX], name[PATH_MAX];
+	char *text;
+	cJSON *o;
+	int r;
+
+	r = forecast_path(dir, gc->name, path, sizeof(path));
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "%s.forecast", gc->name);
+	o = forecast_group_json(gc, fcs);
+	text = o ? cJSON_PrintUnformatted(o) : NULL;
 	cJSON_Delete(o);
 	if (!text)
 		return -ENOMEM;
@@ -201,14 +208,54 @@ int forecast_file_save(const char *dir, const struct group_conf *gc, struct fore
 	return r;
 }
 
+int forecast_group_from_json(const cJSON *j, const struct group_conf *gc, struct forecast *const *fcs, bool richer,
+			     char *why, size_t why_len)
+{
+	const cJSON *sigs, *fmt, *name;
+	struct forecast *tmp = NULL;
+	int r = 0, n = 0;
+
+	fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
+	name = cJSON_GetObjectItemCaseSensitive(j, "group");
+	sigs = cJSON_GetObjectItemCaseSensitive(j, "signals");
+	if (!cJSON_IsNumber(fmt) || fmt->valuedouble != FORECAST_FILE_FORMAT)
+		return bad(why, why_len, "another format version");
+	if (!cJSON_IsString(name) || strcmp(name->valuestring, gc->name) != 0)
+		return bad(why, why_len, "it belongs to another group");
+	if (!cJSON_IsObject(sigs))
+		return bad(why, why_len, "'signals' is missing or not an object");
+	for (size_t i = 0; i < gc->n_signals && r == 0; i++) {
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(sigs, gc->signals[i].name);
+		struct forecast *f = fcs[i];
+
+		if (!f || !s)
+			continue;
+		if (!tmp && !(tmp = malloc(sizeof(*tmp))))
+			return -ENOMEM;
+		*tmp = *f;
+		r = forecast_from_json(s, tmp, why, why_len);
+		if (r < 0 || (richer && tmp->n_samples < f->n_samples))
+			continue;
+		*f = *tmp;
+		if (f->quantile != gc->signals[i].forecast.quantile) {
+			/* The profile stays good; the error quantile is for
+			 * another level: learn it again. */
+			f->quantile = gc->signals[i].forecast.quantile;
+			f->n_scored = f->n_peak_scored = 0;
+		}
+		n++;
+	}
+	free(tmp);
+	return r < 0 ? r : n;
+}
+
 int forecast_file_load(const char *dir, const struct group_conf *gc, struct forecast *const *fcs, char *why,
 		       size_t why_len)
 {
 	char path[PATH_MAX];
 	char *text = NULL;
-	const cJSON *sigs, *fmt, *name;
 	cJSON *j;
-	int r, n = 0;
+	int r;
 
 	r = forecast_path(dir, gc->name, path, sizeof(path));
 	if (r < 0)
@@ -220,34 +267,9 @@ int forecast_file_load(const char *dir, const struct group_conf *gc, struct fore
 	free(text);
 	if (!j)
 		return bad(why, why_len, "not valid JSON (truncated?)");
-	fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
-	name = cJSON_GetObjectItemCaseSensitive(j, "group");
-	sigs = cJSON_GetObjectItemCaseSensitive(j, "signals");
-	if (!cJSON_IsNumber(fmt) || fmt->valuedouble != FORECAST_FILE_FORMAT) {
-		r = bad(why, why_len, "another format version");
-	} else if (!cJSON_IsString(name) || strcmp(name->valuestring, gc->name) != 0) {
-		r = bad(why, why_len, "the file belongs to another group");
-	} else if (!cJSON_IsObject(sigs)) {
-		r = bad(why, why_len, "'signals' is missing or not an object");
-	} else {
-		for (size_t i = 0; i < gc->n_signals && r == 0; i++) {
-			const cJSON *s = cJSON_GetObjectItemCaseSensitive(sigs, gc->signals[i].name);
-			struct forecast *f = fcs[i];
-
-			if (!f || !s)
-				continue;
-			r = forecast_from_json(s, f, why, why_len);
-			if (r == 0 && f->quantile != gc->signals[i].forecast.quantile) {
-				/* The profile stays good; the error quantile is
-				 * for another level: learn it again. */
-				f->quantile = gc->signals[i].forecast.quantile;
-				f->n_scored = f->n_peak_scored = 0;
-			}
-			n += r == 0;
-		}
-	}
+	r = forecast_group_from_json(j, gc, fcs, false, why, why_len);
 	cJSON_Delete(j);
-	return r < 0 ? r : n;
+	return r;
 }
 
 int forecast_seed_file(struct forecast *f, const char *path, const char *format, int64_t step_ms,

@@ -6,6 +6,7 @@
 #ifndef AUTOSCALED_FORECAST_STATE_H
 #define AUTOSCALED_FORECAST_STATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,17 @@ struct cJSON;
  * numbers out of their ranges (then *F is left as it was). */
 struct cJSON *forecast_to_json(const struct forecast *f);
 int forecast_from_json(const struct cJSON *j, struct forecast *f, char *why, size_t why_len);
+
+/* The forecasters of the group's signals (FCS[i] for signal i, NULL for a
+ * signal without one) as one JSON object, what the file holds (NULL on
+ * ENOMEM), and back into the forecasters present in FCS, by signal name:
+ * with RICHER only where the object's forecaster has learnt from at least
+ * as many samples as the one in FCS (a cluster's new owner and the
+ * group's record in etcd). Returns the number of signals taken, or
+ * -EINVAL with the reason in WHY, or -ENOMEM. */
+struct cJSON *forecast_group_json(const struct group_conf *gc, struct forecast *const *fcs);
+int forecast_group_from_json(const struct cJSON *j, const struct group_conf *gc, struct forecast *const *fcs,
+			     bool richer, char *why, size_t why_len);
 
 /* Saves the forecasters of the group's signals (FCS[i] for signal i, NULL
  * for a signal without one). 0 or a negative errno. */

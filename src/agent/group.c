@@ -300,6 +300,44 @@ static bool group_acting_owner(const struct group_rt *g)
 	return group_observed_as_owner(g, since) && g->adopted_since == since;
 }
 
+/* Whether this runtime's state is the group's record in etcd: it owns the
+ * group (or did until the lease became invalid locally) and has continued
+ * from its predecessor's record in this holding. */
+static bool group_state_here(const struct group_rt *g)
+{
+	return g->adopted_since > 0 && g->adopted_since == cluster_owned_since(g->ctx->cluster, g->gc->name);
+}
+
+static struct forecast *const *forecast_list(const struct group_rt *g, struct forecast **v);
+
+/* The group's forecast record (cluster.h), taken with the state's: each
+ * signal's forecaster that has learnt from more samples than this agent's
+ * replaces it. */
+static void group_take_forecast_record(struct group_rt *g, int64_t since)
+{
+	struct forecast *v[CONFIG_MAX_SIGNALS];
+	char why[256], *text = NULL;
+	const cJSON *f;
+	cJSON *j;
+	int r;
+
+	if (cluster_record_take(g->ctx->cluster, g->gc->name, CLUSTER_RECORD_FORECAST, since, &text) <= 0 || !text)
+		return;
+	j = cJSON_Parse(text);
+	free(text);
+	f = cJSON_GetObjectItemCaseSensitive(j, "forecast");
+	r = cJSON_IsObject(f) ? forecast_group_from_json(f, g->gc, forecast_list(g, v), true, why, sizeof(why))
+			      : (snprintf(why, sizeof(why), "not a record of this daemon's"), -EINVAL);
+	cJSON_Delete(j);
+	if (r < 0)
+		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
+			  "cluster: the group's forecast record in etcd cannot be used (%s); forecasting from this "
+			  "agent's own history", r == -ENOMEM ? strerror(ENOMEM) : why);
+	else if (r > 0)
+		log_group(LOG_INFO, g->gc->name, NULL, NULL, "cluster: forecast history of %d signal%s taken from etcd",
+			  r, r == 1 ? "" : "s");
+}
+
 /* A group this agent has just come to own continues from the record its
  * previous owner left in etcd (cluster.h): the windows, the actions that
  * rate limits and cooldowns count, an action in flight (reconciled, not
@@ -317,9 +355,10 @@ static void group_take_record(struct group_rt *g, struct clock_now t)
 
 	if (!group_observed_as_owner(g, since) || g->adopted_since == since)
 		return;
-	if (cluster_record_take(g->ctx->cluster, g->gc->name, since, &text) <= 0)
+	if (cluster_record_take(g->ctx->cluster, g->gc->name, CLUSTER_RECORD_STATE, since, &text) <= 0)
 		return;
 	g->adopted_since = since;
+	group_take_forecast_record(g, since);
 	g->save_retry = true; /* the holding's first record, changed or not */
 	if (!text) {
 		log_group(LOG_INFO, g->gc->name, NULL, NULL,
@@ -436,12 +475,11 @@ static void save_state(struct group_rt *g, bool wait)
 	text = j ? cJSON_Print(j) : NULL;
 	/* The owner's state is the group's record in etcd too, once it has
 	 * continued from its predecessor's. */
-	if (j && g->ctx->cluster && g->adopted_since > 0 &&
-	    g->adopted_since == cluster_owned_since(g->ctx->cluster, g->gc->name)) {
+	if (j && g->ctx->cluster && group_state_here(g)) {
 		char *rec = cJSON_PrintUnformatted(j);
 
 		if (rec)
-			cluster_record_set(g->ctx->cluster, g->gc->name, rec, wait);
+			cluster_record_set(g->ctx->cluster, g->gc->name, CLUSTER_RECORD_STATE, rec, wait);
 	}
 	cJSON_Delete(j);
 	if (!text)
@@ -559,6 +597,16 @@ static void forecasts_save(struct group_rt *g)
 	if (r < 0) {
 		log_group_errno(LOG_ERR, g->gc->name, r, "forecast: cannot write the forecast file");
 		metrics_record_error(g->ctx->metrics, g->gc->name, "state");
+	}
+	/* The owner's profiles are the group's forecast record in etcd too:
+	 * a new owner forecasts from the history learnt so far. */
+	if (g->ctx->cluster && group_state_here(g)) {
+		cJSON *j = forecast_group_json(g->gc, v);
+		char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+
+		cJSON_Delete(j);
+		if (text)
+			cluster_record_set(g->ctx->cluster, g->gc->name, CLUSTER_RECORD_FORECAST, text, false);
 	}
 }
 
@@ -1369,10 +1417,16 @@ void group_rt_start(struct group_rt *g)
 
 void group_rt_stop(struct group_rt *g)
 {
+	bool was = g->stopped;
+
 	g->stopped = true;
 	g->timer = sd_event_source_disable_unref(g->timer);
 	for (size_t i = 0; i < g->n_signals; i++)
 		g->signals[i].timer = sd_event_source_disable_unref(g->signals[i].timer);
+	/* The forecasters learn nothing more: saved now, while a cluster's
+	 * owner still holds the group and can hand its record over. */
+	if (!was)
+		forecasts_save(g);
 }
 
 void group_rt_free(struct group_rt *g)
@@ -1386,7 +1440,6 @@ void group_rt_free(struct group_rt *g)
 		source_free(g->signals[i].src);
 		window_destroy(&g->signals[i].win);
 	}
-	forecasts_save(g);
 	for (size_t i = 0; i < g->n_signals; i++)
 		free(g->signals[i].fc);
 	free(g->signals);

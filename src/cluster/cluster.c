@@ -89,14 +89,20 @@ struct cgroup {
 	int64_t since_ms;    /* monotonic: when this agent took the key it holds */
 	int64_t orphan_ms;   /* monotonic: since when no owner key was read, 0 owned */
 	bool orphan_warned;  /* the warning of this episode was logged */
-	/* The group's record, PREFIX/state/GROUP (cluster.h). */
-	char *rec_text;        /* the newest state the runtime gave, NULL none */
-	bool rec_dirty;        /* rec_text is not in etcd yet */
-	bool rec_urgent;       /* ... and is to be written at once */
-	int64_t rec_written_ms; /* monotonic: its last write in this holding, 0 none */
-	char *rec_in;          /* the record read when the key was taken, NULL none */
-	bool rec_in_ready;     /* rec_in belongs to the holding and is not taken yet */
+	/* The group's records, PREFIX/state/GROUP and PREFIX/forecast/GROUP
+	 * (cluster.h). */
+	struct crecord {
+		char *text;        /* the newest the runtime gave, NULL none */
+		bool dirty;        /* text is not in etcd yet */
+		bool urgent;       /* ... and is to be written at once */
+		int64_t written_ms; /* monotonic: its last write in this holding, 0 none */
+		char *in;          /* the record read when the key was taken, NULL none */
+		bool in_ready;     /* in belongs to the holding and is not taken yet */
+	} rec[CLUSTER_RECORDS];
 };
+
+/* The records' key kinds, and their texts' member in a record. */
+static const char *const record_kinds[CLUSTER_RECORDS] = { "state", "forecast" };
 
 struct cluster {
 	/* Copies of the configuration. */
@@ -168,8 +174,10 @@ static void cgroup_free(struct cgroup *g)
 {
 	free(g->name);
 	free(g->pin);
-	free(g->rec_text);
-	free(g->rec_in);
+	for (int k = 0; k < CLUSTER_RECORDS; k++) {
+		free(g->rec[k].text);
+		free(g->rec[k].in);
+	}
 }
 
 static void members_free(struct member *m, size_t n)
@@ -482,26 +490,30 @@ static const struct etcd_kv *find_kv(const struct etcd_range *r, const char *key
 /* Takes GROUP's owner key if nobody holds it: put with the lease only if
  * the key does not exist. A repeated request (a fail-over after a
  * timeout) finds the key with this agent's lease: then it is its own.
- * The same transaction reads the group's record, which the runtime takes
+ * The same transaction reads the group's records, which the runtime takes
  * (cluster_record_take()) before it acts. */
 static void acquire(struct cluster *c, const char *group, int64_t lease)
 {
-	char key[ETCD_MAX_KEY], skey[ETCD_MAX_KEY];
+	char key[ETCD_MAX_KEY], rkey[CLUSTER_RECORDS][ETCD_MAX_KEY];
 	struct etcd_compare cmp = { .key = key, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL, .number = 0 };
-	struct etcd_op put[2] = {
+	struct etcd_op put[1 + CLUSTER_RECORDS] = {
 		{ .type = ETCD_OP_PUT, .key = key, .value = c->name, .value_len = strlen(c->name), .lease = lease },
-		{ .type = ETCD_OP_RANGE, .key = skey },
 	};
-	struct etcd_op get[2] = { { .type = ETCD_OP_RANGE, .key = key }, { .type = ETCD_OP_RANGE, .key = skey } };
+	struct etcd_op get[1 + CLUSTER_RECORDS] = { { .type = ETCD_OP_RANGE, .key = key } };
 	struct etcd_txn_result res = { 0 };
-	const struct etcd_kv *own, *rec;
-	char *rec_in = NULL;
+	const struct etcd_kv *own;
+	char *in[CLUSTER_RECORDS] = { NULL };
 	int64_t token = 0;
 	struct cgroup *g;
 
-	if (key_of(c, "owners", group, key, sizeof(key)) < 0 || key_of(c, "state", group, skey, sizeof(skey)) < 0)
+	if (key_of(c, "owners", group, key, sizeof(key)) < 0)
 		return;
-	if (etcd_txn(c->etcd, &cmp, 1, put, 2, get, 2, &res) < 0) {
+	for (int k = 0; k < CLUSTER_RECORDS; k++) {
+		if (key_of(c, record_kinds[k], group, rkey[k], sizeof(rkey[k])) < 0)
+			return;
+		put[1 + k] = get[1 + k] = (struct etcd_op){ .type = ETCD_OP_RANGE, .key = rkey[k] };
+	}
+	if (etcd_txn(c->etcd, &cmp, 1, put, 1 + CLUSTER_RECORDS, get, 1 + CLUSTER_RECORDS, &res) < 0) {
 		set_err(c, "owner key");
 		return;
 	}
@@ -510,9 +522,12 @@ static void acquire(struct cluster *c, const char *group, int64_t lease)
 		token = res.revision;
 	else if (own && own->lease == lease)
 		token = own->create_revision;
-	rec = find_kv(&res.ranges, skey);
-	if (token != 0 && rec && rec->value_len <= MAX_RECORD_VALUE)
-		rec_in = strdup(rec->value);
+	for (int k = 0; token != 0 && k < CLUSTER_RECORDS; k++) {
+		const struct etcd_kv *r = find_kv(&res.ranges, rkey[k]);
+
+		if (r && r->value_len <= MAX_RECORD_VALUE)
+			in[k] = strdup(r->value);
+	}
 	etcd_txn_result_clear(&res);
 	if (token == 0)
 		return;
@@ -522,61 +537,74 @@ static void acquire(struct cluster *c, const char *group, int64_t lease)
 	if (g && c->lease == lease) {
 		if (!g->held || g->token != token) {
 			g->since_ms = clock_mono_ms();
-			free(g->rec_in);
-			g->rec_in = rec_in;
-			rec_in = NULL;
-			g->rec_in_ready = true;
-			g->rec_written_ms = 0;
-			/* The runtime gives this holding's first record once it
-			 * has taken the one read here. */
-			free(g->rec_text);
-			g->rec_text = NULL;
-			g->rec_dirty = g->rec_urgent = false;
+			for (int k = 0; k < CLUSTER_RECORDS; k++) {
+				struct crecord *rc = &g->rec[k];
+
+				free(rc->in);
+				rc->in = in[k];
+				in[k] = NULL;
+				rc->in_ready = true;
+				rc->written_ms = 0;
+				/* The runtime gives this holding's first record
+				 * once it has taken the one read here. */
+				free(rc->text);
+				rc->text = NULL;
+				rc->dirty = rc->urgent = false;
+			}
 		}
 		g->held = true;
 		g->token = token;
 	}
 	pthread_mutex_unlock(&c->lock);
-	free(rec_in);
+	for (int k = 0; k < CLUSTER_RECORDS; k++)
+		free(in[k]);
 	log_info("cluster: agent '%s' owns group '%s' (fencing token %" PRId64 ")", c->name, group, token);
 }
 
-/* The record of G as etcd holds it: the runtime's state and who wrote it.
+/* G's record of KIND as etcd holds it: the runtime's text and who wrote it.
  * FINAL says that its writer gives the group up with it, so that nothing
- * was decided after it. malloc'd, NULL on ENOMEM. Under lock. */
-static char *record_compose(const struct cluster *c, const struct cgroup *g, bool final)
+ * was decided after it. malloc'd; NULL without a text or on ENOMEM. Under
+ * lock. */
+static char *record_compose(const struct cluster *c, const struct cgroup *g, int kind, bool final)
 {
 	static const char fmt[] = "{\"agent\":\"%s\",\"token\":%" PRId64 ",\"final\":%s,\"time_ms\":%" PRId64
-				  ",\"state\":%s}";
+				  ",\"%s\":%s}";
 	char *out = NULL;
 
-	if (asprintf(&out, fmt, c->name, g->token, final ? "true" : "false", clock_wall_ms(), g->rec_text) < 0)
+	if (!g->rec[kind].text || asprintf(&out, fmt, c->name, g->token, final ? "true" : "false", clock_wall_ms(),
+					   record_kinds[kind], g->rec[kind].text) < 0)
 		return NULL;
 	return out;
 }
 
-/* Writes TEXT as GROUP's record while TOKEN still owns it, with client E;
- * with RELEASE the owner key is deleted in the same transaction. Returns 0,
- * -ESTALE when etcd refused the token, or the client's negative errno. */
-static int record_put(struct cluster *c, struct etcd_client *e, const char *group, int64_t token, const char *text,
-		      bool release_key)
+/* Writes the records TEXTS (NULL: that kind not) of GROUP while TOKEN still
+ * owns it, with client E; with RELEASE the owner key is deleted in the
+ * same transaction. Returns 0, -ESTALE when etcd refused the token, or the
+ * client's negative errno. */
+static int record_put(struct cluster *c, struct etcd_client *e, const char *group, int64_t token,
+		      char *const texts[CLUSTER_RECORDS], bool release_key)
 {
-	char okey[ETCD_MAX_KEY], skey[ETCD_MAX_KEY];
+	char okey[ETCD_MAX_KEY], rkey[CLUSTER_RECORDS][ETCD_MAX_KEY];
 	struct etcd_compare cmp = { .key = okey, .target = ETCD_TARGET_CREATE, .result = ETCD_EQUAL, .number = token };
-	struct etcd_op ops[2] = {
-		{ .type = ETCD_OP_PUT, .key = skey, .value = text, .value_len = text ? strlen(text) : 0 },
-		{ .type = ETCD_OP_DELETE, .key = okey },
-	};
+	struct etcd_op ops[CLUSTER_RECORDS + 1];
 	struct etcd_txn_result res = { 0 };
 	size_t nops = 0;
 	int r;
 
-	if (key_of(c, "owners", group, okey, sizeof(okey)) < 0 || key_of(c, "state", group, skey, sizeof(skey)) < 0)
+	if (key_of(c, "owners", group, okey, sizeof(okey)) < 0)
 		return -ENAMETOOLONG;
-	if (text)
-		nops = 1;
+	for (int k = 0; k < CLUSTER_RECORDS; k++) {
+		if (!texts[k])
+			continue;
+		if (key_of(c, record_kinds[k], group, rkey[k], sizeof(rkey[k])) < 0)
+			return -ENAMETOOLONG;
+		ops[nops++] = (struct etcd_op){ .type = ETCD_OP_PUT, .key = rkey[k], .value = texts[k],
+						.value_len = strlen(texts[k]) };
+	}
 	if (release_key)
-		ops[nops++] = ops[1];
+		ops[nops++] = (struct etcd_op){ .type = ETCD_OP_DELETE, .key = okey };
+	if (nops == 0)
+		return 0;
 	r = etcd_txn(e, &cmp, 1, ops, nops, NULL, 0, &res);
 	if (r < 0)
 		return r;
@@ -585,22 +613,37 @@ static int record_put(struct cluster *c, struct etcd_client *e, const char *grou
 	return r;
 }
 
+/* Every record of G, final, for a hand-over or a stop (under lock). */
+static void records_compose_final(const struct cluster *c, const struct cgroup *g, char *texts[CLUSTER_RECORDS])
+{
+	for (int k = 0; k < CLUSTER_RECORDS; k++)
+		texts[k] = record_compose(c, g, k, true);
+}
+
+static void records_free(char *texts[CLUSTER_RECORDS])
+{
+	for (int k = 0; k < CLUSTER_RECORDS; k++) {
+		free(texts[k]);
+		texts[k] = NULL;
+	}
+}
+
 /* Gives GROUP's owner key back: deleted only while it is still this
- * agent's (same create revision). The group's newest record goes with
- * it, final, in the same transaction: the next owner continues from it. */
+ * agent's (same create revision). The group's newest records go with it,
+ * final, in the same transaction: the next owner continues from them. */
 static void release(struct cluster *c, const char *group, int64_t token)
 {
+	char *texts[CLUSTER_RECORDS] = { NULL };
 	struct cgroup *g;
-	char *text = NULL;
 	int r;
 
 	pthread_mutex_lock(&c->lock);
 	g = find_group(c, group);
-	if (g && g->token == token && g->rec_text)
-		text = record_compose(c, g, true);
+	if (g && g->token == token)
+		records_compose_final(c, g, texts);
 	pthread_mutex_unlock(&c->lock);
-	r = record_put(c, c->etcd, group, token, text, true);
-	free(text);
+	r = record_put(c, c->etcd, group, token, texts, true);
+	records_free(texts);
 	/* On failure the key stays held, and is given back at the next pass. */
 	if (r < 0 && r != -ESTALE) {
 		set_err(c, "owner key release");
@@ -613,7 +656,8 @@ static void release(struct cluster *c, const char *group, int64_t token)
 	if (g && g->token == token) {
 		g->held = false;
 		g->token = 0;
-		g->rec_dirty = false;
+		for (int k = 0; k < CLUSTER_RECORDS; k++)
+			g->rec[k].dirty = false;
 	}
 	pthread_mutex_unlock(&c->lock);
 	log_info("cluster: agent '%s' gave group '%s' back", c->name, group);
@@ -625,43 +669,45 @@ static void release(struct cluster *c, const char *group, int64_t token)
 static void records_write(struct cluster *c)
 {
 	for (;;) {
-		char name[128], *text = NULL;
+		char name[128], *texts[CLUSTER_RECORDS] = { NULL };
 		int64_t now = clock_mono_ms(), token = 0;
-		bool found = false;
-		int r;
+		int kind = -1, r;
 
 		pthread_mutex_lock(&c->fence_lock);
 		pthread_mutex_lock(&c->lock);
-		for (size_t i = 0; i < c->n_groups && !found; i++) {
+		for (size_t i = 0; i < c->n_groups && kind < 0; i++) {
 			struct cgroup *g = &c->groups[i];
 
-			if (!g->rec_dirty || !g->held || g->releasing || !g->rec_text)
-				continue;
-			if (!g->rec_urgent && g->rec_written_ms > 0 && now - g->rec_written_ms < RECORD_REFRESH_MS)
-				continue;
-			found = true;
-			token = g->token;
-			snprintf(name, sizeof(name), "%s", g->name);
-			text = record_compose(c, g, false);
-			g->rec_dirty = false;
-			g->rec_urgent = false;
+			for (int k = 0; k < CLUSTER_RECORDS && kind < 0; k++) {
+				struct crecord *rc = &g->rec[k];
+
+				if (!rc->dirty || !g->held || g->releasing || !rc->text)
+					continue;
+				if (!rc->urgent && rc->written_ms > 0 && now - rc->written_ms < RECORD_REFRESH_MS)
+					continue;
+				kind = k;
+				token = g->token;
+				snprintf(name, sizeof(name), "%s", g->name);
+				texts[k] = record_compose(c, g, k, false);
+				rc->dirty = rc->urgent = false;
+			}
 		}
 		pthread_mutex_unlock(&c->lock);
-		if (!found) {
+		if (kind < 0) {
 			pthread_mutex_unlock(&c->fence_lock);
 			return;
 		}
-		r = text ? record_put(c, c->fence_etcd, name, token, text, false) : -ENOMEM;
-		free(text);
+		r = texts[kind] ? record_put(c, c->fence_etcd, name, token, texts, false) : -ENOMEM;
+		records_free(texts);
 		pthread_mutex_lock(&c->lock);
 		{
 			struct cgroup *g = find_group(c, name);
 
 			if (g && g->token == token) {
 				if (r == 0)
-					g->rec_written_ms = now;
+					g->rec[kind].written_ms = now;
 				else if (r != -ESTALE)
-					g->rec_dirty = true; /* retried at the next turn */
+					g->rec[kind].dirty = true; /* retried at the next turn */
 			}
 			if (r < 0 && r != -ESTALE)
 				snprintf(c->error, sizeof(c->error), "group record: %s",
@@ -698,14 +744,23 @@ static void *record_thread(void *arg)
 
 /* One pass over the groups: give back what hashing moved away (once no
  * fenced call runs), take what it gave and nobody holds. Each group is
- * tried at most once per pass. */
-static void balance(struct cluster *c)
+ * tried at most once per pass, and the pass ends at UNTIL (monotonic ms)
+ * with what is left for the next one: each group is a request, and the
+ * lease must be renewed between passes however many groups move (an
+ * agent joining a cluster of thousands of groups takes hundreds). */
+static bool balance(struct cluster *c, int64_t until)
 {
+	bool more = false;
+
 	for (;;) {
 		char name[128];
 		int64_t token = 0, lease;
 		bool give = false, found = false;
 
+		if (clock_mono_ms() >= until) {
+			more = true;
+			break;
+		}
 		pthread_mutex_lock(&c->lock);
 		lease = c->lease;
 		if (!lease_valid_locked(c, clock_mono_ms()) || c->stop) {
@@ -751,6 +806,7 @@ static void balance(struct cluster *c)
 		i++;
 	}
 	pthread_mutex_unlock(&c->lock);
+	return more;
 }
 
 static void *cluster_thread(void *arg)
@@ -761,6 +817,7 @@ static void *cluster_thread(void *arg)
 	for (;;) {
 		int64_t now = clock_mono_ms(), lease, deadline, wait_ms;
 		struct timespec until;
+		bool more = false;
 
 		pthread_mutex_lock(&c->lock);
 		lease = c->lease;
@@ -800,14 +857,15 @@ static void *cluster_thread(void *arg)
 			}
 		}
 		if (read_members(c) == 0 && read_owners(c) == 0)
-			balance(c);
+			more = balance(c, clock_mono_ms() + tick / 2);
 		/* Sleep a tick, or until woken (a stop, new groups, the end of a
-		 * fenced call whose group waits to be given back). After a
+		 * fenced call whose group waits to be given back); a quarter of
+		 * one when the pass left groups to take or give back. After a
 		 * failed renewal, a quarter of a tick: an etcd electing a new
 		 * leader answers again within about a second, and the lease
 		 * must be renewed before its local deadline, not a tick later. */
 		pthread_mutex_lock(&c->lock);
-		wait_ms = c->failing > 0 || c->lease == 0 ? tick / 4 : tick;
+		wait_ms = c->failing > 0 || c->lease == 0 || more ? tick / 4 : tick;
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_sec += wait_ms / 1000;
 		until.tv_nsec += (wait_ms % 1000) * 1000000L;
@@ -984,7 +1042,7 @@ int cluster_start(const struct cluster_conf *conf, const struct cluster_group_sp
 static void records_final(struct cluster *c)
 {
 	for (size_t i = 0;; i++) {
-		char name[128], *text = NULL;
+		char name[128], *texts[CLUSTER_RECORDS] = { NULL };
 		int64_t token = 0;
 		bool more;
 		int r;
@@ -994,10 +1052,10 @@ static void records_final(struct cluster *c)
 		if (more) {
 			struct cgroup *g = &c->groups[i];
 
-			if (g->held && g->rec_text && lease_valid_locked(c, clock_mono_ms())) {
+			if (g->held && lease_valid_locked(c, clock_mono_ms())) {
 				token = g->token;
 				snprintf(name, sizeof(name), "%s", g->name);
-				text = record_compose(c, g, true);
+				records_compose_final(c, g, texts);
 			}
 		}
 		pthread_mutex_unlock(&c->lock);
@@ -1005,11 +1063,11 @@ static void records_final(struct cluster *c)
 			return;
 		if (token == 0)
 			continue;
-		r = text ? record_put(c, c->etcd, name, token, text, false) : -ENOMEM;
-		free(text);
+		r = record_put(c, c->etcd, name, token, texts, false);
+		records_free(texts);
 		if (r < 0 && r != -ESTALE) {
 			log_warnx("cluster: cannot write the final records of agent '%s': %s", c->name,
-				  r == -ENOMEM ? strerror(ENOMEM) : etcd_client_error(c->etcd));
+				  etcd_client_error(c->etcd));
 			return;
 		}
 	}
@@ -1154,8 +1212,8 @@ int cluster_fence(struct cluster *c, const char *group, const char *operation, i
 		/* The group's record, with this action in flight, goes in the
 		 * same transaction: a new owner reconciles the action rather
 		 * than repeat it. */
-		if (g->rec_dirty && g->rec_text && (rec = record_compose(c, g, false)))
-			g->rec_dirty = g->rec_urgent = false;
+		if (g->rec[CLUSTER_RECORD_STATE].dirty && (rec = record_compose(c, g, CLUSTER_RECORD_STATE, false)))
+			g->rec[CLUSTER_RECORD_STATE].dirty = g->rec[CLUSTER_RECORD_STATE].urgent = false;
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (token <= 0) {
@@ -1214,7 +1272,7 @@ int cluster_fence(struct cluster *c, const char *group, const char *operation, i
 		pthread_mutex_lock(&c->lock);
 		g = find_group(c, group);
 		if (g && g->token == token)
-			g->rec_written_ms = clock_mono_ms();
+			g->rec[CLUSTER_RECORD_STATE].written_ms = clock_mono_ms();
 		pthread_mutex_unlock(&c->lock);
 	}
 	free(rec);
@@ -1226,7 +1284,7 @@ fail:
 		pthread_mutex_lock(&c->lock);
 		g = find_group(c, group);
 		if (g && g->token == token)
-			g->rec_dirty = g->rec_urgent = true;
+			g->rec[CLUSTER_RECORD_STATE].dirty = g->rec[CLUSTER_RECORD_STATE].urgent = true;
 		pthread_cond_signal(&c->rec_wake);
 		pthread_mutex_unlock(&c->lock);
 	}
@@ -1235,7 +1293,7 @@ fail:
 	return r;
 }
 
-int cluster_record_set(struct cluster *c, const char *group, char *text, bool urgent)
+int cluster_record_set(struct cluster *c, const char *group, enum cluster_record kind, char *text, bool urgent)
 {
 	struct cgroup *g;
 	int r = 0;
@@ -1243,11 +1301,13 @@ int cluster_record_set(struct cluster *c, const char *group, char *text, bool ur
 	pthread_mutex_lock(&c->lock);
 	g = find_group(c, group);
 	if (g && g->held && !g->gone) {
-		free(g->rec_text);
-		g->rec_text = text;
+		struct crecord *rc = &g->rec[kind];
+
+		free(rc->text);
+		rc->text = text;
 		text = NULL;
-		g->rec_dirty = true;
-		g->rec_urgent |= urgent;
+		rc->dirty = true;
+		rc->urgent |= urgent;
 		if (urgent)
 			pthread_cond_signal(&c->rec_wake);
 	} else {
@@ -1258,7 +1318,7 @@ int cluster_record_set(struct cluster *c, const char *group, char *text, bool ur
 	return r;
 }
 
-int cluster_record_take(struct cluster *c, const char *group, int64_t since_ms, char **ret)
+int cluster_record_take(struct cluster *c, const char *group, enum cluster_record kind, int64_t since_ms, char **ret)
 {
 	struct cgroup *g;
 	int r = 0;
@@ -1266,10 +1326,10 @@ int cluster_record_take(struct cluster *c, const char *group, int64_t since_ms, 
 	*ret = NULL;
 	pthread_mutex_lock(&c->lock);
 	g = find_group(c, group);
-	if (g && g->held && g->since_ms == since_ms && g->rec_in_ready) {
-		*ret = g->rec_in;
-		g->rec_in = NULL;
-		g->rec_in_ready = false;
+	if (g && g->held && g->since_ms == since_ms && g->rec[kind].in_ready) {
+		*ret = g->rec[kind].in;
+		g->rec[kind].in = NULL;
+		g->rec[kind].in_ready = false;
 		r = 1;
 	}
 	pthread_mutex_unlock(&c->lock);

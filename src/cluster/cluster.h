@@ -99,26 +99,34 @@ int cluster_fence(struct cluster *c, const char *group, const char *operation, i
 /* The fenced call has ended: the group may be handed over. */
 void cluster_fence_end(struct cluster *c, const char *group);
 
-/* The group's record (docs/cluster.md, "State in etcd"):
+/* The group's records (docs/cluster.md, "The group's record"):
  * PREFIX/state/GROUP holds the owner's persisted state of the group
- * (state.h, as JSON) with who wrote it and whether it was its last, so that
- * the next owner continues inside the same windows, keeps the rate limits,
- * cooldowns, pin, pause and dry-run, and reconciles an action in flight.
+ * (state.h, as JSON), PREFIX/forecast/GROUP its forecasters' learnt
+ * profiles (forecast-state.h), each with who wrote it and whether it was
+ * its last, so that the next owner continues inside the same windows,
+ * keeps the rate limits, cooldowns, pin, pause and dry-run, reconciles an
+ * action in flight, and forecasts from the history learnt so far.
  *
- * cluster_record_set() gives the newest state TEXT (taken) of a group this
- * agent owns; its writer thread puts it in etcd, fenced like an action: at
- * once when URGENT (an action, an operator's change), else at most once a
- * minute (the windows' history, which the next owner has mostly seen
- * itself). The fence of an action writes a pending record in the same
- * transaction; giving a group back and a clean stop write it as final.
- * Returns 0, or -EPERM when the agent does not hold the group (TEXT freed).
+ * cluster_record_set() gives the newest TEXT (taken) of a record of a
+ * group this agent owns; a writer thread puts it in etcd, fenced like an
+ * action: at once when URGENT (an action, an operator's change), else at
+ * most once a minute (the windows' history, which changes at every
+ * evaluation). The fence of an action writes a pending state record in the
+ * same transaction; giving a group back and a clean stop write every
+ * record as final. Returns 0, or -EPERM when the agent does not hold the
+ * group (TEXT freed).
  *
  * cluster_record_take() hands over, once per holding, the record read in
  * the transaction that took the owner key whose time is SINCE_MS
  * (cluster_owned_since()): returns 1 with *ret the record's text (NULL when
  * the group had none), or 0 when there is nothing (more) to take. */
-int cluster_record_set(struct cluster *c, const char *group, char *text, bool urgent);
-int cluster_record_take(struct cluster *c, const char *group, int64_t since_ms, char **ret);
+enum cluster_record {
+	CLUSTER_RECORD_STATE,
+	CLUSTER_RECORD_FORECAST,
+	CLUSTER_RECORDS
+};
+int cluster_record_set(struct cluster *c, const char *group, enum cluster_record kind, char *text, bool urgent);
+int cluster_record_take(struct cluster *c, const char *group, enum cluster_record kind, int64_t since_ms, char **ret);
 
 /* A copy of what the thread knows, for status and tests. */
 struct cluster_member_info {

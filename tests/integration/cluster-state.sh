@@ -12,7 +12,7 @@
 #    the load drops, both agents stop and start again with no state file,
 #    and the group is scaled in no earlier than the window after the drop,
 #    because the owner continues from the record the last owner wrote when
-#    it stopped.
+#    it stopped, and its forecaster continues from the forecast record.
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/integration/etcd-lib.sh"
 
@@ -70,7 +70,8 @@ groups = (
     driver_options = { pool = "$T/pool.g"; calls = "$T/$x/calls.g"; };
     signals = ( { name = "queue"; source = "exec"; type = "average"; target = 10.0;
                   source_options = { command = [ "/bin/cat", "$T/load.g" ]; };
-                  poll_interval = "1s"; window = "2s"; aggregation = "last"; staleness = "5s"; } );
+                  poll_interval = "1s"; window = "2s"; aggregation = "last"; staleness = "5s";
+                  forecast = { mode = "observe"; }; } );
     behavior = { scale_in = { stabilization = "${WINDOW_S}s"; }; }; }
 );
 CONF
@@ -140,6 +141,7 @@ t_drop=$(date +%s%3N)
 stop_pid "$PID_a" TERM
 stop_pid "$PID_b" TERM
 check "a's last record is final" eval 'etcd_get_prefix /test/state/g | grep -q "\"agent\":\"agent-a\".*\"final\":true"'
+check "... and so is its forecast record" eval 'etcd_get_prefix /test/forecast/g | grep -q "\"agent\":\"agent-a\".*\"final\":true"'
 rm -rf "$T/a/state" "$T/b/state"
 mkdir -p "$T/a/state" "$T/b/state"
 : > "$T/a/daemon.log"
@@ -151,6 +153,7 @@ check "after the restart a owns the group" wait_for 30 owned_by agent-a
 start_agent b
 check "a continues from its own last record (no state file left)" \
 	wait_for 20 logged a "continuing from the record agent 'agent-a' left when it gave the group up"
+check "a's forecaster continues from the forecast record" wait_for 10 logged a "forecast history of 1 signal taken from etcd"
 check "... without a hold of its own (the record was its writer's last)" \
 	eval '! logged a "waits a full window"'
 echo "# load dropped at 0 ms; agents stopped and restarted with empty state directories $((t_restart - t_drop)) ms later"

@@ -209,36 +209,44 @@ static void test_record_follows_group(void **state)
 	WAIT_FOR(10000, cluster_owns(a, gnames[0]));
 	since = cluster_owned_since(a, gnames[0]);
 	/* A first owner: nothing to continue from, and nothing twice. */
-	assert_int_equal(cluster_record_take(a, gnames[0], since, &text), 1);
+	assert_int_equal(cluster_record_take(a, gnames[0], CLUSTER_RECORD_STATE, since, &text), 1);
 	assert_null(text);
-	assert_int_equal(cluster_record_take(a, gnames[0], since, &text), 0);
+	assert_int_equal(cluster_record_take(a, gnames[0], CLUSTER_RECORD_FORECAST, since, &text), 1);
+	assert_null(text);
+	assert_int_equal(cluster_record_take(a, gnames[0], CLUSTER_RECORD_STATE, since, &text), 0);
 
-	assert_int_equal(cluster_record_set(a, gnames[0], strdup("{\"x\":1}"), true), 0);
+	assert_int_equal(cluster_record_set(a, gnames[0], CLUSTER_RECORD_STATE, strdup("{\"x\":1}"), true), 0);
 	WAIT_FOR(5000, strstr(etcd_value(e, key), "\"state\":{\"x\":1}") != NULL);
 	assert_non_null(strstr(etcd_value(e, key), "\"agent\":\"agent-a\""));
 	assert_non_null(strstr(etcd_value(e, key), "\"final\":false"));
 	/* Not urgent: it waits (a minute), unless an action is fenced, which
 	 * writes it in its own transaction. */
-	assert_int_equal(cluster_record_set(a, gnames[0], strdup("{\"x\":2}"), false), 0);
+	assert_int_equal(cluster_record_set(a, gnames[0], CLUSTER_RECORD_STATE, strdup("{\"x\":2}"), false), 0);
 	assert_int_equal(cluster_fence(a, gnames[0], "scale_out", 3, 2, why, sizeof(why)), 0);
 	assert_non_null(strstr(etcd_value(e, key), "\"state\":{\"x\":2}"));
 	cluster_fence_end(a, gnames[0]);
 
 	assert_int_equal(cluster_start(&kb, pinned, 1, &b), 0);
 	WAIT_FOR(10000, lease_ok(b));
-	assert_int_equal(cluster_record_set(b, gnames[0], strdup("{\"x\":3}"), true), -EPERM);
-	assert_int_equal(cluster_record_set(a, gnames[0], strdup("{\"x\":4}"), false), 0);
-	/* a stops: its last record, final, is what b continues from. */
+	assert_int_equal(cluster_record_set(b, gnames[0], CLUSTER_RECORD_STATE, strdup("{\"x\":3}"), true), -EPERM);
+	assert_int_equal(cluster_record_set(a, gnames[0], CLUSTER_RECORD_STATE, strdup("{\"x\":4}"), false), 0);
+	/* A forecast record waits its minute too, and goes at the stop. */
+	assert_int_equal(cluster_record_set(a, gnames[0], CLUSTER_RECORD_FORECAST, strdup("{\"f\":1}"), false), 0);
+	/* a stops: its last records, final, are what b continues from. */
 	cluster_stop(a);
 	WAIT_FOR(10000, cluster_owns(b, gnames[0]));
 	since = cluster_owned_since(b, gnames[0]);
-	assert_int_equal(cluster_record_take(b, gnames[0], since, &text), 1);
+	assert_int_equal(cluster_record_take(b, gnames[0], CLUSTER_RECORD_STATE, since, &text), 1);
 	assert_non_null(text);
 	assert_non_null(strstr(text, "\"state\":{\"x\":4}"));
 	assert_non_null(strstr(text, "\"final\":true"));
 	assert_non_null(strstr(text, "\"agent\":\"agent-a\""));
 	free(text);
-	assert_int_equal(cluster_record_take(b, gnames[0], since, &text), 0);
+	assert_int_equal(cluster_record_take(b, gnames[0], CLUSTER_RECORD_STATE, since, &text), 0);
+	assert_int_equal(cluster_record_take(b, gnames[0], CLUSTER_RECORD_FORECAST, since, &text), 1);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"forecast\":{\"f\":1}"));
+	free(text);
 	cluster_stop(b);
 	etcd_client_free(e);
 }

@@ -674,6 +674,26 @@ static void test_forecast_persists(void **st)
 	assert_non_null(strstr(why, "another group"));
 	unlink(p);
 	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), -ENOENT);
+
+	/* A cluster's new owner takes the record's forecaster only where it
+	 * has learnt more than its own. */
+	{
+		cJSON *j = forecast_group_json(&g2, fa);
+		uint64_t had;
+
+		assert_non_null(j);
+		forecast_init(b, 0.9);
+		assert_int_equal(forecast_group_from_json(j, &g2, fb, true, why, sizeof(why)), 1);
+		assert_int_equal(b->n_samples, a->n_samples);
+		had = a->n_samples;
+		b->n_samples = had + 1;
+		assert_int_equal(forecast_group_from_json(j, &g2, fb, true, why, sizeof(why)), 0);
+		assert_int_equal(b->n_samples, had + 1);
+		/* A restart's file, though, is always taken. */
+		assert_int_equal(forecast_group_from_json(j, &g2, fb, false, why, sizeof(why)), 1);
+		assert_int_equal(b->n_samples, had);
+		cJSON_Delete(j);
+	}
 	free(a);
 	free(b);
 }
