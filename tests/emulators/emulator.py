@@ -39,6 +39,10 @@ class Emulator:
         self.routes = []
         self.server = None
         self.thread = None
+        # Seconds a kept-alive connection may stay idle before the
+        # emulator closes it (None: as long as the client keeps it), as
+        # the clouds' front ends do; each open connection is a thread.
+        self.idle_timeout_s = None
 
     # -- routing -----------------------------------------------------------
     def route(self, method, pattern, handler):
@@ -102,6 +106,7 @@ class Emulator:
             # Headers and body go out in two writes: without this, Nagle and
             # the client's delayed ACK add 40 ms to every reply.
             disable_nagle_algorithm = True
+            timeout = emu.idle_timeout_s
 
             def log_message(self, *args):
                 pass

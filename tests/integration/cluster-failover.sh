@@ -26,67 +26,20 @@ TTL=3
 INTERVAL_MS=1000
 STEP=1500
 T=$(mktemp -d "${TMPDIR:-/var/tmp}/autoscaled-failover.XXXXXX")
-PIDS=""
-cleanup() {
-	local p
-	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
-	stop_etcd 3
-	wait 2>/dev/null
-	if [ "${tap_failed:-0}" -gt 0 ]; then
-		for x in a b; do
-			[ -f "$T/$x/daemon.log" ] || continue
-			echo "# agent $x log (last 30 lines):"
-			tail -30 "$T/$x/daemon.log" | sed 's/^/# /'
-		done
-		for x in a b; do
-			echo "# agent $x calls:"; sed 's/^/# /' "$T/$x/calls.g"
-		done
-		echo "# pool:"; sed 's/^/# /' "$T/pool.g"
-	fi
-	rm -rf "$T"
-}
-trap cleanup EXIT
+trap 'filepool_cleanup "$T" a b' EXIT
 
 start_etcd 3 "$T" || { echo "Bail out! etcd did not start"; exit 1; }
 
-set_load() { echo "$1" > "$T/load.tmp" && mv "$T/load.tmp" "$T/load.g"; }
-
+set_load() { filepool_set_load "$T" "$1"; }
 write_conf() {
-	local x=$1
-	mkdir -p "$T/$x/state"
-	[ -f "$T/pool.g" ] || echo "next 1" > "$T/pool.g"
-	: >> "$T/$x/calls.g"
-	cat > "$T/$x/autoscaled.conf" <<CONF
-agent = {
-  interval = "1s";
-  state_directory = "$T/$x/state";
-  admin_socket = "$T/$x/admin.sock";
-  driver_directory = "$POOL_DRIVERS";
-};
-cluster = { etcd = ( $ETCD_LIST ); prefix = "/test"; lease_ttl = "${TTL}s"; name = "agent-$x"; };
-groups = (
-  { name = "g"; driver = "filepool"; min = 1; max = 8; owner = "agent-a";
-    driver_options = { pool = "$T/pool.g"; calls = "$T/$x/calls.g"; step_ms = $STEP; };
-    signals = ( { name = "queue"; source = "exec"; type = "average"; target = 10.0;
-                  source_options = { command = [ "/bin/cat", "$T/load.g" ]; };
-                  poll_interval = "1s"; window = "2s"; aggregation = "last"; staleness = "5s"; } );
-    behavior = { scale_in = { stabilization = "60s"; }; }; }
-);
-CONF
+	filepool_conf "$1" "$T" "$TTL" "step_ms = $STEP;" "" 'scale_in = { stabilization = "60s"; };'
 }
-
-start_agent() {
-	"$AUTOSCALED" -f -c "$T/$1/autoscaled.conf" >> "$T/$1/daemon.log" 2>&1 &
-	eval "PID_$1=$!"
-	PIDS="$PIDS $!"
-	watch_pid "$!" "agent $1" "$T/$1/daemon.log"
-}
-
-owner() { etcd_get_prefix /test/owners/g | awk '$1 == "/test/owners/g" { print $2 }'; }
-owned_by() { [ "$(owner)" = "$1" ]; }
-pool_size() { echo $(($(wc -l < "$T/pool.g") - 1)); }
-pool_is() { [ "$(pool_size)" -eq "$1" ]; }
-pool_at_least() { [ "$(pool_size)" -ge "$1" ]; }
+start_agent() { cluster_agent_start "$1" "$T"; }
+owner() { filepool_owner; }
+owned_by() { filepool_owned_by "$1"; }
+pool_size() { filepool_size "$T"; }
+pool_is() { filepool_is "$T" "$1"; }
+pool_at_least() { filepool_at_least "$T" "$1"; }
 members_2() { [ "$(etcd_get_prefix /test/members/ | wc -l)" -eq 2 ]; }
 
 set_load 10

@@ -235,3 +235,68 @@ cluster_kill_all() {
 	local p
 	for p in ${CLUSTER_PIDS:-}; do kill -9 "$p" 2>/dev/null; done
 }
+
+# ------------------------------------------- one group on the filepool driver
+# For the tests of one group "g" (pinned to agent-a) whose target is the
+# filepool test driver's pool file DIR/pool.g and whose load is the number
+# in DIR/load.g (an exec signal, "queue", 10 an instance); each agent X
+# logs its calls to DIR/X/calls.g. Set POOL_DRIVERS first.
+
+# filepool_set_load DIR N
+filepool_set_load() { echo "$2" >"$1/load.tmp" && mv "$1/load.tmp" "$1/load.g"; }
+
+# filepool_conf X DIR TTL DRIVER_OPTIONS SIGNAL_OPTIONS BEHAVIOR: writes
+# DIR/X/autoscaled.conf (1 s interval; the extra options are appended in
+# their blocks, each may be empty).
+filepool_conf() {
+	mkdir -p "$2/$1/state"
+	[ -f "$2/pool.g" ] || echo "next 1" >"$2/pool.g"
+	: >>"$2/$1/calls.g"
+	cat >"$2/$1/autoscaled.conf" <<CONF
+agent = {
+  interval = "1s";
+  state_directory = "$2/$1/state";
+  admin_socket = "$2/$1/admin.sock";
+  driver_directory = "$POOL_DRIVERS";
+};
+cluster = { etcd = ( $ETCD_LIST ); prefix = "/test"; lease_ttl = "${3}s"; name = "agent-$1"; };
+groups = (
+  { name = "g"; driver = "filepool"; min = 1; max = 8; owner = "agent-a";
+    driver_options = { pool = "$2/pool.g"; calls = "$2/$1/calls.g"; $4 };
+    signals = ( { name = "queue"; source = "exec"; type = "average"; target = 10.0;
+                  source_options = { command = [ "/bin/cat", "$2/load.g" ]; };
+                  poll_interval = "1s"; window = "2s"; aggregation = "last"; staleness = "5s"; $5 } );
+    behavior = { $6 }; }
+);
+CONF
+}
+
+# The owner of g as etcd says, its pool's size, and conditions on them.
+filepool_owner() { etcd_get_prefix /test/owners/g | awk '$1 == "/test/owners/g" { print $2 }'; }
+filepool_owned_by() { [ "$(filepool_owner)" = "$1" ]; }
+filepool_size() { echo $(($(wc -l <"$1/pool.g") - 1)); }
+filepool_is() { [ "$(filepool_size "$1")" -eq "$2" ]; }
+filepool_at_least() { [ "$(filepool_size "$1")" -ge "$2" ]; }
+
+# filepool_cleanup DIR AGENT...: for the EXIT trap: kills what
+# cluster_agent_start started, stops etcd, and after a failure prints the
+# agents' logs and calls and the pool; removes DIR.
+filepool_cleanup() {
+	local d=$1 x
+	shift
+	cluster_kill_all
+	stop_etcd 3
+	wait 2>/dev/null
+	if [ "${tap_failed:-0}" -gt 0 ]; then
+		for x in "$@"; do
+			[ -f "$d/$x/daemon.log" ] || continue
+			echo "# agent $x log (last 30 lines):"
+			tail -30 "$d/$x/daemon.log" | sed 's/^/# /'
+			echo "# agent $x calls:"
+			sed 's/^/# /' "$d/$x/calls.g"
+		done
+		echo "# pool:"
+		sed 's/^/# /' "$d/pool.g"
+	fi
+	rm -rf "$d"
+}
