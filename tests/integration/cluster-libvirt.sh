@@ -98,7 +98,9 @@ watch_pid "$EVENTS_PID" "the libvirt event recorder" "$T/virsh.log"
 cat > "$T/probe.xml" <<EOF
 <domain type='test'><name>probe</name><memory>1024</memory><os><type>hvm</type></os></domain>
 EOF
+# Until the recorder is subscribed, each try defines the domain again.
 probe_seen() {
+	virsh -q -c "$URI" undefine probe >/dev/null 2>&1
 	virsh_ define "$T/probe.xml" >/dev/null
 	grep -q "domain 'probe': Defined" "$T/events"
 }
