@@ -211,6 +211,10 @@ b_created=$(created_by b)
 echo "# created: $a_created by a, $b_created by b; libvirt defined $(echo "$defined" | wc -l)"
 check "libvirt defined as many domains as the agents' logs say they created (5)" \
 	test "$(echo "$defined" | wc -l)" -eq 5 -a $((a_created + b_created)) -eq 5
+# The daemons' own account: the counts their "scaled out" lines moved.
+out_sum=$(cat "$T/a/daemon.log" "$T/b/daemon.log" |
+	sed -n 's/.*scaled out from \([0-9]*\) to \([0-9]*\) done.*/\1 \2/p' | awk '{ n += $2 - $1 } END { print n + 0 }')
+check "... and as their \"scaled out\" lines add up to ($out_sum)" test "$out_sum" -eq 5
 check "... a's before it was killed, b's after" eval '
 	[ "$(echo "$defined" | awk -v t="$t_kill" "\$1 < t" | wc -l)" -eq "$a_created" ] &&
 	[ "$(echo "$defined" | awk -v t="$t_kill" "\$1 >= t" | wc -l)" -eq "$b_created" ]'
