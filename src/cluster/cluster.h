@@ -110,8 +110,8 @@ void cluster_fence_end(struct cluster *c, const char *group);
  * cluster_record_set() gives the newest TEXT (taken) of a record of a
  * group this agent owns; a writer thread puts it in etcd, fenced like an
  * action: at once when URGENT (an action, an operator's change), else at
- * most once a minute (the windows' history, which changes at every
- * evaluation). The fence of an action writes a pending state record in the
+ * most once every five minutes (the windows' history, which changes at
+ * every evaluation). The fence of an action writes a pending state record in the
  * same transaction; giving a group back and a clean stop write every
  * record as final. Returns 0, or -EPERM when the agent does not hold the
  * group (TEXT freed).

@@ -219,7 +219,7 @@ static void test_record_follows_group(void **state)
 	WAIT_FOR(5000, strstr(etcd_value(e, key), "\"state\":{\"x\":1}") != NULL);
 	assert_non_null(strstr(etcd_value(e, key), "\"agent\":\"agent-a\""));
 	assert_non_null(strstr(etcd_value(e, key), "\"final\":false"));
-	/* Not urgent: it waits (a minute), unless an action is fenced, which
+	/* Not urgent: it waits (minutes), unless an action is fenced, which
 	 * writes it in its own transaction. */
 	assert_int_equal(cluster_record_set(a, gnames[0], CLUSTER_RECORD_STATE, strdup("{\"x\":2}"), false), 0);
 	assert_int_equal(cluster_fence(a, gnames[0], "scale_out", 3, 2, why, sizeof(why)), 0);
