@@ -1139,12 +1139,15 @@ bool cluster_observes(struct cluster *c, const char *group)
 
 	if (c->observe_all)
 		return true;
-	/* Its own groups as last assigned, with the lease valid or not: an
-	 * agent cut off from etcd keeps evaluating and logging them while it
-	 * holds. */
+	/* The groups whose owner key it holds; without a valid lease (etcd
+	 * cut off, the keys lost with it), those the last hashing gave it, so
+	 * that it keeps evaluating and logging them while it holds. A group
+	 * hashing gives it but whose key it has not taken yet is not read:
+	 * its first action waits for an observation made after it took the
+	 * key anyway. */
 	pthread_mutex_lock(&c->lock);
 	g = find_group(c, group);
-	yes = g && !g->gone && (g->want || g->held);
+	yes = g && !g->gone && (g->held || (g->want && !lease_valid_locked(c, clock_mono_ms())));
 	pthread_mutex_unlock(&c->lock);
 	return yes;
 }

@@ -67,11 +67,11 @@ bool cluster_owns(struct cluster *c, const char *group);
 
 /* Whether this agent observes and evaluates GROUP: with `observe =
  * "owned"` (the default) only while the group is its own (it holds its
- * owner key, or hashing gives it the group; with its lease valid or not,
- * so that an agent cut off from etcd keeps evaluating what it holds), so
- * that the targets are read once per interval whatever the number of
- * agents; with "all" always, so that a new owner has evaluated the group
- * all along. */
+ * owner key; without a valid lease, hashing last gave it the group, so
+ * that an agent cut off from etcd keeps evaluating what it held), so that
+ * the targets are read once per interval whatever the number of agents;
+ * with "all" always, so that a new owner has evaluated the group all
+ * along. */
 bool cluster_observes(struct cluster *c, const char *group);
 
 /* When (CLOCK_MONOTONIC, ms) this agent took the owner key of GROUP that
