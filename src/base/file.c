@@ -81,6 +81,18 @@ int file_read_all(const char *path, unsigned flags, size_t max, char **ret, size
 		*ret_st = st;
 	if (fd < 0)
 		return fd;
+	/* Some kernel interfaces are regular files whose read waits for
+	 * data (/proc/kmsg): read without waiting, and refuse them. An
+	 * ordinary file never says EAGAIN. */
+	{
+		int fl = fcntl(fd, F_GETFL);
+
+		if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+			r = -errno;
+			close(fd);
+			return r;
+		}
+	}
 	if ((uint64_t)st.st_size > max) {
 		close(fd);
 		return -EFBIG;
@@ -119,7 +131,7 @@ int file_read_all(const char *path, unsigned flags, size_t max, char **ret, size
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0) {
-			r = -errno;
+			r = errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
 			break;
 		}
 		if (k == 0)
@@ -140,5 +152,9 @@ int file_read_all(const char *path, unsigned flags, size_t max, char **ret, size
 
 const char *file_strerror(int r)
 {
-	return r == -EINVAL ? "not a regular file" : strerror(-r);
+	if (r == -EINVAL)
+		return "not a regular file";
+	if (r == -EAGAIN)
+		return "not an ordinary file: reading it would wait for data";
+	return strerror(-r);
 }

@@ -36,6 +36,8 @@ int file_open_regular(const char *path, unsigned flags, struct stat *ret_st);
 
 /* Reads the regular file PATH whole, opened as file_open_regular() does
  * (with its flags), into a malloc'ed buffer with a NUL after the content.
+ * It reads without waiting: a kernel interface that is a regular file but
+ * waits for data (/proc/kmsg) is -EAGAIN, never a reader that hangs.
  * At most `max` bytes: a larger file is -EFBIG, whatever its size said when
  * it was opened (it may grow while it is read). With FILE_PRIVATE the
  * buffer holds a secret: every copy that is given up is wiped first.
@@ -46,8 +48,9 @@ int file_open_regular(const char *path, unsigned flags, struct stat *ret_st);
  * file_open_regular(). */
 int file_read_all(const char *path, unsigned flags, size_t max, char **ret, size_t *ret_len, struct stat *ret_st);
 
-/* The words for an error of file_open_regular(): "not a regular file" for
- * -EINVAL, strerror() otherwise. */
+/* The words for an error of file_open_regular() or file_read_all(): "not
+ * a regular file" for -EINVAL, that reading would wait for -EAGAIN,
+ * strerror() otherwise. */
 const char *file_strerror(int r);
 
 #endif
