@@ -392,13 +392,7 @@ static void group_take_record(struct group_rt *g, struct clock_now t)
 	log_group(LOG_WARNING, g->gc->name, NULL, NULL,
 		  "cluster: the group's record in etcd cannot be used (%s); continuing from this agent's own state, "
 		  "scale-in held for a full window", why);
-	{
-		struct group_state safe;
-
-		state_safe_start(&safe, g->gc, t.mono_ms);
-		if (safe.engine.no_scale_in_before_ms > g->st.engine.no_scale_in_before_ms)
-			g->st.engine.no_scale_in_before_ms = safe.engine.no_scale_in_before_ms;
-	}
+	state_hold_scale_in(&g->st, g->gc, t.mono_ms);
 	cJSON_Delete(j);
 	group_save(g);
 }

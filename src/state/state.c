@@ -54,10 +54,18 @@ static int64_t longest_scale_in_window(const struct group_conf *gc)
 	return w;
 }
 
+void state_hold_scale_in(struct group_state *s, const struct group_conf *gc, int64_t mono_ms)
+{
+	int64_t until = mono_ms + longest_scale_in_window(gc);
+
+	if (s->engine.no_scale_in_before_ms < until)
+		s->engine.no_scale_in_before_ms = until;
+}
+
 void state_safe_start(struct group_state *s, const struct group_conf *gc, int64_t mono_ms)
 {
 	state_init(s);
-	s->engine.no_scale_in_before_ms = mono_ms + longest_scale_in_window(gc);
+	state_hold_scale_in(s, gc, mono_ms);
 }
 
 bool state_merge_record(struct group_state *own, const struct group_state *rec, bool final, int64_t covered_since_ms,
@@ -79,8 +87,8 @@ bool state_merge_record(struct group_state *own, const struct group_state *rec, 
 	 * record's newest one (two intervals of slack), no scale-in until a
 	 * full window of what this agent sees. */
 	hole = !final && covered_since_ms > newest + 2 * gc->interval_ms;
-	if (hole && m.engine.no_scale_in_before_ms < mono_ms + longest_scale_in_window(gc))
-		m.engine.no_scale_in_before_ms = mono_ms + longest_scale_in_window(gc);
+	if (hole)
+		state_hold_scale_in(&m, gc, mono_ms);
 	*own = m;
 	return hole;
 }

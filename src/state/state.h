@@ -96,6 +96,11 @@ void state_init(struct group_state *s);
  * signal windows and scale-in rule windows). */
 void state_safe_start(struct group_state *s, const struct group_conf *gc, int64_t mono_ms);
 
+/* Holds scale-in in S until a full window of fresh data from MONO_MS
+ * (monotonic now): the longest window a scale-in depends on, as
+ * state_safe_start() does, keeping any later hold S already has. */
+void state_hold_scale_in(struct group_state *s, const struct group_conf *gc, int64_t mono_ms);
+
 /* A new owner's state in a cluster (cluster.h, the group's record): *OWN,
  * what this agent has from evaluating the group as a non-owner, becomes
  * the previous owner's record REC (its actions for rate limits and
