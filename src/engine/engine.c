@@ -886,7 +886,7 @@ void engine_order_victims(struct instance_obs *v, size_t n)
 
 int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms)
 {
-	int64_t keep = boot_ms > 0 ? boot_ms : g->behavior.boot_time_ms;
+	int64_t keep = (boot_ms > 0 ? boot_ms : g->behavior.boot_time_ms) * ENGINE_LAZY_KEEP_BOOTS;
 
 	if (keep < g->behavior.billing_minimum_ms)
 		keep = g->behavior.billing_minimum_ms;

@@ -250,10 +250,17 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 		    const struct engine_signal_input *signals, const struct engine_state *prior,
 		    struct engine_state *next, struct decision *out);
 
-/* Lazy scale-in: the longest an idle instance is worth keeping for a need
- * that comes back, i.e. what relaunching it costs: its boot (billed but not
- * serving), and at least the billing minimum and one billing unit.
- * BOOT_MS 0 means the configured boot_time. */
+/* Lazy scale-in: how long an idle instance is kept for a need that comes
+ * back. At least what relaunching it costs: its boot (billed but not
+ * serving), the billing minimum and one billing unit. And at least
+ * ENGINE_LAZY_KEEP_BOOTS boot times: a relaunch is paid for in service as
+ * well, since it must be started one boot ahead on a forecast that may be
+ * short, and a dip shorter than the forecasters' level time constant (four
+ * horizons, LEVEL_TAU in forecast.c) is noise to them, not a change in load.
+ * Giving capacity back into such a dip is the scale-in-then-scale-out churn
+ * (docs/evaluation.md measures both choices). BOOT_MS 0 means the
+ * configured boot_time. */
+#define ENGINE_LAZY_KEEP_BOOTS 4
 int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms);
 
 /* Adds to DST's stabilization windows the recommendations of SRC made

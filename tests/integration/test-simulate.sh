@@ -20,7 +20,7 @@ fi
 conf="$top_srcdir/bench/configs/hpa.conf"
 trace="$top_srcdir/tests/data/traces/ramp.csv"
 . "$top_srcdir/tests/integration/tap.sh"
-tap_plan 21
+tap_plan 22
 
 if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
 	--json --csv "$tmp/steps.csv" --svg "$tmp/plot.svg" >"$tmp/out.json" 2>"$tmp/err"; then
@@ -271,6 +271,52 @@ titles = [e.text for e in root.iter() if e.get("id") in ("p0-title", "p1-title")
 assert titles == ["hpa", "recommended"], titles
 PY
 then ok "bench/evaluate compare composes one panel per configuration"; else not_ok "compare: $(cat "$tmp/err")"; fi
+
+# The trade-off curves: bench/evaluate's frontier mode sweeps each
+# configuration's knob on every trace it knows (here six hours of a
+# synthetic NASA-format trace), marks each default and draws one plot a
+# trace and step.
+mkdir -p "$tmp/ftraces"
+python3 - "$tmp/ftraces/nasa_synthetic.txt" <<'PY'
+import math, random, sys
+random.seed(7)
+def poisson(lam):
+    # Knuth's method: the rates here are small.
+    l, k, p = math.exp(-lam), 0, 1.0
+    while True:
+        p *= random.random()
+        if p < l:
+            return k
+        k += 1
+with open(sys.argv[1], "w") as f:
+    f.write(" ".join(str(poisson(2 + 1.5 * math.sin(i / 3600.0))) for i in range(6 * 3600)) + "\n")
+PY
+if AUTOSCALED="${AUTOSCALED:-$top_builddir/bench/simulate-bench}" "$top_srcdir/bench/evaluate" frontier "$tmp/ftraces" \
+	"$tmp/fout" >"$tmp/frontier.out" 2>"$tmp/err" &&
+	xmllint --noout "$tmp/fout/nasa_synthetic-frontier-60s.svg" "$tmp/fout/nasa_synthetic-frontier-15s.svg" 2>>"$tmp/err" &&
+	python3 - "$tmp/fout" "$top_srcdir/bench/evaluate" <<'PY' 2>>"$tmp/err"
+import json, sys, xml.etree.ElementTree as ET
+rows = json.load(open(sys.argv[1] + "/frontier.json"))
+# The knobs swept, as the script declares them.
+src = open(sys.argv[2]).read()
+for step in ("60s", "15s"):
+    mine = [r for r in rows if r["step"] == step]
+    for conf in ("hpa", "azure-rules", "aws-target-tracking", "recommended"):
+        pts = [r for r in mine if r["config"] == conf]
+        assert len(pts) >= 5, (step, conf, len(pts))
+        assert sum(r["default"] for r in pts) == 1, (step, conf, [r["knob"] for r in pts])
+        assert all(r["metrics"]["cost_ratio"] > 0 for r in pts), (step, conf)
+    # A higher quantile never costs less: the knob moves the curve.
+    q = sorted((float(r["knob"].split()[1]), r["metrics"]["vm_hours"]) for r in mine if r["config"] == "recommended")
+    assert q[-1][1] > q[0][1], q
+    svg = ET.parse(sys.argv[1] + "/nasa_synthetic-frontier-%s.svg" % step).getroot()
+    ids = [e.get("id") for e in svg.iter() if e.get("id")]
+    assert ids == ["hpa", "azure-rules", "aws-target-tracking", "recommended"], ids
+md = open(sys.argv[1] + "/frontier.md").read()
+assert sum("(default)" in l for l in md.splitlines() if l.startswith("| nasa_synthetic")) == 8, md
+assert md.count("| nasa_synthetic | 60s | aws-target-tracking | ") == 7, md
+PY
+then ok "bench/evaluate frontier sweeps each configuration's knob and plots the curves"; else not_ok "frontier: $(cat "$tmp/err")"; fi
 
 # Rendered once: a rendering error (a bad path, a bad attribute) shows here.
 if command -v rsvg-convert >/dev/null 2>&1; then

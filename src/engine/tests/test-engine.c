@@ -1331,9 +1331,9 @@ static void test_forecast_never_scales_in_alone(void **state)
 	assert_int_equal(fx_step(8), 6);
 }
 
-/* Lazy scale-in: the count is held for as long as keeping an instance costs
- * less than relaunching it (the boot time, or the billing minimum or unit
- * when longer), and for what the forecast says comes back in that time. */
+/* Lazy scale-in: the count is held for four boot times (or the billing
+ * minimum or unit when longer: a relaunch would cost more), and for what the
+ * forecast says comes back in that time. */
 static void test_lazy_scale_in(void **state)
 {
 	int cpu, cur;
@@ -1345,29 +1345,30 @@ static void test_lazy_scale_in(void **state)
 	F.g.behavior.lazy_scale_in = true;
 	F.g.behavior.billing_minimum_ms = S(60);
 	F.g.behavior.billing_granularity_ms = S(1);
-	assert_int_equal(engine_keep_ms(&F.g, 0), S(120));
-	assert_int_equal(engine_keep_ms(&F.g, S(90)), S(90));
+	assert_int_equal(engine_keep_ms(&F.g, 0), S(480));
+	assert_int_equal(engine_keep_ms(&F.g, S(90)), S(360));
 	F.g.behavior.billing_minimum_ms = S(600);
 	assert_int_equal(engine_keep_ms(&F.g, S(90)), S(600));
+	assert_int_equal(engine_keep_ms(&F.g, S(200)), S(800));
 	F.g.behavior.billing_granularity_ms = S(3600);
 	assert_int_equal(engine_keep_ms(&F.g, S(90)), S(3600));
 	F.g.behavior.billing_minimum_ms = S(60);
 	F.g.behavior.billing_granularity_ms = S(1);
 
-	/* Without a forecast: the 300 s stabilization is replaced by the
-	 * 120 s a relaunch costs. */
+	/* Without a forecast: the 300 s stabilization is replaced by four
+	 * boot times, 480 s. */
 	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 50);
 	F.sig[cpu].window_ms = S(1); /* the newest sample only */
 	fx_push(cpu, 100);
 	cur = fx_step(4);
 	assert_int_equal(cur, 8);
 	start = F.now;
-	for (F.now = start + S(15); F.now < start + S(120); F.now += S(15)) {
+	for (F.now = start + S(15); F.now < start + S(480); F.now += S(15)) {
 		fx_push(cpu, 10);
 		cur = fx_step(cur);
 		assert_int_equal(cur, 8);
 		assert_int_equal(F.d.hold, HOLD_STABILIZATION);
-		assert_int_equal(F.d.keep_ms, S(120));
+		assert_int_equal(F.d.keep_ms, S(480));
 	}
 	fx_push(cpu, 10);
 	cur = fx_step(cur);
@@ -1392,7 +1393,7 @@ static void test_lazy_scale_in(void **state)
 	 * the last need is a keep time old. */
 	F.in[cpu].forecast_keep_total = 10;
 	start = F.now;
-	for (F.now = start + S(15); F.now < start + S(120); F.now += S(15)) {
+	for (F.now = start + S(15); F.now < start + S(480); F.now += S(15)) {
 		fx_push(cpu, 5);
 		cur = fx_step(cur);
 		assert_int_equal(cur, 6);
