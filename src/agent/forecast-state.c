@@ -60,6 +60,7 @@ cJSON *forecast_to_json(const struct forecast *f)
 	    !cJSON_AddNumberToObject(o, "peak_scored", (double)f->n_peak_scored) ||
 	    !cJSON_AddNumberToObject(o, "horizon_ms", (double)f->horizon_ms) ||
 	    !cJSON_AddNumberToObject(o, "keep_ms", (double)f->keep_ms) ||
+	    !cJSON_AddNumberToObject(o, "step_error", f->step_error) ||
 	    !cJSON_AddItemToObject(o, "day", buckets_json(f->day, FORECAST_DAY_BUCKETS)) ||
 	    !cJSON_AddItemToObject(o, "week", buckets_json(f->week, FORECAST_WEEK_BUCKETS))) {
 		cJSON_Delete(o);
@@ -151,6 +152,16 @@ int forecast_from_json(const cJSON *j, struct forecast *f, char *why, size_t why
 		goto out;
 	}
 	n->keep_ms = (int64_t)v[0];
+	/* The one-sample-ahead error came with the cold-start prior: a file
+	 * from before it has none, and scored predictions enough to need
+	 * none. */
+	if (cJSON_GetObjectItemCaseSensitive(j, "step_error")) {
+		if (!get_num(j, "step_error", 0, 1e30, &v[0])) {
+			r = bad(why, why_len, "a forecaster's one-step error is out of range");
+			goto out;
+		}
+		n->step_error = v[0];
+	}
 	if (!get_buckets(j, "day", n->day, FORECAST_DAY_BUCKETS) ||
 	    !get_buckets(j, "week", n->week, FORECAST_WEEK_BUCKETS)) {
 		r = bad(why, why_len, "a forecaster's profile is not 96 daily and 672 weekly buckets of numbers");

@@ -33,6 +33,10 @@
  * long. The measured errors include the lag this costs on a ramp, so the
  * quantile pays for it, not the service. */
 #define LEVEL_TAU 4.0
+/* Scored predictions before the measured errors alone are trusted. */
+#define FORECAST_COLD_SCORES 8
+/* The step of the one-sample-ahead error's mean (a running mean at first). */
+#define STEP_RATE 0.1
 #define TREND_TAU 8.0
 
 static int64_t bucket_of(int64_t t_ms)
@@ -134,11 +138,28 @@ static void cache_ahead(struct forecast *f, int64_t horizon_ms)
 	f->ahead_valid = true;
 }
 
+/* The typical error of a prediction for T_MS: the one measured for its
+ * time of day, else the global one. Until FORECAST_COLD_SCORES predictions
+ * have been scored, at least the typical error of its predictions one
+ * sample ahead, which are checked at once: a forecaster that has seen a
+ * ramp but scored no horizon-ahead prediction yet must not claim to know
+ * the next horizon exactly (its upper quantile would be its point
+ * forecast, with no headroom). The prior stands in for FORECAST_COLD_SCORES
+ * horizons from the first sample at most: a horizon that keeps changing (a
+ * boot time measured anew at each scale-out, with a warm pool) drops its
+ * predictions before they are scored, and a prior must not outlive the
+ * start it is for. */
 static double error_scale_at(const struct forecast *f, int64_t t_ms)
 {
 	double s = f->day[day_index(bucket_of(t_ms))].scale;
 
-	return s > 0 ? s : f->scale;
+	if (!(s > 0))
+		s = f->scale;
+	if (f->n_scored < FORECAST_COLD_SCORES && f->last_ms - f->first_ms < FORECAST_COLD_SCORES * f->horizon_ms) {
+		if (f->step_error > s)
+			s = f->step_error;
+	}
+	return s;
 }
 
 static double point_at(const struct forecast *f, int64_t target_ms, bool *seasonal)
@@ -420,6 +441,13 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 	known = season_at(f, t_ms, &s_t);
 	ds = known && f->season_last_known ? s_t - f->season_last : 0.0;
 	pred = f->level + f->trend * (double)dt + ds;
+	/* The error of this one-sample-ahead prediction: the cold-start
+	 * prior (error_scale_at). */
+	{
+		double r = 1.0 / (double)f->n_samples;
+
+		f->step_error += (r > STEP_RATE ? r : STEP_RATE) * (fabs(x - pred) - f->step_error);
+	}
 	level = pred + al * (x - pred);
 	f->trend += bt * ((level - f->level - ds) / (double)dt - f->trend);
 	f->level = level;
@@ -536,6 +564,7 @@ bool forecast_state_valid(const struct forecast *f)
 	       f->pending_head < FORECAST_PENDING && isfinite(f->level) && isfinite(f->trend) &&
 	       f->n_peaks <= FORECAST_PENDING && f->peaks_head < FORECAST_PENDING && isfinite(f->q_peak) &&
 	       f->keep_ms >= 0 && isfinite(f->q_norm) && isfinite(f->scale) && f->scale >= 0 && isfinite(f->cur_sum) &&
+	       isfinite(f->step_error) && f->step_error >= 0 &&
 	       f->quantile >= 0.5 && f->quantile <= 0.999 && f->horizon_ms >= 0 &&
 	       buckets_valid(f->day, FORECAST_DAY_BUCKETS) && buckets_valid(f->week, FORECAST_WEEK_BUCKETS);
 }

@@ -69,6 +69,9 @@ struct forecast {
 	double q_norm;
 	double scale;
 	uint64_t n_scored;
+	/* Before its predictions one horizon ahead are scored, the typical
+	 * error of its predictions one sample ahead stands in. */
+	double step_error;
 	double quantile;          /* the one q_norm tracks */
 	int64_t horizon_ms;       /* the horizon of the pending predictions */
 	struct forecast_pending pending[FORECAST_PENDING];

@@ -60,6 +60,49 @@ static void test_constant(void **unused)
 	free(f);
 }
 
+/* Before any prediction one horizon ahead is scored, the forecaster's
+ * headroom is the quantile's multiple of its error one sample ahead: none
+ * for a flat series; after 50 then 56, an error of 6. Once predictions are
+ * scored, the measured errors take over. */
+static void test_cold_start(void **unused)
+{
+	struct forecast *f = malloc(sizeof(*f));
+	struct forecast_value v;
+	int64_t t = T0, h = 120 * SEC;
+	double q0;
+	int i;
+
+	(void)unused;
+	forecast_init(f, 0.9);
+	q0 = f->q_norm;
+	for (i = 0; i < 4; i++, t += 15 * SEC)
+		assert_int_equal(forecast_update(f, t, 50.0, h, 0), 0);
+	assert_int_equal(forecast_predict(f, t - 15 * SEC, h, &v), 0);
+	assert_true(fabs(v.upper - v.point) < 1e-9);
+
+	forecast_init(f, 0.9);
+	t = T0;
+	assert_int_equal(forecast_update(f, t, 50.0, h, 0), 0);
+	t += 15 * SEC;
+	assert_int_equal(forecast_update(f, t, 56.0, h, 0), 0);
+	assert_int_equal(f->n_scored, 0);
+	assert_int_equal(forecast_predict(f, t, h, &v), 0);
+	assert_true(fabs(v.upper - v.point - q0 * 6.0) < 1e-9);
+	assert_int_equal(forecast_predict_peak(f, t, 4 * h, &v), 0);
+	assert_true(v.upper - v.point >= q0 * 6.0 - 1e-9);
+
+	/* A long flat run after it: the measured errors (small, and falling)
+	 * take over once enough are scored. */
+	for (i = 0; i < 400; i++) {
+		t += 15 * SEC;
+		assert_int_equal(forecast_update(f, t, 56.0, h, 0), 0);
+	}
+	assert_true(f->n_scored >= 8);
+	assert_int_equal(forecast_predict(f, t, h, &v), 0);
+	assert_true(v.upper - v.point < 0.01 * q0 * 6.0);
+	free(f);
+}
+
 /* A steady ramp: the trend carries the forecast one horizon ahead. */
 static void test_ramp(void **unused)
 {
@@ -247,7 +290,7 @@ static void test_boot_meter(void **unused)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_constant),	  cmocka_unit_test(test_ramp),
+		cmocka_unit_test(test_constant), cmocka_unit_test(test_cold_start), cmocka_unit_test(test_ramp),
 		cmocka_unit_test(test_daily_wave),	  cmocka_unit_test(test_quantile_coverage),
 		cmocka_unit_test(test_peak_coverage),	  cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_bounded),		  cmocka_unit_test(test_boot_meter),

@@ -650,6 +650,8 @@ static void test_forecast_persists(void **st)
 	forecast_init(b, 0.9);
 	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), 1);
 	assert_int_equal(b->n_samples, a->n_samples);
+	assert_true(a->step_error > 0);
+	assert_true(fabs(b->step_error - a->step_error) < 1e-9 * a->step_error);
 	assert_memory_equal(b->week, a->week, sizeof(a->week));
 	assert_memory_equal(b->day, a->day, sizeof(a->day));
 	assert_int_equal(forecast_predict(a, a->last_ms, 3600 * MS_PER_SEC, &va), 0);
