@@ -20,7 +20,7 @@ fi
 conf="$top_srcdir/bench/configs/hpa.conf"
 trace="$top_srcdir/tests/data/traces/ramp.csv"
 . "$top_srcdir/tests/integration/tap.sh"
-tap_plan 22
+tap_plan 23
 
 if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
 	--json --csv "$tmp/steps.csv" --svg "$tmp/plot.svg" >"$tmp/out.json" 2>"$tmp/err"; then
@@ -317,6 +317,20 @@ assert sum("(default)" in l for l in md.splitlines() if l.startswith("| nasa_syn
 assert md.count("| nasa_synthetic | 60s | aws-target-tracking | ") == 7, md
 PY
 then ok "bench/evaluate frontier sweeps each configuration's knob and plots the curves"; else not_ok "frontier: $(cat "$tmp/err")"; fi
+
+# The bound: a policy given the future mean, short at most 1 % of the time;
+# the more of the future it is given, the less it pays.
+if AUTOSCALED="${AUTOSCALED:-$top_builddir/bench/simulate-bench}" "$top_srcdir/bench/evaluate" bound "$tmp/ftraces" \
+	"$tmp/fout" >/dev/null 2>"$tmp/err" && python3 - "$tmp/fout/bound.md" <<'PY' 2>>"$tmp/err"
+import sys
+rows = [l.split("|")[1:-1] for l in open(sys.argv[1]) if l.startswith("| nasa_synthetic")]
+assert [r[1].strip() for r in rows] == ["± 2 min", "± 5 min", "± 15 min"], rows
+short = [float(r[3]) for r in rows]
+cost = [float(r[4]) for r in rows]
+assert all(0 <= t <= 1.0 for t in short), short
+assert all(c > 0 for c in cost) and cost[0] <= cost[2], cost
+PY
+then ok "bench/evaluate bound prices knowing the future mean"; else not_ok "bound: $(cat "$tmp/err")"; fi
 
 # Rendered once: a rendering error (a bad path, a bad attribute) shows here.
 if command -v rsvg-convert >/dev/null 2>&1; then
