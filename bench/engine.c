@@ -8,8 +8,8 @@
  * engine_evaluate() is timed; feeding the windows is not. Then both again
  * with a forecast on every signal: there the forecasters' work of an
  * evaluation (learning the newest sample, predicting one boot time ahead
- * and the peak until a relaunch pays off) is timed with it, as the daemon
- * does it once per evaluation.
+ * and the peak over the lazy scale-in's keep time, engine_keep_ms()) is
+ * timed with it, as the daemon does it once per evaluation.
  *
  * Usage: bench/engine [GROUPS [CYCLES]] */
 #include <glib.h>
@@ -155,8 +155,10 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 
 				if (!b->fc[k])
 					continue;
-				forecast_update(b->fc[k], *now, smp->v * (k == 0 ? b->current : 1), BOOT_MS, BOOT_MS);
-				b->in[k].forecast_valid = forecast_for_engine(b->fc[k], *now, BOOT_MS, BOOT_MS,
+				forecast_update(b->fc[k], *now, smp->v * (k == 0 ? b->current : 1), BOOT_MS,
+						engine_keep_ms(&b->g, BOOT_MS));
+				b->in[k].forecast_valid = forecast_for_engine(b->fc[k], *now, BOOT_MS,
+									      engine_keep_ms(&b->g, BOOT_MS),
 									      &b->in[k].forecast_total,
 									      &b->in[k].forecast_keep_total) == 0;
 			}
@@ -245,7 +247,8 @@ int main(int argc, char **argv)
 	 * every forecaster starts each run from this one. */
 	forecast_init(&learnt, 0.99);
 	for (now = start - 7 * 86400 * MS_PER_SEC; now < start - 80 * STEP_MS; now += 60 * MS_PER_SEC)
-		forecast_update(&learnt, now, 400 + (double)(now / 60000 % 1440), BOOT_MS, BOOT_MS);
+		forecast_update(&learnt, now, 400 + (double)(now / 60000 % 1440), BOOT_MS,
+				engine_keep_ms(&groups[0].g, BOOT_MS));
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < N_SIGNALS; j++) {
 			groups[i].sig[j].forecast = (struct forecast_conf){ .mode = FORECAST_ON, .quantile = 0.99 };
