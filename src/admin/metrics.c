@@ -85,22 +85,25 @@ struct group_metrics {
 	double last_evaluation;  /* wall time, 0: none yet */
 	double last_observation; /* wall time of the last successful driver observe, 0: none */
 	unsigned long long holds[N_HOLDS];
-	struct signal_metric signals[CONFIG_MAX_SIGNALS];
+	/* The arrays below hold what the group uses, not their bounds: with
+	 * ten thousand groups, room for 16 signals and 8 driver operations
+	 * in each was 2 KB a group of nothing. */
+	struct signal_metric *signals; /* n_signals, in the configuration's order */
 	size_t n_signals;
 	unsigned long long actions_out, actions_in;
-	struct named_counter errors[METRICS_MAX_KINDS];
+	struct named_counter *errors;  /* at most METRICS_MAX_KINDS */
 	size_t n_errors;
 	struct histogram eval;
-	struct named_histogram driver[METRICS_MAX_OPERATIONS];
+	struct named_histogram *driver; /* at most METRICS_MAX_OPERATIONS */
 	size_t n_driver;
 	/* What the driver published through host->metric; driver_name is NULL
 	 * until it published anything. */
 	char *driver_name;
-	struct named_gauge budgets[METRICS_MAX_BUDGETS];
+	struct named_gauge *budgets; /* at most METRICS_MAX_BUDGETS */
 	size_t n_budgets;
 	unsigned long long driver_retries, driver_api_errors;
 	/* Warm members per state (AUTOSCALED_METRIC_WARM_INSTANCES). */
-	struct named_gauge warm[METRICS_MAX_WARM_STATES];
+	struct named_gauge *warm; /* at most METRICS_MAX_WARM_STATES */
 	size_t n_warm;
 	/* New instances the group's hosts can take (AUTOSCALED_METRIC_HOST_ROOM). */
 	bool have_host_room;
@@ -160,6 +163,11 @@ static void group_free(struct group_metrics *g)
 		free(g->budgets[i].name);
 	for (size_t i = 0; i < g->n_warm; i++)
 		free(g->warm[i].name);
+	free(g->signals);
+	free(g->errors);
+	free(g->driver);
+	free(g->budgets);
+	free(g->warm);
 	free(g->driver_name);
 	free(g->profile);
 	free(g->name);
@@ -188,7 +196,7 @@ static bool set_profile(struct group_metrics *g, const char *name)
  * on ENOMEM, with the slots unchanged. */
 static bool sync_signals(struct group_metrics *g, const struct group_conf *gc)
 {
-	struct signal_metric v[CONFIG_MAX_SIGNALS] = {0};
+	struct signal_metric *v;
 	bool used[CONFIG_MAX_SIGNALS] = {false}, fresh[CONFIG_MAX_SIGNALS] = {false};
 	size_t n = gc->n_signals < CONFIG_MAX_SIGNALS ? gc->n_signals : CONFIG_MAX_SIGNALS;
 	bool same = n == g->n_signals;
@@ -197,6 +205,8 @@ static bool sync_signals(struct group_metrics *g, const struct group_conf *gc)
 		same = strcmp(g->signals[i].name, gc->signals[i].name) == 0;
 	if (same)
 		return true;
+	if (!(v = calloc(n ? n : 1, sizeof(*v))))
+		return false;
 	for (size_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < g->n_signals; k++)
 			if (!used[k] && strcmp(g->signals[k].name, gc->signals[i].name) == 0) {
@@ -211,13 +221,15 @@ static bool sync_signals(struct group_metrics *g, const struct group_conf *gc)
 			for (size_t k = 0; k < i; k++)
 				if (fresh[k])
 					free(v[k].name);
+			free(v);
 			return false;
 		}
 	}
 	for (size_t k = 0; k < g->n_signals; k++)
 		if (!used[k])
 			free(g->signals[k].name);
-	memcpy(g->signals, v, sizeof(v));
+	free(g->signals);
+	g->signals = v;
 	g->n_signals = n;
 	return true;
 }
@@ -338,27 +350,31 @@ void metrics_record_action(struct metrics *m, const char *group, enum scale_dire
 	pthread_mutex_unlock(&m->lock);
 }
 
-/* The slot named `name` in a group's bounded array of named entries
+/* The slot named `name` in a group's array of named entries, at most `max`
  * (named_counter, named_histogram, named_gauge: `char *name` first, `stride`
- * bytes apart, *n in use), appended when missing; NULL when the array is
- * full, the name longer than METRICS_MAX_LABEL, or on ENOMEM. A new slot
- * is zeroed but for its name. */
-static void *slot(void *array, size_t stride, size_t *n, size_t max, const char *name)
+ * bytes apart, *n in use, *arrayp grown one entry at a time), appended when
+ * missing; NULL when the array is full, the name longer than
+ * METRICS_MAX_LABEL, or on ENOMEM. A new slot is zeroed but for its name.
+ * The pointer returned is good until the next call for the same array. */
+static void *slot(void **arrayp, size_t stride, size_t *n, size_t max, const char *name)
 {
-	char *base = array;
+	char *base = *arrayp;
 
 	for (size_t i = 0; i < *n; i++)
 		if (strcmp(*(char **)(base + i * stride), name) == 0)
 			return base + i * stride;
 	if (*n == max || strnlen(name, METRICS_MAX_LABEL + 1) > METRICS_MAX_LABEL)
 		return NULL;
+	if (!(base = realloc(base, (*n + 1) * stride)))
+		return NULL;
+	*arrayp = base;
 	memset(base + *n * stride, 0, stride);
 	if (!(*(char **)(base + *n * stride) = strdup(name)))
 		return NULL;
 	return base + (*n)++ * stride;
 }
 
-#define SLOT(arr, n, max, name) slot((arr), sizeof((arr)[0]), (n), (max), (name))
+#define SLOT(arr, n, max, name) slot((void **)&(arr), sizeof((arr)[0]), (n), (max), (name))
 
 static void record_error(struct group_metrics *g, const char *kind)
 {

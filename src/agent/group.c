@@ -270,6 +270,13 @@ static void take_observation(struct group_rt *g, struct job *j, struct clock_now
 		free((char *)g->instances[i].location);
 	}
 	free(g->instances);
+	/* Kept until the next observation: no room for more. */
+	if (j->n_instances > 0 && j->n_instances < j->cap_instances) {
+		struct instance_obs *fit = realloc(j->instances, j->n_instances * sizeof(*fit));
+
+		if (fit)
+			j->instances = fit;
+	}
 	g->instances = j->instances;
 	g->n_instances = j->n_instances;
 	j->instances = NULL;

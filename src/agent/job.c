@@ -131,7 +131,9 @@ static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
 	struct instance_obs *o;
 
 	if (j->n_instances == j->cap_instances) {
-		size_t cap = j->cap_instances ? j->cap_instances * 2 : 16;
+		/* From 4: most groups have a few members, and the array is kept
+		 * as the group's newest observation. */
+		size_t cap = j->cap_instances ? j->cap_instances * 2 : 4;
 		void *p = realloc(j->instances, cap * sizeof(*j->instances));
 
 		if (!p)

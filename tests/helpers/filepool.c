@@ -26,6 +26,7 @@
  * crash leaves the pool part of the way. The driver's own victims are the
  * newest instances. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,15 +37,18 @@
 
 #define MAX_INSTANCES 256
 
+/* The paths are copies in `text`, allocated with the handle ("" for an
+ * option not given): a soak of thousands of groups measures the daemon,
+ * not 2.5 KB of fixed buffers in each of this driver's handles. */
 struct autoscaled_driver_instance {
 	const struct autoscaled_host *host;
-	char pool[512];
-	char calls[512];
 	long step_ms;
-	char fail[512];
-	char load[512];
-	char partial[512];
+	char *pool, *calls, *fail, *load, *partial;
+	char text[];
 };
+
+static const char *const fp_paths[] = { "pool", "calls", "fail", "load", "partial" };
+#define FP_PATHS (sizeof(fp_paths) / sizeof(fp_paths[0]))
 
 struct pool {
 	char id[MAX_INSTANCES][32];
@@ -94,10 +98,11 @@ static int pool_read(const struct autoscaled_driver_instance *h, struct pool *p)
  * own state would be. */
 static int pool_write(const struct autoscaled_driver_instance *h, const struct pool *p)
 {
-	char tmp[600];
+	char tmp[PATH_MAX];
 	FILE *f;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", h->pool);
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", h->pool) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
 	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
@@ -144,36 +149,45 @@ static void report(const struct autoscaled_driver_instance *h, const struct pool
 static int fp_open(const struct autoscaled_host *host, const struct autoscaled_option *options, size_t n_options,
 		   struct autoscaled_driver_instance **ret)
 {
-	struct autoscaled_driver_instance *h = calloc(1, sizeof(*h));
+	const char *v[FP_PATHS] = { "", "", "", "", "" };
+	struct autoscaled_driver_instance *h;
+	char **field[FP_PATHS], *p;
+	size_t size = 0, k;
+	long step_ms = 0;
 
-	if (!h)
-		return -ENOMEM;
-	h->host = host;
 	for (size_t i = 0; i < n_options; i++) {
-		const char *v = options[i].value ? options[i].value : "";
+		const char *val = options[i].value ? options[i].value : "";
 
-		if (strcmp(options[i].key, "pool") == 0)
-			snprintf(h->pool, sizeof(h->pool), "%s", v);
-		else if (strcmp(options[i].key, "calls") == 0)
-			snprintf(h->calls, sizeof(h->calls), "%s", v);
+		for (k = 0; k < FP_PATHS && strcmp(options[i].key, fp_paths[k]) != 0; k++)
+			;
+		if (k < FP_PATHS)
+			v[k] = val;
 		else if (strcmp(options[i].key, "step_ms") == 0)
-			h->step_ms = strtol(v, NULL, 10);
-		else if (strcmp(options[i].key, "fail") == 0)
-			snprintf(h->fail, sizeof(h->fail), "%s", v);
-		else if (strcmp(options[i].key, "load") == 0)
-			snprintf(h->load, sizeof(h->load), "%s", v);
-		else if (strcmp(options[i].key, "partial") == 0)
-			snprintf(h->partial, sizeof(h->partial), "%s", v);
+			step_ms = strtol(val, NULL, 10);
 		else {
 			host->log(host, AUTOSCALED_LOG_ERROR, "filepool: unknown option '%s'", options[i].key);
-			free(h);
 			return -EINVAL;
 		}
 	}
-	if (!h->pool[0] || !h->calls[0]) {
+	if (!v[0][0] || !v[1][0]) {
 		host->log(host, AUTOSCALED_LOG_ERROR, "filepool: 'pool' and 'calls' are required");
-		free(h);
 		return -EINVAL;
+	}
+	for (k = 0; k < FP_PATHS; k++)
+		size += strlen(v[k]) + 1;
+	if (!(h = calloc(1, sizeof(*h) + size)))
+		return -ENOMEM;
+	h->host = host;
+	h->step_ms = step_ms;
+	field[0] = &h->pool;
+	field[1] = &h->calls;
+	field[2] = &h->fail;
+	field[3] = &h->load;
+	field[4] = &h->partial;
+	p = h->text;
+	for (k = 0; k < FP_PATHS; k++) {
+		*field[k] = p;
+		p = stpcpy(p, v[k]) + 1;
 	}
 	*ret = h;
 	return 0;
