@@ -26,7 +26,7 @@ struct source {
 	sd_event_source *defer;
 	int later_status;
 	double later_value;
-	char later_error[SOURCE_ERROR_MAX];
+	char *later_error; /* malloc'ed, NULL for none: most results have none */
 	void *priv;
 };
 
@@ -304,6 +304,7 @@ void source_free(struct source *s)
 	sd_event_source_disable_unref(s->defer);
 	if (s->ops->done)
 		s->ops->done(s);
+	free(s->later_error);
 	free(s->priv);
 	free(s->signal);
 	free(s);
@@ -343,9 +344,12 @@ void source_complete(struct source *s, int status, double value, const char *fmt
 static int on_defer(sd_event_source *es, void *userdata)
 {
 	struct source *s = userdata;
+	char *error = s->later_error;
 
 	sd_event_source_set_enabled(es, SD_EVENT_OFF);
-	complete(s, s->later_status, s->later_value, s->later_error);
+	s->later_error = NULL;
+	complete(s, s->later_status, s->later_value, error);
+	free(error);
 	return 0;
 }
 
@@ -355,11 +359,17 @@ void source_complete_later(struct source *s, int status, double value, const cha
 
 	s->later_status = status;
 	s->later_value = value;
-	s->later_error[0] = '\0';
+	free(s->later_error);
+	s->later_error = NULL;
 	if (fmt) {
+		char error[SOURCE_ERROR_MAX];
+
 		va_start(ap, fmt);
-		vsnprintf(s->later_error, sizeof(s->later_error), fmt, ap);
+		vsnprintf(error, sizeof(error), fmt, ap);
 		va_end(ap);
+		/* Without memory the result still comes, with strerror's words. */
+		if (error[0])
+			s->later_error = strdup(error);
 	}
 	sd_event_source_set_enabled(s->defer, SD_EVENT_ONESHOT);
 }

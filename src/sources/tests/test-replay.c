@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -143,6 +144,71 @@ static void test_small_file_small_buffer(void **state)
 	unlink(path);
 }
 
+/* The value source S gives at ELAPSED_MS into its recording. */
+static double value_at(struct source *s, int64_t elapsed_ms)
+{
+	struct result r = { 0 };
+
+	assert_int_equal(source_poll(s, 1000, on_done, &r), 0);
+	for (int k = 0; k < 10 && r.calls == 0; k++)
+		sd_event_run(event, 0);
+	r.calls = 0;
+	assert_int_equal(source_poll(s, 1000 + elapsed_ms, on_done, &r), 0);
+	for (int k = 0; k < 10 && r.calls == 0; k++)
+		sd_event_run(event, 0);
+	assert_int_equal(r.status, 0);
+	return r.value;
+}
+
+/* Signals replaying one unchanged file share its parsed series: the second
+ * source reads and parses nothing (no allocation the size of the 520 rows),
+ * and one made after the file changed reads the new rows while the older
+ * ones keep theirs. */
+static void test_shared_parse(void **state)
+{
+	struct config_option o;
+	struct signal_conf sc = replay_conf(&o);
+	struct source *a = NULL, *b = NULL, *c = NULL;
+	struct timespec later[2];
+	char path[sizeof(dir) + 16];
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/shared.csv", dir);
+	write_recording(path);
+	o.str = path;
+	assert_int_equal(source_new(&sc, &env, &a, err, sizeof(err)), 0);
+	largest = 0;
+	counting = true;
+	assert_int_equal(source_new(&sc, &env, &b, err, sizeof(err)), 0);
+	counting = false;
+	if (largest >= 520 * sizeof(double))
+		fail_msg("a second source of the same file asked for %zu bytes at once", largest);
+	assert_true(fabs(value_at(a, 3000) - 3) < 1e-9);
+	assert_true(fabs(value_at(b, 5000) - 5) < 1e-9);
+
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "time,value\n");
+	for (int i = 0; i < 520; i++)
+		fprintf(f, "%d,%d\n", i, 2 * i);
+	assert_int_equal(fclose(f), 0);
+	/* A new modification time even within the clock's granularity. */
+	clock_gettime(CLOCK_REALTIME, &later[0]);
+	later[0].tv_sec += 10;
+	later[1] = later[0];
+	assert_int_equal(utimensat(AT_FDCWD, path, later, 0), 0);
+	assert_int_equal(source_new(&sc, &env, &c, err, sizeof(err)), 0);
+	assert_true(fabs(value_at(c, 3000) - 6) < 1e-9);
+	assert_true(fabs(value_at(a, 3000) - 3) < 1e-9);
+	source_free(a);
+	source_free(b);
+	/* The older series is gone with its last source; the newer one stays. */
+	assert_true(fabs(value_at(c, 4000) - 8) < 1e-9);
+	source_free(c);
+	unlink(path);
+}
+
 static void test_empty_and_special_files(void **state)
 {
 	struct config_option o;
@@ -198,6 +264,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_file_small_buffer),
+		cmocka_unit_test(test_shared_parse),
 		cmocka_unit_test(test_empty_and_special_files),
 	};
 
