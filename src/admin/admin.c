@@ -57,21 +57,51 @@ static void drop_oldest(struct admin_ring *r)
 	r->bytes -= record_bytes(r->v[r->head]);
 	free(r->v[r->head]);
 	r->v[r->head] = NULL;
-	r->head = (r->head + 1) % ADMIN_RING_SIZE;
+	r->head = (r->head + 1) % r->cap;
 	r->n--;
+}
+
+/* Room for one more record: the array doubles up to ADMIN_RING_SIZE, the
+ * records moved to its start; false when it cannot grow. */
+static bool grow(struct admin_ring *r)
+{
+	size_t cap = r->cap ? r->cap * 2 : 2;
+	char **v;
+
+	if (cap > ADMIN_RING_SIZE)
+		cap = ADMIN_RING_SIZE;
+	if (!(v = calloc(cap, sizeof(*v))))
+		return false;
+	for (size_t i = 0; i < r->n; i++)
+		v[i] = r->v[(r->head + i) % r->cap];
+	free(r->v);
+	r->v = v;
+	r->cap = cap;
+	r->head = 0;
+	return true;
 }
 
 void admin_ring_push(struct admin_ring *r, char *json, size_t limit)
 {
 	if (!json)
 		return;
-	if (r->n == ADMIN_RING_SIZE)
+	if (r->n == r->cap && (r->cap == ADMIN_RING_SIZE || !grow(r))) {
+		if (r->n == 0) {
+			free(json);
+			return;
+		}
 		drop_oldest(r);
-	r->v[(r->head + r->n) % ADMIN_RING_SIZE] = json;
+	}
+	r->v[(r->head + r->n) % r->cap] = json;
 	r->n++;
 	r->bytes += record_bytes(json);
 	while (limit && r->n > 1 && r->bytes > limit)
 		drop_oldest(r);
+}
+
+const char *admin_ring_newest(const struct admin_ring *r)
+{
+	return r->n ? r->v[(r->head + r->n - 1) % r->cap] : NULL;
 }
 
 cJSON *admin_ring_json(const struct admin_ring *r)
@@ -84,7 +114,7 @@ cJSON *admin_ring_json(const struct admin_ring *r)
 		return NULL;
 	}
 	for (size_t i = 0; i < r->n; i++) {
-		cJSON *d = cJSON_Parse(r->v[(r->head + i) % ADMIN_RING_SIZE]);
+		cJSON *d = cJSON_Parse(r->v[(r->head + i) % r->cap]);
 
 		if (d)
 			cJSON_AddItemToArray(a, d);
@@ -95,8 +125,9 @@ cJSON *admin_ring_json(const struct admin_ring *r)
 void admin_ring_clear(struct admin_ring *r)
 {
 	for (size_t i = 0; i < r->n; i++)
-		free(r->v[(r->head + i) % ADMIN_RING_SIZE]);
-	r->head = r->n = r->bytes = 0;
+		free(r->v[(r->head + i) % r->cap]);
+	free(r->v);
+	*r = (struct admin_ring){0};
 }
 
 static void reply_json(struct httpd_response *resp, int status, cJSON *o)

@@ -108,10 +108,13 @@ bool admin_add_time(struct cJSON *o, const char *key, int64_t ms);
 
 /* A bounded ring of decision records (JSON text), for the decisions
  * endpoint: at most ADMIN_RING_SIZE records, and at most the bytes its
- * owner gives it with each record. */
+ * owner gives it with each record. Its array grows with the records it
+ * keeps (ten thousand groups keep one or two each). All zeroes is an
+ * empty ring. */
 #define ADMIN_RING_SIZE 100
 struct admin_ring {
-	char *v[ADMIN_RING_SIZE];
+	char **v;       /* cap slots, n records from head on, wrapping */
+	size_t cap;
 	size_t head, n;
 	size_t bytes;   /* what the records hold, allocator overhead included */
 };
@@ -120,6 +123,8 @@ struct admin_ring {
  * oldest while there are more than ADMIN_RING_SIZE or they hold more than
  * `limit` bytes (0: no limit); the newest record always stays. */
 void admin_ring_push(struct admin_ring *r, char *json, size_t limit);
+/* The newest record's text; NULL when there is none. */
+const char *admin_ring_newest(const struct admin_ring *r);
 /* The records, oldest first, as {"decisions": [...]}; NULL on ENOMEM. */
 struct cJSON *admin_ring_json(const struct admin_ring *r);
 void admin_ring_clear(struct admin_ring *r);

@@ -28,11 +28,9 @@ static void add_str_or_null(cJSON *o, const char *key, const char *v)
 /* The newest decision record, parsed from the ring; NULL when none. */
 static cJSON *last_record(const struct group_rt *g)
 {
-	const struct admin_ring *r = group_rt_ring(g);
+	const char *newest = admin_ring_newest(group_rt_ring(g));
 
-	if (r->n == 0)
-		return NULL;
-	return cJSON_Parse(r->v[(r->head + r->n - 1) % ADMIN_RING_SIZE]);
+	return newest ? cJSON_Parse(newest) : NULL;
 }
 
 cJSON *group_admin_summary(const struct group_rt *g)

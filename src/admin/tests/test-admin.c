@@ -427,6 +427,9 @@ static void test_ring_budget(void **st)
 	}
 	assert_int_equal(r.n, 3);
 	assert_int_equal(r.bytes, 3 * 26);
+	/* Its array holds what the budget keeps, not ADMIN_RING_SIZE. */
+	assert_true(r.cap <= 4);
+	assert_string_equal(admin_ring_newest(&r), "{\"n\":009}");
 	o = admin_ring_json(&r);
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "decisions"), 0), "n")->valueint,
 			 7);
@@ -445,6 +448,7 @@ static void test_ring_budget(void **st)
 	assert_int_equal(r.bytes, 24);
 	admin_ring_clear(&r);
 	assert_int_equal(r.bytes, 0);
+	assert_null(admin_ring_newest(&r));
 }
 
 static void test_socket_refusals(void **st)
