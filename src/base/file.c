@@ -26,7 +26,7 @@ static bool file_mode_private(const struct stat *st)
 int file_open_regular(const char *path, unsigned flags, struct stat *ret_st)
 {
 	struct stat st;
-	int fd, fl, r;
+	int fd, r;
 
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
@@ -47,12 +47,9 @@ int file_open_regular(const char *path, unsigned flags, struct stat *ret_st)
 		r = -EPERM;
 		goto fail;
 	}
-	/* Reads of a regular file never block; callers expect plain ones. */
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		r = -errno;
-		goto fail;
-	}
+	/* O_NONBLOCK stays: a read of an ordinary file never waits anyway,
+	 * and a kernel interface that is a regular file but waits for data
+	 * (/proc/kmsg) then says EAGAIN instead of hanging its reader. */
 	if (ret_st)
 		*ret_st = st;
 	return fd;
@@ -81,18 +78,6 @@ int file_read_all(const char *path, unsigned flags, size_t max, char **ret, size
 		*ret_st = st;
 	if (fd < 0)
 		return fd;
-	/* Some kernel interfaces are regular files whose read waits for
-	 * data (/proc/kmsg): read without waiting, and refuse them. An
-	 * ordinary file never says EAGAIN. */
-	{
-		int fl = fcntl(fd, F_GETFL);
-
-		if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-			r = -errno;
-			close(fd);
-			return r;
-		}
-	}
 	if ((uint64_t)st.st_size > max) {
 		close(fd);
 		return -EFBIG;

@@ -20,9 +20,10 @@
 	"run chmod 600 on it and chown it to the daemon's user (autoscaled), or, for a daemon that is not root, " \
 	"chmod 640 and chown root:autoscaled"
 
-/* Opens PATH for reading: with O_NONBLOCK, so that the open itself cannot
- * wait, O_CLOEXEC and O_NOCTTY; then checks that it is a regular file and
- * turns O_NONBLOCK off again. With FILE_PRIVATE, a file whose mode gives
+/* Opens PATH for reading: with O_NONBLOCK, so that neither the open nor a
+ * read can wait (a read of an ordinary file never does; one of a kernel
+ * interface that waits for data says EAGAIN), O_CLOEXEC and O_NOCTTY; then
+ * checks that it is a regular file. With FILE_PRIVATE, a file whose mode gives
  * its group or others any access is refused with -EPERM, unless the daemon
  * is not root, root owns the file and the only other access is reading by
  * the daemon's effective group.
