@@ -41,15 +41,30 @@ struct replay {
 	int64_t start_ms;
 };
 
+static void shared_free(struct shared_series *sh)
+{
+	series_clear(&sh->series);
+	free(sh->key);
+	free(sh);
+}
+
+/* The shared series for KEY, NULL if none; with shared_lock held. */
+static struct shared_series *shared_find(const char *key)
+{
+	struct shared_series *sh;
+
+	for (sh = shared; sh && strcmp(sh->key, key) != 0; sh = sh->next)
+		;
+	return sh;
+}
+
 /* The shared series for KEY, with a reference taken; NULL if none. */
 static struct shared_series *shared_get(const char *key)
 {
 	struct shared_series *sh;
 
 	pthread_mutex_lock(&shared_lock);
-	for (sh = shared; sh && strcmp(sh->key, key) != 0; sh = sh->next)
-		;
-	if (sh)
+	if ((sh = shared_find(key)))
 		sh->refs++;
 	pthread_mutex_unlock(&shared_lock);
 	return sh;
@@ -62,20 +77,15 @@ static struct shared_series *shared_add(struct shared_series *sh)
 	struct shared_series *o;
 
 	pthread_mutex_lock(&shared_lock);
-	for (o = shared; o && strcmp(o->key, sh->key) != 0; o = o->next)
-		;
-	if (o) {
+	if ((o = shared_find(sh->key))) {
 		o->refs++;
 	} else {
 		sh->next = shared;
 		shared = sh;
 	}
 	pthread_mutex_unlock(&shared_lock);
-	if (o) {
-		series_clear(&sh->series);
-		free(sh->key);
-		free(sh);
-	}
+	if (o)
+		shared_free(sh);
 	return o ? o : sh;
 }
 
@@ -95,11 +105,8 @@ static void shared_put(struct shared_series *sh)
 				break;
 			}
 	pthread_mutex_unlock(&shared_lock);
-	if (last) {
-		series_clear(&sh->series);
-		free(sh->key);
-		free(sh);
-	}
+	if (last)
+		shared_free(sh);
 }
 
 static const char *const replay_keys[] = { "file", "speed", "column", "scale", NULL };

@@ -451,6 +451,36 @@ static void test_ring_budget(void **st)
 	assert_null(admin_ring_newest(&r));
 }
 
+/* The ring's array grows while its records wrap around it (a budget that
+ * dropped the oldest, then a larger one): they stay in order. */
+static void test_ring_grows_wrapped(void **st)
+{
+	struct admin_ring r = { 0 };
+	char buf[32];
+	cJSON *o, *a;
+
+	(void)st;
+	for (int i = 0; i < 7; i++) {
+		snprintf(buf, sizeof(buf), "{\"n\":%d}", i);
+		admin_ring_push(&r, strdup(buf), 2 * 24); /* two records of 24 */
+	}
+	assert_int_equal(r.n, 2);
+	assert_true(r.head != 0);
+	for (int i = 7; i < 12; i++) {
+		snprintf(buf, sizeof(buf), "{\"n\":%d}", i);
+		admin_ring_push(&r, strdup(buf), 0);
+	}
+	assert_int_equal(r.n, 7);
+	o = admin_ring_json(&r);
+	a = cJSON_GetObjectItem(o, "decisions");
+	assert_int_equal(cJSON_GetArraySize(a), 7);
+	for (int i = 0; i < 7; i++)
+		assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(a, i), "n")->valueint, 5 + i);
+	assert_string_equal(admin_ring_newest(&r), "{\"n\":11}");
+	cJSON_Delete(o);
+	admin_ring_clear(&r);
+}
+
 static void test_socket_refusals(void **st)
 {
 	struct admin *a2;
@@ -834,6 +864,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_body_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring, setup, teardown),
 		cmocka_unit_test(test_ring_budget),
+		cmocka_unit_test(test_ring_grows_wrapped),
 		cmocka_unit_test_setup_teardown(test_socket_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
