@@ -78,7 +78,41 @@ struct lv_host {
 	 * while it is down so that no new member takes one of their names. */
 	int *indices;
 	size_t n_indices;
+	/* What the groups of this process know of this URI's tags
+	 * (libvirt-tagdir.c); NULL when it could not be had. */
+	struct lv_tagdir *tagdir;
 };
+
+/* libvirt-tagdir.c. A domain's tag as last read: whose group it named (by
+ * lv_tag_group_id(), 0 for no tag), and when (monotonic). A tag's group is
+ * written once, when the domain is defined or parked, and never changed by
+ * any group, so a domain read as another group's stays one: it is read
+ * again after the tag_recheck option (default LV_TAG_RECHECK_MS) plus a
+ * spread of up to as much again, taken from its UUID so that groups
+ * started together do not reread together; a tag an operator adds by hand
+ * is taken within twice that. */
+#define LV_TAG_RECHECK_MS (5 * 60 * 1000)
+struct lv_tag_entry {
+	unsigned char uuid[VIR_UUID_BUFLEN];
+	uint64_t group;
+	int64_t read_ms;
+};
+struct lv_tagdir;
+uint64_t lv_tag_group_id(const char *group);
+/* libvirt-tag.c: the lv_tag_group_id() of the group a tag's XML names; 0
+ * when it names none (or does not parse). */
+uint64_t lv_tag_read_group(const char *xml);
+/* The URI's directory, shared and counted; NULL on ENOMEM. */
+struct lv_tagdir *lv_tagdir_get(const char *uri);
+void lv_tagdir_put(struct lv_tagdir *d);
+/* Copies the entry of domain UUID into *ret; false when there is none. */
+bool lv_tagdir_find(struct lv_tagdir *d, const unsigned char *uuid, struct lv_tag_entry *ret);
+/* Replaces the directory by V (malloc'ed, taken), one entry per domain of
+ * a scan: the domains gone since drop out. */
+void lv_tagdir_replace(struct lv_tagdir *d, struct lv_tag_entry *v, size_t n);
+/* Whether the tag of E must be read again by a group whose tag_recheck is
+ * PERIOD_MS (0: always). */
+bool lv_tag_recheck_due(const struct lv_tag_entry *e, int64_t period_ms, int64_t now);
 
 /* The source the driver feeds: each domain's CPU utilisation. */
 #define LV_CPU_SOURCE "libvirt_cpu"
@@ -137,6 +171,7 @@ struct lv_options {
 	enum lv_policy policy;
 	enum lv_shutdown_mode shutdown_mode;
 	int64_t shutdown_timeout_ms;
+	int64_t tag_recheck_ms; /* a domain without the group's tag is not read again for this long */
 	int ready_port;         /* 0: ready when running; else also this TCP port answers */
 	int64_t ready_timeout_ms;
 	char **uris;

@@ -27,7 +27,7 @@ void lv_options_free(struct lv_options *o)
 /* Every option the driver reads, for the near-miss suggestion. */
 static const char *const known_keys[] = {
 	"uri", "weights", "template", "name_pattern", "pool", "volume_mode", "victim_policy", "shutdown_mode",
-	"ready_port", "ready_timeout", "shutdown_timeout", "memory_overcommit", "cpu_overcommit", NULL,
+	"ready_port", "ready_timeout", "shutdown_timeout", "memory_overcommit", "cpu_overcommit", "tag_recheck", NULL,
 };
 
 /* Logs a problem with option `o` (NULL: one that is missing) as a
@@ -137,6 +137,7 @@ int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled
 	static const char *const policies[] = { "newest", "oldest", "least-busy", NULL };
 	static const char *const shutdowns[] = { "acpi", "agent", NULL };
 	struct lv_options o = { .shutdown_timeout_ms = 60 * 1000, .ready_timeout_ms = 1000,
+				.tag_recheck_ms = LV_TAG_RECHECK_MS,
 				.warm = { .refill_ms = 30 * 1000, .warmup_ms = 60 * 1000 } };
 	const struct autoscaled_option *weights = NULL, *pattern = NULL;
 	int r = 0, e;
@@ -201,6 +202,9 @@ int lv_options_parse(const struct autoscaled_host *host, const struct autoscaled
 				o.ready_port = (int)port;
 		} else if (strcmp(p->key, "ready_timeout") == 0) {
 			if ((e = parse_duration(host, p, 10, 30 * 1000, "10ms to 30s", &o.ready_timeout_ms)) < 0)
+				r = e;
+		} else if (strcmp(p->key, "tag_recheck") == 0) {
+			if ((e = parse_duration(host, p, 0, 3600 * 1000, "0 to 1h", &o.tag_recheck_ms)) < 0)
 				r = e;
 		} else if (strcmp(p->key, "shutdown_timeout") == 0) {
 			if ((e = parse_duration(host, p, 0, 3600 * 1000, "0 to 1h", &o.shutdown_timeout_ms)) < 0)

@@ -74,6 +74,19 @@ out:
 	return r;
 }
 
+uint64_t lv_tag_read_group(const char *xml)
+{
+	xmlDocPtr doc = xmlReadMemory(xml, (int)strlen(xml), "member.xml", NULL, XML_PARSE_NONET | XML_PARSE_NOERROR |
+										  XML_PARSE_NOWARNING);
+	xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
+	xmlChar *g = root && xmlStrcmp(root->name, BAD_CAST "member") == 0 ? xmlGetProp(root, BAD_CAST "group") : NULL;
+	uint64_t id = g ? lv_tag_group_id((const char *)g) : 0;
+
+	xmlFree(g);
+	xmlFreeDoc(doc);
+	return id;
+}
+
 xmlNodePtr lv_make_tag(const char *group, const struct lv_member *m)
 {
 	xmlNodePtr n = xmlNewNode(NULL, BAD_CAST "member");

@@ -33,6 +33,8 @@ static const char config_help[] =
 	"shutdown_timeout = duration wait for a graceful stop before destroying, up to 1h (60s)\n"
 	"ready_port = number        a member is ready only once this TCP port of its first address answers (off)\n"
 	"ready_timeout = duration   wait for ready_port, all members at once, 10ms to 30s (1s)\n"
+	"tag_recheck = duration     a domain without the group's tag is read again after this, and up to\n"
+	"                           as long again; 0 to 1h (5min)\n"
 	"memory_overcommit = number a host takes members while its active domains' memory stays within this\n"
 	"                           times its own (off)\n"
 	"cpu_overcommit = number    the same for vCPUs against the host's CPUs (off)\n"
@@ -151,6 +153,10 @@ static int push(struct autoscaled_driver_instance *h, struct vec *x, const struc
 static int scan_host(struct autoscaled_driver_instance *h, struct lv_host *host, struct vec *members, struct vec *warm)
 {
 	virDomainPtr *doms = NULL;
+	struct lv_tag_entry *seen = NULL;
+	size_t n_seen = 0;
+	uint64_t ours = lv_tag_group_id(h->host->group);
+	int64_t now = clock_mono_ms();
 	int nd, r = 0;
 
 	nd = virConnectListAllDomains(host->conn, &doms, 0);
@@ -158,12 +164,37 @@ static int scan_host(struct autoscaled_driver_instance *h, struct lv_host *host,
 		lv_log_virt(h, AUTOSCALED_LOG_ERROR, "listing the domains of '%s' failed", host->uri);
 		return lv_virt_errno();
 	}
+	/* What this scan learns replaces the directory; without room for it,
+	 * every tag is read and the directory stays as it was. */
+	if (host->tagdir)
+		seen = malloc((nd ? (size_t)nd : 1) * sizeof(*seen));
 	for (int i = 0; i < nd; i++) {
 		struct lv_member m = { .host = host, .cpu_percent = -1 };
-		char *md = virDomainGetMetadata(doms[i], VIR_DOMAIN_METADATA_ELEMENT, LV_NS, 0);
+		struct lv_tag_entry e;
+		bool have_uuid = virDomainGetUUID(doms[i], e.uuid) == 0;
+		bool known = have_uuid && seen && lv_tagdir_find(host->tagdir, e.uuid, &e);
+		char *md;
+		bool mine;
 		int reason;
 
-		if (!md || lv_parse_tag(md, h->host->group, &m) < 0) {
+		if (known && e.group != ours && !lv_tag_recheck_due(&e, h->opt.tag_recheck_ms, now)) {
+			seen[n_seen++] = e;
+			virDomainFree(doms[i]);
+			continue;
+		}
+		md = virDomainGetMetadata(doms[i], VIR_DOMAIN_METADATA_ELEMENT, LV_NS, 0);
+		mine = md && lv_parse_tag(md, h->host->group, &m) == 0;
+		if (have_uuid && seen) {
+			/* A failed read of a tag that may be there teaches nothing. */
+			if (md || virGetLastErrorCode() == VIR_ERR_NO_DOMAIN_METADATA) {
+				e.group = mine ? ours : md ? lv_tag_read_group(md) : 0;
+				e.read_ms = now;
+				seen[n_seen++] = e;
+			} else if (known) {
+				seen[n_seen++] = e;
+			}
+		}
+		if (!mine) {
 			free(md);
 			virResetLastError();
 			virDomainFree(doms[i]);
@@ -184,6 +215,8 @@ static int scan_host(struct autoscaled_driver_instance *h, struct lv_host *host,
 		virDomainFree(doms[i]);
 	}
 	free(doms);
+	if (seen)
+		lv_tagdir_replace(host->tagdir, seen, n_seen);
 	return r;
 }
 
@@ -329,6 +362,7 @@ static void lv_close(struct autoscaled_driver_instance *h)
 		if (h->hosts[i].conn)
 			virConnectClose(h->hosts[i].conn);
 		free(h->hosts[i].indices);
+		lv_tagdir_put(h->hosts[i].tagdir);
 	}
 	free(h->members);
 	free(h->warm);
@@ -352,7 +386,8 @@ static void apply_options(struct autoscaled_driver_instance *h, struct lv_option
 	h->opt = *o;
 	h->n_hosts = o->n_uris;
 	for (size_t i = 0; i < h->n_hosts; i++)
-		h->hosts[i] = (struct lv_host){ .uri = o->uris[i], .weight = o->weights[i] };
+		h->hosts[i] = (struct lv_host){ .uri = o->uris[i], .weight = o->weights[i],
+						.tagdir = lv_tagdir_get(o->uris[i]) };
 }
 
 static int lv_open(const struct autoscaled_host *host, const struct autoscaled_option *options, size_t n_options,

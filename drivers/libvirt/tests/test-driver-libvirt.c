@@ -31,6 +31,7 @@
 #include <libxml/tree.h>
 
 #include "agent/driver.h"
+#include "base/clock.h"
 #include "libvirt-internal.h"
 
 static const struct autoscaled_driver *drv;
@@ -673,6 +674,85 @@ static void test_crash_repair(void **state)
 	assert_string_equal(s.id[0], "web-3");
 	check_member("web-3", 3);
 	drv->close(h);
+}
+
+/* Tags domain NAME as member IDX of GROUP, as an operator would with
+ * virsh metadata; GROUP NULL removes the tag. */
+static void retag(const char *name, const char *group, int idx)
+{
+	virDomainPtr d = virDomainLookupByName(tc, name);
+	char md[256];
+
+	assert_non_null(d);
+	snprintf(md, sizeof(md), "<member group='%s' index='%d' created='2026-01-01T00:00:00Z' state='active'/>",
+		 group ? group : "", idx);
+	assert_int_equal(virDomainSetMetadata(d, VIR_DOMAIN_METADATA_ELEMENT, group ? md : NULL,
+					      group ? LV_NS_PREFIX : NULL, LV_NS, 0),
+			 0);
+	virDomainFree(d);
+}
+
+/* A domain found without the group's tag is not read again for
+ * tag_recheck, by any group of the process (so that many groups on one
+ * hypervisor do not each read every domain's metadata at every
+ * observation): a tag an operator adds by hand is taken once that has
+ * passed since it was last read, at once with tag_recheck = 0, and by
+ * every group once one of them has read it; a member's removed tag is
+ * always seen at once. */
+static void test_tag_recheck(void **state)
+{
+	struct autoscaled_driver_instance *h, *h0, *h1;
+	struct autoscaled_observation obs;
+	struct seen s;
+	int64_t deadline;
+	int r;
+
+	define_member("web-1", 1, "active", true, true);
+	define_member("adopted", 7, "active", true, false);
+	retag("adopted", "db", 7);
+	h = open_with(&r, "uri=test:///default", "template=web-template", NULL);
+	assert_int_equal(r, 0);
+	h0 = open_with(&r, "uri=test:///default", "template=web-template", "tag_recheck=0", NULL);
+	assert_int_equal(r, 0);
+	h1 = open_with(&r, "uri=test:///default", "template=web-template", "tag_recheck=0.05", NULL);
+	assert_int_equal(r, 0);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 1);
+	observe_into(h1, &s, &obs);
+	assert_int_equal(s.n, 1);
+
+	retag("adopted", "web", 7);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 1); /* read again in 5 to 10 minutes */
+	assert_false(seen_has(&s, "adopted"));
+	deadline = clock_mono_ms() + 15000; /* 50 to 100 ms */
+	do {
+		observe_into(h1, &s, &obs);
+		if (s.n == 2)
+			break;
+		usleep(10000);
+	} while (clock_mono_ms() < deadline);
+	assert_int_equal(s.n, 2);
+	assert_true(seen_has(&s, "adopted"));
+	/* h1 read it as the group's: h reads it now, at every observation. */
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 2);
+
+	retag("adopted", "db", 7);
+	observe_into(h0, &s, &obs);
+	assert_int_equal(s.n, 1);
+	retag("adopted", "web", 7);
+	observe_into(h0, &s, &obs);
+	assert_int_equal(s.n, 2);
+
+	/* A member's tag is read at every observation. */
+	retag("web-1", NULL, 0);
+	observe_into(h, &s, &obs);
+	assert_int_equal(s.n, 1);
+	assert_false(seen_has(&s, "web-1"));
+	drv->close(h);
+	drv->close(h0);
+	drv->close(h1);
 }
 
 static void test_multi_host(void **state)
@@ -1498,6 +1578,7 @@ int main(void)
 		cmocka_unit_test_setup(test_pool_full, reset),
 		cmocka_unit_test_setup(test_define_refused, reset),
 		cmocka_unit_test_setup(test_crash_repair, reset),
+		cmocka_unit_test_setup(test_tag_recheck, reset),
 		cmocka_unit_test_setup(test_multi_host, reset),
 		cmocka_unit_test_setup(test_host_down, reset),
 		cmocka_unit_test_setup(test_cpu_source, reset),
