@@ -730,8 +730,10 @@ int agent_run(const struct agent_options *opts)
 					   on_ready_timeout, &a);
 
 	r = sd_event_loop(a.event);
-	for (size_t i = 0; i < a.n_groups; i++)
+	for (size_t i = 0; i < a.n_groups; i++) {
 		group_rt_stop(a.groups[i]);
+		group_rt_save_final(a.groups[i]);
+	}
 out:
 	/* After the groups stopped starting calls; it waits for a fenced call
 	 * still running, then hands the groups over at once. */

@@ -132,6 +132,11 @@ struct group_rt {
 	 * state whose digest differs needs a save. A copy would do the same
 	 * with 3.4 KB a group. */
 	uint64_t saved_digest;
+	/* The same without the newest recommendations' times
+	 * (group_state_shape()), and when the file was last written
+	 * (monotonic; 0 never): see refresh_ms() in group.c. */
+	uint64_t saved_shape;
+	int64_t saved_mono_ms;
 	enum state_origin origin;
 	bool save_failed;
 	bool save_retry;          /* the writer failed to write the newest save: write it again */

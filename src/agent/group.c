@@ -425,6 +425,34 @@ static uint64_t group_state_digest(const struct group_state *s)
 	return h;
 }
 
+/* The digest of the state as it would be without the times of the newest
+ * recommendation of each stabilization window: what a steady group's
+ * evaluation changes and nothing else (the same count, recommended again). */
+static uint64_t group_state_shape(const struct group_state *s)
+{
+	struct group_state c;
+
+	memcpy(&c, s, sizeof(c));
+	if (c.engine.n_up_recs > 0)
+		c.engine.up_recs[c.engine.n_up_recs - 1].t_ms = 0;
+	if (c.engine.n_down_recs > 0)
+		c.engine.down_recs[c.engine.n_down_recs - 1].t_ms = 0;
+	return group_state_digest(&c);
+}
+
+/* How much older than in memory a state file's newest recommendations may
+ * be: routine saves that only move them on are written at most this often
+ * (STATE_REFRESH_MS), so that ten thousand steady groups do not rewrite ten
+ * thousand files an interval. The file says so (state_to_json()), and a
+ * restart after a crash holds the scale-in window's newest recommendation
+ * that much longer (state_from_json()). In a cluster every save is written,
+ * since the group's record in etcd tells a new owner when its writer last
+ * evaluated the group; and a clean stop writes each state as it is. */
+static int64_t refresh_ms(const struct group_rt *g)
+{
+	return g->ctx->cluster ? 0 : STATE_REFRESH_MS;
+}
+
 static void save_failed(struct group_rt *g, const char *dir, int r)
 {
 	if (!g->save_failed)
@@ -441,15 +469,19 @@ static void save_ok(struct group_rt *g)
 }
 
 /* Writes the state file when the state changed, through the state writer
- * (state-writer.h): at once when `wait`, else in the writer's turn. A
- * failure is logged once (and counted) until a write succeeds again, and
+ * (state-writer.h): at once when `wait`, else in the writer's turn, and
+ * then only when more than the newest recommendations' times changed or
+ * refresh_ms() has passed since the last write. `final` (a clean stop)
+ * writes the state as it is, saying that nothing newer was left unwritten.
+ * A failure is logged once (and counted) until a write succeeds again, and
  * the write is retried at the next save: the daemon keeps running on its
  * in-memory state. A failure of the writer's is learnt at the next save. */
-static void save_state(struct group_rt *g, bool wait)
+static void save_state(struct group_rt *g, bool wait, bool final)
 {
 	const char *dir = g->ctx->agent_conf->state_directory;
 	char path[PATH_MAX], name[PATH_MAX];
-	uint64_t digest;
+	uint64_t digest, shape;
+	struct clock_now now;
 	char *text;
 	cJSON *j;
 	int64_t r;
@@ -470,9 +502,14 @@ static void save_state(struct group_rt *g, bool wait)
 		save_ok(g);
 	}
 	digest = group_state_digest(&g->st);
-	if (!g->save_retry && digest == g->saved_digest)
+	if (!g->save_retry && !final && digest == g->saved_digest)
 		return;
-	j = state_to_json(&g->st, g->gc->name, clock_now());
+	now = clock_now();
+	shape = group_state_shape(&g->st);
+	if (!g->save_retry && !wait && !final && shape == g->saved_shape &&
+	    now.mono_ms - g->saved_mono_ms < refresh_ms(g))
+		return;
+	j = state_to_json(&g->st, g->gc->name, now, final ? 0 : refresh_ms(g));
 	text = j ? cJSON_Print(j) : NULL;
 	/* The owner's state is the group's record in etcd too, once it has
 	 * continued from its predecessor's. */
@@ -498,11 +535,20 @@ static void save_state(struct group_rt *g, bool wait)
 		save_ok(g);
 	g->save_retry = false;
 	g->saved_digest = digest;
+	g->saved_shape = shape;
+	g->saved_mono_ms = now.mono_ms;
 }
 
 void group_save(struct group_rt *g)
 {
-	save_state(g, true);
+	save_state(g, true, false);
+}
+
+void group_rt_save_final(struct group_rt *g)
+{
+	/* A runtime that wrote nothing leaves the file as it found it. */
+	if (!g->ctx->cluster && g->saved_mono_ms != 0)
+		save_state(g, false, true);
 }
 
 /* As group_save(), in the writer's turn: the evaluations' saves, which
@@ -510,7 +556,7 @@ void group_save(struct group_rt *g)
  * which no action depends on. */
 static void group_save_later(struct group_rt *g)
 {
-	save_state(g, false);
+	save_state(g, false, false);
 }
 
 /* Which way the signals, rules and smoothing steps push the count (steps 1
@@ -1202,6 +1248,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 				  g->st.pin.active ? ", pinned" : "", g->st.pause.active ? ", paused" : "");
 	}
 	g->saved_digest = group_state_digest(&g->st);
+	g->saved_shape = group_state_shape(&g->st);
 
 	r = driver_load(gc->driver, ctx->agent_conf->driver_directory, &loaded, err, sizeof(err));
 	if (r < 0) {
@@ -1351,6 +1398,8 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	}
 	g->st = old->st;
 	g->saved_digest = old->saved_digest;
+	g->saved_shape = old->saved_shape;
+	g->saved_mono_ms = old->saved_mono_ms;
 	g->origin = old->origin;
 	g->adopted_since = old->adopted_since;
 	g->first_eval_ms = old->first_eval_ms;

@@ -67,6 +67,10 @@ void group_rt_start(struct group_rt *g);
 /* Stops timers and cancels polls; a driver call in flight finishes in the
  * background and its result is dropped. */
 void group_rt_stop(struct group_rt *g);
+/* At a clean stop of the daemon, after group_rt_stop(): queues the state
+ * as it is, to the state writer (state_writer_flush() writes it), with no
+ * routine save left unwritten (see refresh_ms() in group.c). */
+void group_rt_save_final(struct group_rt *g);
 /* Frees the runtime (NULL is fine). */
 void group_rt_free(struct group_rt *g);
 

@@ -15,7 +15,8 @@
  * each evaluation (the windows' history) are not synced: two fsyncs a
  * group an interval were half of the daemon's CPU with 10,000 groups, and
  * a power loss that takes the newest of them back leaves an older state,
- * or none and a safe start.
+ * or none and a safe start. (The group runtime also writes a steady
+ * group's routine saves only once a minute: refresh_ms() in group.c.)
  *
  * The loop's thread queues and waits; the thread is started on the first
  * save and runs for the process. */

@@ -227,7 +227,7 @@ static void settle_in_flight(const struct explain_args *a, struct group_state *s
 static int save_state(const char *path, const struct group_conf *g, const struct group_state *st,
 		      struct clock_now now)
 {
-	cJSON *j = state_to_json(st, g->name, now);
+	cJSON *j = state_to_json(st, g->name, now, 0);
 	char *text = j ? cJSON_Print(j) : NULL;
 	FILE *f;
 	int r = 0;

@@ -154,7 +154,7 @@ static int64_t wall_deadline(struct clock_now now, int64_t mono_ms)
 	return mono_ms > now.mono_ms ? clock_mono_to_wall(now, mono_ms) : 0;
 }
 
-cJSON *state_to_json(const struct group_state *s, const char *group, struct clock_now now)
+cJSON *state_to_json(const struct group_state *s, const char *group, struct clock_now now, int64_t refresh_ms)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON *e, *x;
@@ -164,6 +164,8 @@ cJSON *state_to_json(const struct group_state *s, const char *group, struct cloc
 	cJSON_AddNumberToObject(o, "format", STATE_FORMAT_VERSION);
 	cJSON_AddStringToObject(o, "group", group);
 	cJSON_AddNumberToObject(o, "saved_ms", (double)now.wall_ms);
+	if (refresh_ms > 0)
+		cJSON_AddNumberToObject(o, "refresh_ms", (double)refresh_ms);
 
 	e = cJSON_AddObjectToObject(o, "engine");
 	if (!e)
@@ -434,6 +436,22 @@ int state_from_json(const cJSON *j, const struct group_conf *gc, struct clock_no
 		return bad(&p, "%s", "the file belongs to another group");
 	if ((r = parse_engine(&p, cJSON_GetObjectItemCaseSensitive(j, "engine"), gc, &s.engine)) < 0)
 		return r;
+	/* Optional: a file written at every change has none. */
+	if (cJSON_GetObjectItemCaseSensitive(j, "refresh_ms")) {
+		int64_t refresh, saved, until;
+
+		if ((r = get_int(&p, j, "refresh_ms", 0, 86400 * MS_PER_SEC, &refresh)) < 0 ||
+		    (r = get_int(&p, j, "saved_ms", 0, INT64_MAX / 4, &saved)) < 0)
+			return r;
+		until = saved + refresh < now.wall_ms ? saved + refresh : now.wall_ms;
+		if (refresh > 0 && s.engine.n_down_recs > 0) {
+			struct engine_rec *e = &s.engine.down_recs[s.engine.n_down_recs - 1];
+			int64_t m = clock_wall_to_mono(now, until);
+
+			if (e->t_ms < m)
+				e->t_ms = m;
+		}
+	}
 	if ((r = parse_in_flight(&p, cJSON_GetObjectItemCaseSensitive(j, "in_flight"), &s.in_flight)) < 0)
 		return r;
 	/* Optional: a file written before boot times were measured has none. */
@@ -542,7 +560,7 @@ int state_save(const char *dir, const char *group, const struct group_state *s, 
 		return r;
 	if (snprintf(name, sizeof(name), "%s.state", group) >= (int)sizeof(name))
 		return -ENAMETOOLONG;
-	j = state_to_json(s, group, now);
+	j = state_to_json(s, group, now, 0);
 	if (!j)
 		return -ENOMEM;
 	text = cJSON_Print(j);

@@ -40,6 +40,9 @@
 /* A restored action whose target the driver never shows is given up after
  * this long; the next evaluation then starts from what is observed. */
 #define STATE_IN_FLIGHT_DEADLINE_MS (15 * 60 * MS_PER_SEC)
+/* A steady group's state (only the newest recommendations' times moved
+ * on) is written at most this often outside a cluster; see state_to_json(). */
+#define STATE_REFRESH_MS (60 * MS_PER_SEC)
 #define STATE_REQUEST_ID_MAX 128
 
 /* An action handed to the driver and not yet seen complete. */
@@ -151,9 +154,19 @@ int state_read_file(const char *path, const struct group_conf *gc, struct clock_
 
 /* The JSON form (owned by the caller; NULL on ENOMEM) and its parser, for
  * the group `gc`; both map times at `now` (see above). The parser returns 0
- * or -EINVAL and writes a reason to why. */
+ * or -EINVAL and writes a reason to why.
+ *
+ * REFRESH_MS > 0 says that the newest recommendations may have been
+ * recommended again, unsaved, for up to that long after the save (the
+ * daemon writes a steady group's state that often, not at every
+ * evaluation): the parser then holds the scale-in window's newest
+ * recommendation until that long after the save, or until now when that
+ * is sooner, so that a crash takes no recommendation out of the window
+ * early. The scale-out window's is left as saved (its entry expiring
+ * early can only bring a scale-out sooner). 0 for an exact state. */
 struct cJSON;
-struct cJSON *state_to_json(const struct group_state *s, const char *group, struct clock_now now);
+struct cJSON *state_to_json(const struct group_state *s, const char *group, struct clock_now now,
+			    int64_t refresh_ms);
 int state_from_json(const struct cJSON *j, const struct group_conf *gc, struct clock_now now,
 		    struct group_state *ret, char *why, size_t why_len);
 

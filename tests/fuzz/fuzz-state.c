@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	cJSON_Delete(j);
-	out = state_to_json(&s, "web", clock_virtual(NOW_MS));
+	out = state_to_json(&s, "web", clock_virtual(NOW_MS), 0);
 	if (!out)
 		abort();
 	if (state_from_json(out, &web, clock_virtual(NOW_MS), &again, why, sizeof(why)) < 0)

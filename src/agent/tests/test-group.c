@@ -45,6 +45,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 #include <systemd/sd-event.h>
 
@@ -767,6 +768,67 @@ static void test_scale_in_after_stabilization(void **state)
 	assert_int_equal(FAKE(n_observe), 7);
 }
 
+/* The state file of group "web" as written so far: its saved_ms and its
+ * refresh_ms (0 when it has none). */
+static void state_file(int64_t *saved_ms, int64_t *refresh_ms)
+{
+	char path[128], *text;
+	cJSON *j;
+
+	snprintf(path, sizeof(path), "%s/web.state", dir);
+	state_writer_sync(path);
+	assert_int_equal(state_read_text(path, &text), 0);
+	j = cJSON_Parse(text);
+	assert_non_null(j);
+	*saved_ms = (int64_t)cJSON_GetObjectItem(j, "saved_ms")->valuedouble;
+	*refresh_ms = cJSON_GetObjectItem(j, "refresh_ms") ? (int64_t)cJSON_GetObjectItem(j, "refresh_ms")->valuedouble
+							   : 0;
+	cJSON_Delete(j);
+	free(text);
+}
+
+/* A steady group's evaluations only move its newest recommendations on:
+ * their saves are written once a minute (STATE_REFRESH_MS), saying so; any
+ * other change is written at once, and a clean stop writes the state as it
+ * is, with nothing left unwritten. */
+static void test_steady_saves_refresh(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d;
+	int64_t saved, refresh;
+
+	d = start(fx, 2, 100);
+	assert_int_equal(d->action, DIR_NONE);
+	state_file(&saved, &refresh);
+	assert_int_equal(saved, T0_WALL_MS);
+	assert_int_equal(refresh, STATE_REFRESH_MS);
+	for (int i = 0; i < 3; i++) {
+		d = tick(fx->g, 15000);
+		assert_int_equal(d->action, DIR_NONE);
+		state_file(&saved, &refresh);
+		assert_int_equal(saved, T0_WALL_MS);
+	}
+	d = tick(fx->g, 15000);
+	state_file(&saved, &refresh);
+	assert_int_equal(saved, T0_WALL_MS + 60000);
+
+	/* The load falls: a new recommendation in the scale-in window. */
+	fake_set(&fake.load, 40);
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->hold, HOLD_STABILIZATION);
+	state_file(&saved, &refresh);
+	assert_int_equal(saved, T0_WALL_MS + 75000);
+	d = tick(fx->g, 15000);
+	state_file(&saved, &refresh);
+	assert_int_equal(saved, T0_WALL_MS + 75000);
+
+	group_rt_stop(fx->g);
+	group_rt_save_final(fx->g);
+	state_file(&saved, &refresh);
+	assert_int_equal(saved, T0_WALL_MS + 90000);
+	assert_int_equal(refresh, 0);
+}
+
 static void test_failing_scale_out_retried(void **state)
 {
 	struct fixture *fx = *state;
@@ -1061,6 +1123,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_scale_out_completes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scale_in_after_stabilization, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_steady_saves_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failing_scale_out_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_outlives_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_observation_holds_scale_in, setup, teardown),

@@ -136,7 +136,7 @@ static char *saved_text(void)
 	char *t;
 
 	sample_state(&s);
-	j = state_to_json(&s, "web", clock_virtual(NOW));
+	j = state_to_json(&s, "web", clock_virtual(NOW), 0);
 	assert_non_null(j);
 	t = cJSON_Print(j);
 	cJSON_Delete(j);
@@ -394,7 +394,7 @@ static void test_restart_maps_times(void **st)
 	a.engine.no_scale_in_before_ms = m1 + 100000;
 	a.in_flight = (struct state_action){.direction = DIR_IN, .from = 6, .to = 4, .started_ms = m1 - 5000,
 					    .deadline_ms = m1 - 5000 + STATE_IN_FLIGHT_DEADLINE_MS};
-	j = state_to_json(&a, "web", clocks(NOW, m1));
+	j = state_to_json(&a, "web", clocks(NOW, m1), 0);
 	assert_non_null(j);
 	/* The file holds wall-clock times. */
 	e = cJSON_GetObjectItem(j, "engine");
@@ -435,13 +435,55 @@ static void test_restart_maps_times(void **st)
 	 * a 0 reads back as none. */
 	a.engine.no_scale_in_before_ms = m1 - 1;
 	a.engine.last_action_dir = DIR_NONE;
-	j = state_to_json(&a, "web", clocks(NOW, m1));
+	j = state_to_json(&a, "web", clocks(NOW, m1), 0);
 	e = cJSON_GetObjectItem(j, "engine");
 	assert_int_equal(cJSON_GetObjectItem(e, "no_scale_in_before_ms")->valuedouble, 0);
 	assert_int_equal(cJSON_GetObjectItem(e, "last_action_ms")->valuedouble, 0);
 	assert_int_equal(state_from_json(j, &gc, clocks(NOW, m2), &b, why, sizeof(why)), 0);
 	assert_int_equal(b.engine.no_scale_in_before_ms, 0);
 	assert_int_equal(b.engine.last_action_ms, 0);
+	cJSON_Delete(j);
+}
+
+/* A state saved with refresh_ms (a steady group's routine save, written
+ * at most that often): after a crash, the scale-in window's newest
+ * recommendation is held until refresh_ms after the save, or until now
+ * when that is sooner, as it may have been recommended again unsaved; the
+ * scale-out window's is left as saved, and so is every state written
+ * without refresh_ms. */
+static void test_refresh_holds_newest(void **st)
+{
+	const int64_t m1 = 5000 * MS_PER_SEC, m2 = 20 * MS_PER_SEC, refresh = 60 * MS_PER_SEC;
+	struct group_state a, b;
+	char why[256];
+	cJSON *j;
+
+	(void)st;
+	state_init(&a);
+	a.engine.down_recs[0] = (struct engine_rec){.t_ms = m1 - 100000, .count = 5};
+	a.engine.down_recs[1] = (struct engine_rec){.t_ms = m1 - 10000, .count = 3};
+	a.engine.n_down_recs = 2;
+	a.engine.up_recs[0] = (struct engine_rec){.t_ms = m1 - 10000, .count = 3};
+	a.engine.n_up_recs = 1;
+	j = state_to_json(&a, "web", clocks(NOW, m1), refresh);
+	assert_int_equal(cJSON_GetObjectItem(j, "refresh_ms")->valuedouble, refresh);
+
+	/* Five minutes later: held until a minute after the save. */
+	assert_int_equal(state_from_json(j, &gc, clocks(NOW + 5 * 60000, m2), &b, why, sizeof(why)), 0);
+	assert_int_equal(b.engine.down_recs[0].t_ms, m2 - 5 * 60000 - 100000);
+	assert_int_equal(b.engine.down_recs[1].t_ms, m2 - 5 * 60000 + refresh);
+	assert_int_equal(b.engine.up_recs[0].t_ms, m2 - 5 * 60000 - 10000);
+	/* Twenty seconds later: held until now. */
+	assert_int_equal(state_from_json(j, &gc, clocks(NOW + 20000, m2), &b, why, sizeof(why)), 0);
+	assert_int_equal(b.engine.down_recs[1].t_ms, m2);
+	assert_int_equal(b.engine.up_recs[0].t_ms, m2 - 20000 - 10000);
+	cJSON_Delete(j);
+
+	/* An exact state (a clean stop's) is read as saved. */
+	j = state_to_json(&a, "web", clocks(NOW, m1), 0);
+	assert_null(cJSON_GetObjectItem(j, "refresh_ms"));
+	assert_int_equal(state_from_json(j, &gc, clocks(NOW + 5 * 60000, m2), &b, why, sizeof(why)), 0);
+	assert_int_equal(b.engine.down_recs[1].t_ms, m2 - 5 * 60000 - 10000);
 	cJSON_Delete(j);
 }
 
@@ -716,6 +758,7 @@ int main(void)
 		cmocka_unit_test(test_expire),
 		cmocka_unit_test(test_reconcile),
 		cmocka_unit_test(test_merge_record),
+		cmocka_unit_test(test_refresh_holds_newest),
 		cmocka_unit_test(test_dry_run),
 		cmocka_unit_test_setup_teardown(test_boot_time_persists, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forecast_persists, setup, teardown),
