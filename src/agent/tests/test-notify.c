@@ -165,8 +165,15 @@ static void test_webhook(void **st)
 	argv[6] = NULL;
 	if (posix_spawnp(&pid, "python3", NULL, NULL, argv, environ) != 0)
 		skip();
-	for (int i = 0; i < 100 && access(port_file, F_OK) != 0; i++)
+	/* Up to 20 s for the interpreter to start on a loaded machine; one
+	 * that died is seen at once. */
+	for (int i = 0; i < 400 && access(port_file, F_OK) != 0; i++) {
+		int status;
+
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			fail_msg("the webhook receiver exited before it listened (status %d)", status);
 		usleep(50000);
+	}
 	port = slurp(port_file);
 	assert_non_null(port);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%s/hook", port);
