@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "engine/forecast.h"
 #include "agent/group.h"
+#include "sources/loop.h"
 #include "agent/workers.h"
 #include "state/state.h"
 #include "engine/window.h"
@@ -92,8 +93,11 @@ struct group_error {
 	int64_t time_ms;         /* wall clock, shown; 0: none */
 	enum job_kind kind;      /* the operation that failed */
 	int err;                 /* the negative errno the driver returned */
-	char message[512];       /* the driver's own words, "" if it logged none */
+	char *message;           /* the driver's own words (at most GROUP_ERROR_MAX), NULL if none */
 };
+
+#define GROUP_ERROR_MAX 511
+#define SIGNAL_ERROR_MAX 255
 
 struct signal_rt {
 	const struct signal_conf *sc;
@@ -101,10 +105,13 @@ struct signal_rt {
 	struct window win;
 	struct source *src;       /* NULL when the driver feeds the signal */
 	int driver_source;        /* index in the driver's sources, or -1 */
-	sd_event_source *timer;
+	struct timer timer;       /* the polls' (sources/loop.h) */
 	uint64_t next_poll_usec;  /* CLOCK_MONOTONIC; 0: poll when the group starts */
 	bool polling;
-	char error[256];          /* the newest poll's error, "" when it succeeded */
+	/* The newest poll's error (at most SIGNAL_ERROR_MAX), NULL when it
+	 * succeeded: allocated only while a poll fails, and kept while it
+	 * fails the same way (signal_set_error). */
+	char *error;
 	int n_sampled;
 	bool reported;            /* a poll has completed, with a sample or an error */
 	/* The signal's forecaster when its forecast mode is not off, and the
@@ -126,7 +133,7 @@ struct group_rt {
 	struct signal_rt *signals;
 	size_t n_signals;
 	bool want_samples;        /* a signal reads one of the driver's sources */
-	sd_event_source *timer;
+	struct timer timer;       /* the evaluations' (sources/loop.h) */
 	struct group_state st;    /* persisted: engine state, in-flight action, pin, pause, dry run */
 	/* A digest of the state the state file holds (group_state_digest): a
 	 * state whose digest differs needs a save. A copy would do the same

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,36 @@ static void start_driver_call(struct group_rt *g)
 static void group_evaluate(struct group_rt *g);
 static bool signals_reported(const struct group_rt *g);
 
+/* What a signal's error says when its own words cannot be held: it is
+ * still an error, never read as a valid sample. */
+static char signal_error_oom[] = "out of memory";
+
+static void signal_clear_error(struct signal_rt *s)
+{
+	if (s->error != signal_error_oom)
+		free(s->error);
+	s->error = NULL;
+}
+
+/* Sets the signal's error. One the same as the error held is kept as it
+ * is, so that a signal that keeps failing does not allocate at each poll. */
+static void signal_set_error(struct signal_rt *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void signal_set_error(struct signal_rt *s, const char *fmt, ...)
+{
+	char text[SIGNAL_ERROR_MAX + 1];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (s->error && strcmp(s->error, text) == 0)
+		return;
+	signal_clear_error(s);
+	s->error = strdup(text);
+	if (!s->error)
+		s->error = signal_error_oom;
+}
+
 /* The first evaluation waits for the first polls (see signals_reported);
  * the last of them to answer starts it. */
 static void maybe_first_evaluation(struct group_rt *g)
@@ -102,41 +133,39 @@ static void signal_poll_done(void *userdata, int64_t t_ms, int status, double va
 	s->polling = false;
 	s->reported = true;
 	if (status < 0) {
-		snprintf(s->error, sizeof(s->error), "%s", error ? error : strerror(-status));
+		signal_set_error(s, "%s", error ? error : strerror(-status));
 		log_group(LOG_DEBUG, s->g->gc->name, NULL, NULL, "signal '%s': %s", s->sc->name, s->error);
 		maybe_first_evaluation(s->g);
 		return;
 	}
 	if (window_push(&s->win, t_ms, value) == -EDOM) {
-		snprintf(s->error, sizeof(s->error), "not a finite number");
+		signal_set_error(s, "not a finite number");
 		maybe_first_evaluation(s->g);
 		return;
 	}
-	s->error[0] = '\0';
+	signal_clear_error(s);
 	s->n_sampled = -1;
 	metrics_record_sample(s->g->ctx->metrics, s->g->gc->name, s->sc->name);
 	maybe_first_evaluation(s->g);
 }
 
-static int on_signal_timer(sd_event_source *es, uint64_t usec, void *userdata)
+static void on_signal_timer(struct timer *t, uint64_t due, void *userdata)
 {
 	struct signal_rt *s = userdata;
 	int r;
 
-	sd_event_source_set_time(es, usec + (uint64_t)s->sc->poll_interval_ms * 1000);
-	sd_event_source_set_enabled(es, SD_EVENT_ON);
+	timer_set(t, due + (uint64_t)s->sc->poll_interval_ms * 1000);
 	if (s->polling) {
 		log_group(LOG_DEBUG, s->g->gc->name, NULL, NULL, "signal '%s': previous poll still running",
 			  s->sc->name);
-		return 0;
+		return;
 	}
 	s->polling = true;
 	r = source_poll(s->src, clock_mono_ms(), signal_poll_done, s);
 	if (r < 0) {
 		s->polling = false;
-		snprintf(s->error, sizeof(s->error), "poll failed: %s", strerror(-r));
+		signal_set_error(s, "poll failed: %s", strerror(-r));
 	}
-	return 0;
 }
 
 /* Whether instance `in` counts for a reading at time t: running, ready and
@@ -174,12 +203,12 @@ static void feed_driver_samples(struct group_rt *g, const struct job *j, struct 
 			}
 		}
 		if (n == 0) {
-			snprintf(s->error, sizeof(s->error), "no ready member has a value of '%.64s' yet%s%.140s%s",
-				 s->sc->source, j->driver_msg[0] ? " (" : "", j->driver_msg, j->driver_msg[0] ? ")" : "");
+			signal_set_error(s, "no ready member has a value of '%.64s' yet%s%.140s%s", s->sc->source,
+					 j->driver_msg[0] ? " (" : "", j->driver_msg, j->driver_msg[0] ? ")" : "");
 		} else if (window_push(&s->win, t.mono_ms, sum / n) == -EDOM) {
-			snprintf(s->error, sizeof(s->error), "not a finite number");
+			signal_set_error(s, "not a finite number");
 		} else {
-			s->error[0] = '\0';
+			signal_clear_error(s);
 			s->n_sampled = n;
 			metrics_record_sample(g->ctx->metrics, g->gc->name, s->sc->name);
 		}
@@ -192,8 +221,7 @@ static void driver_samples_failed(struct group_rt *g, int r)
 {
 	for (size_t i = 0; i < g->n_signals; i++)
 		if (g->signals[i].driver_source >= 0)
-			snprintf(g->signals[i].error, sizeof(g->signals[i].error), "no value: observe failed: %s",
-				 strerror(-r));
+			signal_set_error(&g->signals[i], "no value: observe failed: %s", strerror(-r));
 }
 
 /* ----------------------------------------------------------- evaluation */
@@ -588,7 +616,7 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 		size_t n = strlen(sentence);
 
 		snprintf(sentence + n, sizeof(sentence) - n, "; last %s failed: %s",
-			 job_kind_noun(e->kind), e->message[0] ? e->message : strerror(-e->err));
+			 job_kind_noun(e->kind), e->message ? e->message : strerror(-e->err));
 	}
 	/* The journal gets INFO when what is done changes (an action, or
 	 * another hold reason: the engine's, an operator's pause or pin, a
@@ -793,7 +821,7 @@ void group_engine_inputs(const struct group_rt *g, enum scale_direction in_fligh
 	for (size_t i = 0; i < g->n_signals; i++) {
 		in[i] = (struct engine_signal_input){
 			.window = &g->signals[i].win,
-			.error = g->signals[i].error[0] ? g->signals[i].error : NULL,
+			.error = g->signals[i].error,
 			.n_sampled = g->signals[i].n_sampled,
 		};
 	}
@@ -982,18 +1010,17 @@ void group_job_done(struct job *j)
 	}
 }
 
-static int on_group_timer(sd_event_source *es, uint64_t usec, void *userdata)
+static void on_group_timer(struct timer *t, uint64_t due, void *userdata)
 {
 	struct group_rt *g = userdata;
 
-	sd_event_source_set_time(es, usec + (uint64_t)g->gc->interval_ms * 1000);
-	sd_event_source_set_enabled(es, SD_EVENT_ON);
+	timer_set(t, due + (uint64_t)g->gc->interval_ms * 1000);
 	if (g->job) {
 		/* A driver call is still running: evaluation and logging go on
 		 * with the last observation; no second action is issued. */
 		if (g->observed)
 			group_evaluate(g);
-		return 0;
+		return;
 	}
 	if (g->ctx->cluster && !cluster_observes(g->ctx->cluster, g->gc->name)) {
 		/* Another agent's group (cluster.observe = "owned"): no driver
@@ -1006,10 +1033,9 @@ static int on_group_timer(sd_event_source *es, uint64_t usec, void *userdata)
 			if (g->ctx->first_observation)
 				g->ctx->first_observation(g->ctx->userdata);
 		}
-		return 0;
+		return;
 	}
 	start_driver_call(g);
-	return 0;
 }
 
 /* -------------------------------------------------------------- actions */
@@ -1151,12 +1177,16 @@ void group_note_result(struct group_rt *g, const struct job *j, int64_t t)
 	struct group_error *e = &g->last_error;
 
 	if (j->r >= 0) {
-		if (e->time_ms && e->kind == j->kind)
+		if (e->time_ms && e->kind == j->kind) {
+			free(e->message);
 			*e = (struct group_error){0};
+		}
 		return;
 	}
-	*e = (struct group_error){.time_ms = t, .kind = j->kind, .err = j->r};
-	snprintf(e->message, sizeof(e->message), "%s", j->driver_msg);
+	free(e->message);
+	/* Without memory the record shows the errno's words alone. */
+	*e = (struct group_error){.time_ms = t, .kind = j->kind, .err = j->r,
+				  .message = j->driver_msg[0] ? strndup(j->driver_msg, GROUP_ERROR_MAX) : NULL};
 }
 
 cJSON *group_rt_last_error_json(const struct group_rt *g)
@@ -1171,7 +1201,7 @@ cJSON *group_rt_last_error_json(const struct group_rt *g)
 		return NULL;
 	if (!admin_add_time(o, "time", e->time_ms) || !cJSON_AddStringToObject(o, "operation", job_kind_operation(e->kind)) ||
 	    !cJSON_AddStringToObject(o, "error", strerror(-e->err)) ||
-	    !(e->message[0] ? cJSON_AddStringToObject(o, "message", e->message) : cJSON_AddNullToObject(o, "message"))) {
+	    !(e->message ? cJSON_AddStringToObject(o, "message", e->message) : cJSON_AddNullToObject(o, "message"))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -1376,7 +1406,9 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 
 				window_push(&a->win, smp->t_ms, smp->v);
 			}
-			memcpy(a->error, b->error, sizeof(a->error));
+			signal_clear_error(a);
+			a->error = b->error;
+			b->error = NULL;
 			a->n_sampled = b->n_sampled;
 			a->reported = b->reported;
 			/* The same reader: keep it, with its poll in flight and
@@ -1391,7 +1423,7 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 					source_set_userdata(a->src, a);
 				a->polling = b->polling;
 				b->polling = false;
-				if (!b->timer || sd_event_source_get_time(b->timer, &a->next_poll_usec) < 0)
+				if (!timer_armed(&b->timer, &a->next_poll_usec))
 					a->next_poll_usec = 0;
 			}
 		}
@@ -1421,7 +1453,9 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	g->observed_start_ms = old->observed_start_ms;
 	g->first_reported = old->first_reported;
 	/* A reload does not make a failed operation succeed. */
+	free(g->last_error.message);
 	g->last_error = old->last_error;
+	old->last_error.message = NULL;
 }
 
 void group_rt_rebind(struct group_rt *g, const struct group_conf *gc)
@@ -1455,13 +1489,15 @@ void group_rt_start(struct group_rt *g)
 	}
 	sd_event_now(g->ctx->event, CLOCK_MONOTONIC, &t);
 	/* Evaluate at once, then every interval. */
-	sd_event_add_time(g->ctx->event, &g->timer, CLOCK_MONOTONIC, t, 0, on_group_timer, g);
+	if (timer_start(g->ctx->event, &g->timer, t, on_group_timer, g) < 0)
+		log_group(LOG_ERR, g->gc->name, NULL, NULL, "out of memory: the group is not evaluated");
 	for (size_t i = 0; i < g->n_signals; i++) {
 		struct signal_rt *s = &g->signals[i];
 
-		if (s->src)
-			sd_event_add_time(g->ctx->event, &s->timer, CLOCK_MONOTONIC,
-					  s->next_poll_usec ? s->next_poll_usec : t, 0, on_signal_timer, s);
+		if (s->src && timer_start(g->ctx->event, &s->timer, s->next_poll_usec ? s->next_poll_usec : t,
+					  on_signal_timer, s) < 0)
+			log_group(LOG_ERR, g->gc->name, NULL, NULL, "out of memory: signal '%s' is not polled",
+				  s->sc->name);
 	}
 }
 
@@ -1470,9 +1506,9 @@ void group_rt_stop(struct group_rt *g)
 	bool was = g->stopped;
 
 	g->stopped = true;
-	g->timer = sd_event_source_disable_unref(g->timer);
+	timer_stop(&g->timer);
 	for (size_t i = 0; i < g->n_signals; i++)
-		g->signals[i].timer = sd_event_source_disable_unref(g->signals[i].timer);
+		timer_stop(&g->signals[i].timer);
 	/* The forecasters learn nothing more: saved now, while a cluster's
 	 * owner still holds the group and can hand its record over. */
 	if (!was)
@@ -1489,6 +1525,7 @@ void group_rt_free(struct group_rt *g)
 	for (size_t i = 0; i < g->n_signals; i++) {
 		source_free(g->signals[i].src);
 		window_destroy(&g->signals[i].win);
+		signal_clear_error(&g->signals[i]);
 	}
 	for (size_t i = 0; i < g->n_signals; i++)
 		free(g->signals[i].fc);

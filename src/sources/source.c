@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sources/loop.h"
 #include "sources/source.h"
 
 #define SOURCE_ERROR_MAX 512
@@ -22,8 +24,9 @@ struct source {
 	int64_t t_ms;
 	source_done_fn done;
 	void *userdata;
-	/* A result waiting for the next loop iteration (source_complete_later). */
-	sd_event_source *defer;
+	/* A result waiting for the loop's next turn (source_complete_later),
+	 * with the other sources' on one defer source (loop.h). */
+	struct later later;
 	int later_status;
 	double later_value;
 	char *later_error; /* malloc'ed, NULL for none: most results have none */
@@ -188,7 +191,7 @@ int source_opt_list(const struct signal_conf *sc, const char *key, char ***ret, 
 	return 0;
 }
 
-static int on_defer(sd_event_source *es, void *userdata);
+static void on_later(struct later *l);
 
 static int check_keys(const struct signal_conf *sc, const struct source_ops *ops, char *err, size_t errlen)
 {
@@ -253,19 +256,17 @@ int source_new(const struct signal_conf *sc, const struct source_env *env, struc
 		free(s);
 		return -ENOMEM;
 	}
-	/* The deferred-completion event exists from the start, so that
-	 * source_complete_later() cannot fail inside a poll. */
-	r = sd_event_add_defer(env->event, &s->defer, on_defer, s);
+	/* Registered from the start, so that source_complete_later()
+	 * cannot fail inside a poll. */
+	r = later_init(env->event, &s->later, on_later);
 	if (r >= 0) {
-		sd_event_source_set_enabled(s->defer, SD_EVENT_OFF);
-		sd_event_source_set_description(s->defer, "source-complete");
 		r = ops->init(s, sc, err, errlen);
 	} else {
 		snprintf(err, errlen, "%s:%d: signal '%s': %s", sc->file ? sc->file : "?", sc->line, s->signal,
 			 strerror(-r));
 	}
 	if (r < 0) {
-		sd_event_source_disable_unref(s->defer);
+		later_done(&s->later);
 		if (ops->done)
 			ops->done(s);
 		free(s->priv);
@@ -301,7 +302,7 @@ void source_free(struct source *s)
 		return;
 	if (s->busy && s->ops->cancel)
 		s->ops->cancel(s);
-	sd_event_source_disable_unref(s->defer);
+	later_done(&s->later);
 	if (s->ops->done)
 		s->ops->done(s);
 	free(s->later_error);
@@ -341,16 +342,14 @@ void source_complete(struct source *s, int status, double value, const char *fmt
 	complete(s, status, value, error);
 }
 
-static int on_defer(sd_event_source *es, void *userdata)
+static void on_later(struct later *l)
 {
-	struct source *s = userdata;
+	struct source *s = (struct source *)((char *)l - offsetof(struct source, later));
 	char *error = s->later_error;
 
-	sd_event_source_set_enabled(es, SD_EVENT_OFF);
 	s->later_error = NULL;
 	complete(s, s->later_status, s->later_value, error);
 	free(error);
-	return 0;
 }
 
 void source_complete_later(struct source *s, int status, double value, const char *fmt, ...)
@@ -371,7 +370,7 @@ void source_complete_later(struct source *s, int status, double value, const cha
 		if (error[0])
 			s->later_error = strdup(error);
 	}
-	sd_event_source_set_enabled(s->defer, SD_EVENT_ONESHOT);
+	later_post(&s->later);
 }
 
 const char *source_type_name(const struct source *s)
