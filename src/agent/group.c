@@ -1559,6 +1559,7 @@ void group_rt_free(struct group_rt *g)
 		free((char *)g->instances[i].location);
 	}
 	free(g->instances);
+	free(g->last_error.message);
 	free(g);
 }
 
