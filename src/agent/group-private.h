@@ -70,7 +70,7 @@ struct job {
 	int from;                /* scale: the count when the action was decided */
 	int64_t started_ms;      /* monotonic, when it was queued (an action's start) */
 	int64_t called_ms;       /* monotonic, when its worker called the driver */
-	int write_fd;
+	struct job *done_next;   /* on the list of finished jobs (job.c) */
 	/* Results, written by the worker thread. */
 	int r;
 	struct autoscaled_observation obs;
@@ -190,12 +190,12 @@ struct group_rt {
 	int64_t first_eval_ms;    /* monotonic: this process's first evaluation of the group */
 };
 
-/* job.c. The pipe that carries finished jobs back to the loop is made once
- * per process, on the first call; `done` is called on the loop's thread
+/* job.c. What carries finished jobs back to the loop is made once per
+ * process, on the first call; `done` is called on the loop's thread
  * for each finished job of a group that still exists (the caller frees the
  * job afterwards). Returns 0 or a negative errno. */
 typedef void (*job_done_fn)(struct job *j);
-int job_pipe_init(sd_event *event, job_done_fn done);
+int job_done_init(sd_event *event, job_done_fn done);
 /* Queues `j` on the pool of g's driver and makes it g's job; a failure is
  * logged and leaves `j` to the caller. Calls of one driver start in the
  * order they were queued, at most the driver's limit at once. */

@@ -1249,7 +1249,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	char err[512];
 	int r;
 
-	r = job_pipe_init(ctx->event, group_job_done);
+	r = job_done_init(ctx->event, group_job_done);
 	if (r < 0)
 		return r;
 	g = calloc(1, sizeof(*g));

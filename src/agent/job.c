@@ -2,19 +2,19 @@
  *
  * Driver calls go through jobs: a job runs one operation on a worker thread
  * of its driver's pool (workers.h) and posts itself back to the loop
- * through a pipe shared by all groups.
+ * on a list shared by all groups.
  * A group has at most one job at a time, which is the driver ABI's "one call
  * at a time per handle"; a reload hands the job of the replaced runtime to
  * the new one, so that this holds for the group across reloads, whatever
- * handles it goes through. The worker thread owns the job until it writes
- * it to the pipe; from then on only the loop's thread touches it. */
+ * handles it goes through. The worker thread owns the job until it puts
+ * it on the list; from then on only the loop's thread touches it. */
 #include <errno.h>
 #include <stddef.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -32,15 +32,16 @@
  * the time: their pool is sized for waiting, not computing, so that one
  * observe cycle of 200 groups takes one round of calls and 2,000 take
  * eight. Measured with bench/cloud-observe.sh (BENCH_POOL) at 100 ms added
- * latency, MIGs / scale sets: 200 groups in 307 / 324 ms (a thread per
- * group: 369 / 387 ms; a pool of 64: 816 / 823 ms); 2,000 groups in 2.7 /
- * 2.9 s (a pool of 128: 3.4 s; a thread per group, or a pool of 1,024,
+ * latency, MIGs / scale sets: 200 groups in 307 / 349 ms (a thread per
+ * group: 369 / 387 ms; a pool of 64: 816 / 823 ms); 2,000 groups in 1.8 /
+ * 2.2 s (a pool of 128: 3.4 s; a thread per group, or a pool of 1,024,
  * overran the emulator's backlog, timed out and retried: 69 to 91 s). So
  * the bound helps the REST drivers too: a burst of a thousand connections
  * at once is what an API throttles. Asynchronous calls on curl's multi
  * interface would save the threads, not the time, and would take a second,
  * asynchronous driver ABI. A driver the daemon does not know gets the REST
- * drivers' limit, as it may wait as they do. */
+ * drivers' limit, as it may wait as they do: the pool wakes fewer threads
+ * than calls when its calls turn out quick (workers.c). */
 #define JOB_WAITING_LIMIT 256
 /* A worker without work for this long ends: longer than the usual
  * interval, so that the threads of one cycle serve the next. */
@@ -56,8 +57,15 @@ struct driver_pool {
 };
 static struct driver_pool *pools;
 
-/* The pipe that carries finished jobs back to the loop, one per process. */
-static int job_pipe[2] = {-1, -1};
+/* Finished jobs on their way back to the loop, one list per process, in
+ * the order they finished. A worker that puts a job on the empty list
+ * writes the eventfd the loop watches; the loop reads the eventfd and
+ * then takes the whole list. Posting never blocks a worker (a pipe would,
+ * once a burst of thousands of calls filled it while the loop was busy),
+ * and a burst costs the loop one read, not one per job. */
+static pthread_mutex_t done_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct job *done_head, **done_tail = &done_head;
+static int done_fd = -1;
 static sd_event_source *job_source;
 /* The group runtime's completion, called for a job whose group lives. */
 static job_done_fn job_done;
@@ -227,7 +235,7 @@ static void job_fence_end(struct job *j)
 static void job_run(struct workers_task *t)
 {
 	struct job *j = (struct job *)((char *)t - offsetof(struct job, task));
-	ssize_t n;
+	bool first;
 
 	/* What the driver says about a failure reaches the decision record
 	 * through the job, which this thread owns until it is posted back. */
@@ -257,9 +265,14 @@ static void job_run(struct workers_task *t)
 		break;
 	}
 	driver_capture_end();
-	do
-		n = write(j->write_fd, &j, sizeof(j));
-	while (n < 0 && errno == EINTR);
+	pthread_mutex_lock(&done_lock);
+	first = !done_head;
+	j->done_next = NULL;
+	*done_tail = j;
+	done_tail = &j->done_next;
+	pthread_mutex_unlock(&done_lock);
+	if (first)
+		eventfd_write(done_fd, 1);
 }
 
 const char *job_kind_operation(enum job_kind k)
@@ -335,7 +348,6 @@ int job_start(struct group_rt *g, struct job *j)
 	j->g = g;
 	j->drv = g->drv;
 	j->handle = g->handle;
-	j->write_fd = job_pipe[1];
 	j->started_ms = clock_mono_ms();
 	j->cluster = g->ctx->cluster;
 	snprintf(j->fence_group, sizeof(j->fence_group), "%s", g->gc->name);
@@ -354,7 +366,7 @@ bool job_cancel(struct job *j)
 {
 	if (!j->pool || !workers_cancel(j->pool, &j->task))
 		return false;
-	/* As for an orphan's call that has ended (on_job_pipe). */
+	/* As for an orphan's call that has ended (on_jobs_done). */
 	if (j->close_when_done) {
 		if (j->handle)
 			j->drv->close(j->handle);
@@ -364,16 +376,25 @@ bool job_cancel(struct job *j)
 	return true;
 }
 
-static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+static int on_jobs_done(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
-	struct job *j;
-	ssize_t n;
+	struct job *next;
+	eventfd_t n;
 
 	(void)s;
 	(void)revents;
 	(void)userdata;
-	while ((n = read(fd, &j, sizeof(j))) == (ssize_t)sizeof(j)) {
+	eventfd_read(fd, &n);
+	pthread_mutex_lock(&done_lock);
+	next = done_head;
+	done_head = NULL;
+	done_tail = &done_head;
+	pthread_mutex_unlock(&done_lock);
+	while (next) {
+		struct job *j = next;
 		struct group_rt *g = j->g;
+
+		next = j->done_next;
 
 		/* The handle of a group that is gone is closed as soon as its
 		 * last call has ended; a group that lives on closes the handle
@@ -395,15 +416,13 @@ static int on_job_pipe(sd_event_source *s, int fd, uint32_t revents, void *userd
 	return 0;
 }
 
-int job_pipe_init(sd_event *event, job_done_fn done)
+int job_done_init(sd_event *event, job_done_fn done)
 {
 	job_done = done;
-	if (job_pipe[0] >= 0)
+	if (done_fd >= 0)
 		return 0;
-	if (pipe2(job_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+	done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (done_fd < 0)
 		return -errno;
-	/* The writers are worker threads; let them block rather than lose a
-	 * job when the pipe is full. */
-	fcntl(job_pipe[1], F_SETFL, fcntl(job_pipe[1], F_GETFL) & ~O_NONBLOCK);
-	return sd_event_add_io(event, &job_source, job_pipe[0], EPOLLIN, on_job_pipe, NULL);
+	return sd_event_add_io(event, &job_source, done_fd, EPOLLIN, on_jobs_done, NULL);
 }

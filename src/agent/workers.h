@@ -4,9 +4,11 @@
  * they were queued, and a driver whose calls are slow or stuck holds only
  * its own pool's threads, never another driver's.
  *
- * Threads are started when a task is queued and no idle thread is there to
- * take it (up to the limit), and end after being idle for the pool's idle
- * time. The loop's thread queues and cancels; the tasks run on the
+ * A task queued wakes an idle thread, or starts one up to the limit, when
+ * the threads awake would not take it soon: each task gets a thread of its
+ * own while tasks take long (calls that wait on the network), and a few
+ * threads serve many while they are quick (see workers.c). Threads end
+ * after being idle for the pool's idle time. The loop's thread queues and cancels; the tasks run on the
  * workers. */
 #ifndef AUTOSCALED_WORKERS_H
 #define AUTOSCALED_WORKERS_H
@@ -24,6 +26,7 @@ struct workers_task {
 	void (*run)(struct workers_task *t);
 	struct workers_task *next; /* the pool's */
 	bool queued;               /* the pool's, under its lock */
+	int64_t queued_ns;         /* the pool's: when it was queued */
 };
 
 /* A pool of at most `limit` threads (at least 1) that end after `idle_ms`
@@ -38,6 +41,10 @@ void workers_free(struct workers *w);
  * their task has run. */
 void workers_set_limit(struct workers *w, int limit);
 int workers_limit(struct workers *w);
+/* Sets the run time below which a task counts as quick, which is also the
+ * longest a task waits behind busy threads (5 ms unless set), and forgets
+ * the tasks timed so far. For tests. */
+void workers_set_quick(struct workers *w, int64_t quick_ns);
 /* Queues `t` behind every task queued before it. Returns 0, or a negative
  * errno when no thread could be started to run it (then `t` is not
  * queued). */

@@ -470,7 +470,11 @@ class GceEmulator(Emulator):
             for group, values in sorted(self.cpu.items()):
                 if want_group is not None and group != want_group:
                     continue
-                now = int(time.time() - self.cpu_lag_s) // 60 * 60
+                # The newest minute up to the request's end, not the
+                # clock's: a minute that turns between the caller's
+                # reading of the clock and this one must not hide the
+                # newest point (nor change it between two pages).
+                now = int(min(time.time(), end) - self.cpu_lag_s) // 60 * 60
                 # Two instances whose mean is the group's value: only the
                 # reducer gives that value as one series.
                 per = []

@@ -12,7 +12,10 @@
  *   - a queued call can be cancelled, a running one cannot;
  *   - idle threads end, and a later call starts a thread again;
  *   - a lowered limit holds for the calls that follow, also when the
- *     threads above it are idle. */
+ *     threads above it are idle;
+ *   - quick calls queued at once share a few threads, not one each;
+ *   - a call stuck where the calls were quick holds up the calls queued
+ *     behind it only until the guard takes them. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -337,6 +340,65 @@ static void test_lowered_limit_idle(void **state)
 	workers_free(w);
 }
 
+/* Runs `n` quick calls from `first` one after another, so that the pool
+ * learns that its calls are quick. */
+static void train_quick(struct workers *w, int first, int n)
+{
+	for (int i = first; i < first + n; i++) {
+		submit(w, i, false);
+		wait_for(&drv.n_done, i + 1);
+	}
+}
+
+static void test_quick_calls_share_threads(void **state)
+{
+	struct workers *w;
+	struct workers_stats st;
+
+	(void)state;
+	assert_int_equal(workers_new("test", 64, 60000, &w), 0);
+	/* A quick threshold of 10 s: no call here is ever late, whatever the
+	 * load on the machine, so the count of threads is the pool's choice
+	 * alone. */
+	workers_set_quick(w, 10LL * 1000000000);
+	train_quick(w, 0, 60);
+	for (int i = 60; i < 210; i++)
+		submit(w, i, false);
+	wait_for(&drv.n_done, 210);
+	/* One thread serves them, and one more stands guard (a third may
+	 * have been started while the first was between two calls); a
+	 * thread per call would have made 64. */
+	workers_stats(w, &st);
+	assert_true(st.threads <= 3);
+	for (int i = 0; i < 210; i++)
+		assert_int_equal(drv.order[i], i);
+	workers_free(w);
+}
+
+static void test_guard_takes_calls_behind_stuck(void **state)
+{
+	struct workers *w;
+	struct workers_stats st;
+
+	(void)state;
+	assert_int_equal(workers_new("test", 4, 60000, &w), 0);
+	workers_set_quick(w, 50LL * 1000000);
+	train_quick(w, 0, 60);
+	/* The pool takes its calls for quick ones; this one hangs. */
+	submit(w, 60, true);
+	wait_for(&drv.held, 1);
+	for (int i = 61; i < 66; i++)
+		submit(w, i, false);
+	/* The calls behind it run while it still hangs. */
+	wait_for(&drv.n_done, 65);
+	assert_int_equal(drv_get(&drv.held), 1);
+	workers_stats(w, &st);
+	assert_int_equal(st.queued, 0);
+	release(1);
+	wait_for(&drv.n_done, 66);
+	workers_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +409,8 @@ int main(void)
 		cmocka_unit_test_setup(test_idle_threads_end, setup),
 		cmocka_unit_test_setup(test_lowered_limit, setup),
 		cmocka_unit_test_setup(test_lowered_limit_idle, setup),
+		cmocka_unit_test_setup(test_quick_calls_share_threads, setup),
+		cmocka_unit_test_setup(test_guard_takes_calls_behind_stuck, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
