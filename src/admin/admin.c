@@ -47,9 +47,14 @@ bool admin_add_time(cJSON *o, const char *key, int64_t ms)
 
 /* A record's share of the budget: its text and what malloc keeps beside
  * it (a chunk header and rounding, about 16 bytes with glibc). */
+static size_t text_bytes(size_t len)
+{
+	return len + 1 + 16;
+}
+
 static size_t record_bytes(const char *json)
 {
-	return strlen(json) + 1 + 16;
+	return text_bytes(strlen(json));
 }
 
 static void drop_oldest(struct admin_ring *r)
@@ -97,6 +102,17 @@ void admin_ring_push(struct admin_ring *r, char *json, size_t limit)
 	r->bytes += record_bytes(json);
 	while (limit && r->n > 1 && r->bytes > limit)
 		drop_oldest(r);
+}
+
+bool admin_ring_pass_over(struct admin_ring *r, size_t len, size_t limit)
+{
+	size_t b = text_bytes(len);
+
+	if (!limit || 2 * b <= limit)
+		return true;
+	while (r->n && (r->n == ADMIN_RING_SIZE || r->bytes + b > limit))
+		drop_oldest(r);
+	return false;
 }
 
 const char *admin_ring_newest(const struct admin_ring *r)

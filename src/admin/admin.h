@@ -123,6 +123,12 @@ struct admin_ring {
  * oldest while there are more than ADMIN_RING_SIZE or they hold more than
  * `limit` bytes (0: no limit); the newest record always stays. */
 void admin_ring_push(struct admin_ring *r, char *json, size_t limit);
+/* For an owner that makes its newest record only when something reads
+ * it: a record of LEN bytes that a newer one is replacing before it was
+ * made. Returns true when the ring would keep it beside a newer one of the
+ * same length (make it and push it); otherwise drops what pushing it would
+ * have dropped and returns false (it need not be made). */
+bool admin_ring_pass_over(struct admin_ring *r, size_t len, size_t limit);
 /* The newest record's text; NULL when there is none. */
 const char *admin_ring_newest(const struct admin_ring *r);
 /* The records, oldest first, as {"decisions": [...]}; NULL on ENOMEM. */

@@ -5,6 +5,7 @@
  * interval and survives a restart. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 
@@ -28,9 +29,11 @@ static void add_str_or_null(cJSON *o, const char *key, const char *v)
 /* The newest decision record, parsed from the ring; NULL when none. */
 static cJSON *last_record(const struct group_rt *g)
 {
-	const char *newest = admin_ring_newest(group_rt_ring(g));
+	char *newest = group_rt_newest_record(g);
+	cJSON *o = newest ? cJSON_Parse(newest) : NULL;
 
-	return newest ? cJSON_Parse(newest) : NULL;
+	free(newest);
+	return o;
 }
 
 cJSON *group_admin_summary(const struct group_rt *g)
@@ -178,7 +181,7 @@ cJSON *group_admin_show(const struct group_rt *g)
 
 cJSON *group_admin_decisions(const struct group_rt *g)
 {
-	return admin_ring_json(group_rt_ring(g));
+	return group_rt_records_json(g);
 }
 
 /* In a cluster, an operator's pause, pin and dry-run belong to the

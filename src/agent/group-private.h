@@ -152,6 +152,18 @@ struct group_rt {
 	struct drain *drain;      /* pre-scale-in hooks running */
 	struct decision last;
 	bool have_last;
+	/* The newest decision's record is not made yet: it is `last` (with
+	 * record_dry_run), made when something reads it, when a newer
+	 * decision replaces it and the ring would keep it, or before what a
+	 * record shows besides the decision changes (record_flush() in
+	 * group.c). Making every evaluation's record as JSON was most of the
+	 * daemon's work at 10,000 groups, where the history budget keeps one
+	 * record a group; a record the log wants (INFO, or DEBUG with
+	 * --verbose) is made at once. record_len: the length of the last one
+	 * made, what the ring is asked about before making the next. */
+	bool record_pending;
+	bool record_dry_run;
+	size_t record_len;
 	/* What the last logged decision said besides its action and hold
 	 * reason: an override ("paused", "pinned" or NULL) and whether a
 	 * failed operation was in it. A change of either is at INFO. */

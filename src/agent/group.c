@@ -594,30 +594,49 @@ static int signals_push(const struct decision *d)
 	return (d->flap_guarded > d->current) - (d->flap_guarded < d->current);
 }
 
-/* Logs the decision and returns its record as JSON text (malloc'ed, or
- * NULL on ENOMEM). */
+/* The decision's record as JSON text (malloc'ed, or NULL on ENOMEM), and
+ * its sentence in SENTENCE (LEN bytes). A failed cloud operation stays in
+ * every record until the operation succeeds again, so that whoever reads
+ * one record learns why the count did not move. */
+static char *make_record(const struct group_rt *g, const struct decision *d, bool dry_run, char *sentence,
+			 size_t len)
+{
+	char *json = NULL;
+	cJSON *o;
+
+	decision_sentence(d, g->gc, sentence, len);
+	if (g->last_error.time_ms) {
+		const struct group_error *e = &g->last_error;
+		size_t n = strlen(sentence);
+
+		snprintf(sentence + n, len - n, "; last %s failed: %s", job_kind_noun(e->kind),
+			 e->message ? e->message : strerror(-e->err));
+	}
+	o = decision_to_json(d, g->gc);
+	if (o) {
+		cJSON_AddBoolToObject(o, "dry_run", dry_run);
+		if (g->last_error.time_ms)
+			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
+		cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
+		json = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+	}
+	return json;
+}
+
+/* Logs the decision and returns its record as JSON text (malloc'ed), or
+ * NULL when the log does not want it (a DEBUG line without --verbose) or
+ * on ENOMEM: the caller then keeps the decision as the pending record. */
 static char *log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
 {
 	char sentence[1024];
 	struct log_field fields[1 + DECISION_JOURNAL_FIELDS];
 	struct decision_field_buf buf;
 	size_t n_fields;
-	char *json = NULL;
-	cJSON *o;
+	char *json;
 	bool changed;
 	int prio;
 
-	decision_sentence(d, g->gc, sentence, sizeof(sentence));
-	/* A failed cloud operation stays in every record until the operation
-	 * succeeds again, so that whoever reads one record learns why the
-	 * count did not move. */
-	if (g->last_error.time_ms) {
-		const struct group_error *e = &g->last_error;
-		size_t n = strlen(sentence);
-
-		snprintf(sentence + n, sizeof(sentence) - n, "; last %s failed: %s",
-			 job_kind_noun(e->kind), e->message ? e->message : strerror(-e->err));
-	}
 	/* The journal gets INFO when what is done changes (an action, or
 	 * another hold reason: the engine's, an operator's pause or pin, a
 	 * failed operation), or the way the signals push (a paused group
@@ -631,20 +650,37 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	prio = d->action != DIR_NONE || changed ? LOG_INFO : LOG_DEBUG;
 	g->last_override = g->override;
 	g->last_had_error = g->last_error.time_ms != 0;
-	o = decision_to_json(d, g->gc);
-	if (o) {
-		cJSON_AddBoolToObject(o, "dry_run", dry_run);
-		if (g->last_error.time_ms)
-			cJSON_ReplaceItemInObjectCaseSensitive(o, "explanation", cJSON_CreateString(sentence));
-		cJSON_AddItemToObject(o, "last_error", group_rt_last_error_json(g));
-		json = cJSON_PrintUnformatted(o);
-		cJSON_Delete(o);
-	}
+	if (!log_enabled(prio))
+		return NULL;
+	json = make_record(g, d, dry_run, sentence, sizeof(sentence));
+	if (json)
+		g->record_len = strlen(json);
 	fields[0] = (struct log_field){"DECISION", json ? json : "{}"};
 	n_fields = 1 + decision_journal_fields(d, &buf, fields + 1);
 	log_fields(prio, g->gc->name, LOG_ID_DECISION, fields, n_fields, "%s%s",
 		   dry_run && d->action != DIR_NONE ? "(dry run, not acting) " : "", sentence);
 	return json;
+}
+
+/* Makes the pending record (g->last, see record_pending) and pushes it into
+ * the history ring. SUPERSEDED: a newer decision replaces it, and the ring
+ * is asked first whether it would keep it beside the newer one. Called too
+ * before what a record shows besides the decision changes (the failed
+ * operation, the runtime on a reload). */
+static void record_flush(struct group_rt *g, bool superseded)
+{
+	char sentence[1024];
+	char *json;
+
+	if (!g->record_pending)
+		return;
+	g->record_pending = false;
+	if (superseded && g->record_len && !admin_ring_pass_over(&g->ring, g->record_len, g->ctx->history_bytes))
+		return;
+	json = make_record(g, &g->last, g->record_dry_run, sentence, sizeof(sentence));
+	if (json)
+		g->record_len = strlen(json);
+	admin_ring_push(&g->ring, json, g->ctx->history_bytes);
 }
 
 /* ------------------------------------------------------------ forecasts */
@@ -860,9 +896,12 @@ static void group_evaluate(struct group_rt *g)
 		return;
 	}
 	g->override = d.override;
+	record_flush(g, true);
 	json = log_decision(g, &d, dry);
 	g->last = d;
 	g->have_last = true;
+	g->record_pending = !json;
+	g->record_dry_run = dry;
 	m1 = clock_mono_ns();
 	paused = g->st.pause.active;
 	pinned = g->st.pin.active;
@@ -1176,13 +1215,16 @@ void group_note_result(struct group_rt *g, const struct job *j, int64_t t)
 {
 	struct group_error *e = &g->last_error;
 
+	/* The pending record shows the error of its own time. */
 	if (j->r >= 0) {
 		if (e->time_ms && e->kind == j->kind) {
+			record_flush(g, false);
 			free(e->message);
 			*e = (struct group_error){0};
 		}
 		return;
 	}
+	record_flush(g, false);
 	free(e->message);
 	/* Without memory the record shows the errno's words alone. */
 	*e = (struct group_error){.time_ms = t, .kind = j->kind, .err = j->r,
@@ -1435,6 +1477,8 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 	g->origin = old->origin;
 	g->adopted_since = old->adopted_since;
 	g->first_eval_ms = old->first_eval_ms;
+	/* The old runtime's pending record names its configuration. */
+	record_flush(old, false);
 	g->ring = old->ring;
 	old->ring = (struct admin_ring){0};
 	/* A drain in flight belongs to the old runtime and ends with it; the
@@ -1594,9 +1638,32 @@ const struct decision *group_rt_last(const struct group_rt *g)
 	return g->have_last ? &g->last : NULL;
 }
 
-const struct admin_ring *group_rt_ring(const struct group_rt *g)
+char *group_rt_newest_record(const struct group_rt *g)
 {
-	return &g->ring;
+	char sentence[1024];
+	const char *newest;
+
+	if (g->record_pending)
+		return make_record(g, &g->last, g->record_dry_run, sentence, sizeof(sentence));
+	newest = admin_ring_newest(&g->ring);
+	return newest ? strdup(newest) : NULL;
+}
+
+cJSON *group_rt_records_json(const struct group_rt *g)
+{
+	cJSON *o = admin_ring_json(&g->ring), *a = cJSON_GetObjectItemCaseSensitive(o, "decisions");
+	char *text;
+
+	if (!a || !g->record_pending)
+		return o;
+	text = group_rt_newest_record(g);
+	if (!text) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	cJSON_AddItemToArray(a, cJSON_Parse(text));
+	free(text);
+	return o;
 }
 
 int group_rt_current(const struct group_rt *g, bool *observed)

@@ -14,7 +14,7 @@
 #include "config/config.h"
 #include "state/state.h"
 
-struct admin_ring;
+struct cJSON;
 struct cluster;
 struct http;
 struct group_rt;
@@ -91,7 +91,12 @@ const struct group_ctx *group_rt_ctx(const struct group_rt *g);
 bool group_rt_state_here(const struct group_rt *g);
 /* The last decision, or NULL before the first one. */
 const struct decision *group_rt_last(const struct group_rt *g);
-const struct admin_ring *group_rt_ring(const struct group_rt *g);
+/* The newest decision record as JSON text (malloc'ed), or NULL when there
+ * is none (or on ENOMEM). */
+char *group_rt_newest_record(const struct group_rt *g);
+/* The decision history, oldest first, as {"decisions": [...]}; NULL on
+ * ENOMEM. */
+struct cJSON *group_rt_records_json(const struct group_rt *g);
 /* The observed count; *observed is false before the first observation. */
 int group_rt_current(const struct group_rt *g, bool *observed);
 /* Where the state came from at start-up (enum state_origin). */

@@ -46,6 +46,11 @@ void log_set_verbose(bool verbose)
 	verbose_on = verbose;
 }
 
+bool log_enabled(int priority)
+{
+	return priority != LOG_DEBUG || verbose_on;
+}
+
 static const char *prio_word(int prio)
 {
 	switch (prio) {
@@ -156,7 +161,7 @@ static void vlog(int prio, const char *group, const char *message_id, const stru
 	char msg[2048];
 	int saved = errno;
 
-	if (prio == LOG_DEBUG && !verbose_on)
+	if (!log_enabled(prio))
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	escape_controls(msg, sizeof(msg));

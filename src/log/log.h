@@ -35,6 +35,9 @@ enum log_target {
 void log_init(bool foreground, bool verbose);
 void log_set_target(enum log_target t);
 void log_set_verbose(bool verbose);
+/* Whether a message at PRIORITY would be written: whether the work of
+ * building one is worth doing. */
+bool log_enabled(int priority);
 
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

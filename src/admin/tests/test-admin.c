@@ -451,6 +451,40 @@ static void test_ring_budget(void **st)
 	assert_null(admin_ring_newest(&r));
 }
 
+/* A record its owner had not made yet, that a newer one replaces: the
+ * ring says whether it would keep it beside a newer one of its length,
+ * and when not, drops what pushing it would have dropped. */
+static void test_ring_pass_over(void **st)
+{
+	struct admin_ring r = { 0 };
+	char buf[32];
+
+	(void)st;
+	/* No budget, or room for two records of 24 bytes: keep it. */
+	assert_true(admin_ring_pass_over(&r, 7, 0));
+	assert_true(admin_ring_pass_over(&r, 7, 48));
+	for (int i = 0; i < 3; i++) {
+		snprintf(buf, sizeof(buf), "{\"n\":%d}", i);
+		admin_ring_push(&r, strdup(buf), 72);
+	}
+	assert_int_equal(r.n, 3);
+	assert_true(admin_ring_pass_over(&r, 7, 72));
+	assert_int_equal(r.n, 3);
+	/* A record of 47 bytes: two do not fit in 72, and pushing it would
+	 * have left one record of 24 beside it. */
+	assert_false(admin_ring_pass_over(&r, 30, 72));
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.bytes, 24);
+	assert_string_equal(admin_ring_newest(&r), "{\"n\":2}");
+	/* Nothing beside it: everything older goes. */
+	assert_false(admin_ring_pass_over(&r, 60, 72));
+	assert_int_equal(r.n, 0);
+	assert_int_equal(r.bytes, 0);
+	admin_ring_push(&r, strdup("{\"n\":3}"), 72);
+	assert_string_equal(admin_ring_newest(&r), "{\"n\":3}");
+	admin_ring_clear(&r);
+}
+
 /* The ring's array grows while its records wrap around it (a budget that
  * dropped the oldest, then a larger one): they stay in order. */
 static void test_ring_grows_wrapped(void **st)
@@ -865,6 +899,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ring, setup, teardown),
 		cmocka_unit_test(test_ring_budget),
 		cmocka_unit_test(test_ring_grows_wrapped),
+		cmocka_unit_test(test_ring_pass_over),
 		cmocka_unit_test_setup_teardown(test_socket_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),

@@ -49,10 +49,12 @@
 #include <cmocka.h>
 #include <systemd/sd-event.h>
 
+#include "base/iso8601.h"
 #include "config/config.h"
 #include "agent/driver.h"
 #include "agent/group-private.h"
 #include "agent/state-writer.h"
+#include "log/log.h"
 #include "state/state.h"
 
 /* ------------------------------------------------------------ the clock */
@@ -768,6 +770,104 @@ static void test_scale_in_after_stabilization(void **state)
 	assert_int_equal(FAKE(n_observe), 7);
 }
 
+/* The group's decision history (the admin API's): how many records, and
+ * whether the newest is of decision D and shows a failed operation. */
+static int history(const struct group_rt *g, const struct decision *d, bool *error)
+{
+	cJSON *o = group_admin_decisions(g), *a = cJSON_GetObjectItem(o, "decisions"), *newest;
+	int n = cJSON_GetArraySize(a);
+	char when[48];
+
+	assert_non_null(a);
+	assert_true(n > 0);
+	newest = cJSON_GetArrayItem(a, n - 1);
+	assert_int_equal(iso8601_format(d->time_ms, ISO8601_MILLIS, when, sizeof(when)), 0);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(newest, "time")), when);
+	assert_int_equal((int)cJSON_GetNumberValue(cJSON_GetObjectItem(newest, "desired")), d->desired);
+	*error = !cJSON_IsNull(cJSON_GetObjectItem(newest, "last_error"));
+	cJSON_Delete(o);
+	return n;
+}
+
+/* A steady group's records are made when something reads them or when
+ * the history keeps them, not at each evaluation: with room for many,
+ * every decision is in the history; with room for one, the newest
+ * (pending, not made) is the only one, and nothing was made for the
+ * others. With --verbose the log wants each record, made at once. */
+static void test_records_made_when_read(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d;
+	bool error;
+
+	d = start(fx, 2, 100);
+	/* The first decision is logged at INFO: made at once. */
+	assert_false(fx->g->record_pending);
+	assert_int_equal(fx->g->ring.n, 1);
+	for (int i = 0; i < 3; i++) {
+		d = tick(fx->g, 15000);
+		assert_int_equal(d->action, DIR_NONE);
+		assert_true(fx->g->record_pending);
+		assert_int_equal(history(fx->g, d, &error), 2 + i);
+		assert_false(error);
+		/* Reading it made a copy, not the ring's record. */
+		assert_int_equal(fx->g->ring.n, 1 + i);
+	}
+
+	/* A budget too small for two records. */
+	fx->ctx.history_bytes = 64;
+	for (int i = 0; i < 3; i++) {
+		d = tick(fx->g, 15000);
+		assert_true(fx->g->record_pending);
+		assert_int_equal(fx->g->ring.n, 0);
+		assert_int_equal(history(fx->g, d, &error), 1);
+	}
+
+	log_set_verbose(true);
+	d = tick(fx->g, 15000);
+	log_set_verbose(false);
+	assert_false(fx->g->record_pending);
+	assert_int_equal(fx->g->ring.n, 1);
+	assert_int_equal(history(fx->g, d, &error), 1);
+}
+
+/* A record not made yet shows the failed operation of its own time: the
+ * failure that comes after it is in the next records, not in it. */
+static void test_pending_record_keeps_its_error(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d, *held;
+	struct decision copy;
+	bool error;
+
+	fake.hold_scale = true;
+	fake.fail_scale = 1;
+	d = start(fx, 2, 190);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_true(run_until(scale_waiting, NULL));
+	/* The first hold is a change (INFO); the second is not. */
+	tick(fx->g, 5000);
+	held = tick(fx->g, 5000);
+	assert_int_equal(held->hold, HOLD_IN_FLIGHT);
+	assert_true(fx->g->record_pending);
+	copy = *held;
+	fake_release();
+	assert_true(run_until(idle, fx->g));
+	assert_int_not_equal(fx->g->last_error.time_ms, 0);
+	/* Made when the failure came, without it. */
+	assert_false(fx->g->record_pending);
+	assert_int_equal(history(fx->g, &copy, &error), 3);
+	assert_false(error);
+
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_int_equal(history(fx->g, d, &error), 4);
+	assert_true(error);
+	assert_true(run_until(scale_waiting, NULL));
+	fake_release();
+	assert_true(run_until(idle, fx->g));
+}
+
 /* The state file of group "web" as written so far: its saved_ms and its
  * refresh_ms (0 when it has none). */
 static void state_file(int64_t *saved_ms, int64_t *refresh_ms)
@@ -1124,6 +1224,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_scale_out_completes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scale_in_after_stabilization, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_saves_refresh, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records_made_when_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pending_record_keeps_its_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failing_scale_out_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_outlives_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_observation_holds_scale_in, setup, teardown),

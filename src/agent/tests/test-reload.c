@@ -26,9 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 #include <systemd/sd-event.h>
 
+#include "base/iso8601.h"
 #include "config/config.h"
 #include "agent/group.h"
 #include "agent/state-writer.h"
@@ -321,12 +323,65 @@ static void test_rebind_keeps_runtime(void **st)
 	config_free(c2);
 }
 
+static bool decided_twice(void *arg)
+{
+	struct settled *s = arg;
+	const struct decision *d = group_rt_last(s->g);
+
+	if (d && !s->after_ms)
+		s->after_ms = d->time_ms;
+	return d && d->time_ms > s->after_ms;
+}
+
+/* The replaced runtime's newest record, not made yet when the reload
+ * comes (a steady hold), is made on its configuration and kept in the
+ * history the new runtime takes over. */
+static void test_reload_keeps_pending_record(void **st)
+{
+	struct config *c1 = load("", 0, 40), *c2;
+	struct group_ctx ctx = {.event = event, .agent_conf = &c1->agent};
+	struct group_rt *g1 = NULL, *g2 = NULL;
+	struct settled s = {0};
+	char when[48];
+	cJSON *o, *a, *newest;
+	int64_t last_ms;
+
+	(void)st;
+	assert_int_equal(group_rt_new(&ctx, &c1->groups[0], NULL, &g1), 0);
+	s.g = g1;
+	group_rt_start(g1);
+	assert_true(run_until(decided_twice, &s, 10000));
+	last_ms = group_rt_last(g1)->time_ms;
+	assert_int_equal(group_rt_last(g1)->action, DIR_NONE);
+
+	c2 = load("", 0, 41);
+	assert_false(config_group_equal(&c1->groups[0], &c2->groups[0]));
+	ctx.agent_conf = &c2->agent;
+	assert_int_equal(group_rt_new(&ctx, &c2->groups[0], g1, &g2), 0);
+	group_rt_adopt(g2, g1);
+	group_rt_stop(g1);
+	group_rt_free(g1);
+	config_free(c1);
+
+	o = group_admin_decisions(g2);
+	a = cJSON_GetObjectItem(o, "decisions");
+	assert_int_equal(cJSON_GetArraySize(a), 2);
+	newest = cJSON_GetArrayItem(a, 1);
+	assert_int_equal(iso8601_format(last_ms, ISO8601_MILLIS, when, sizeof(when)), 0);
+	assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(newest, "time")), when);
+	assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(newest, "signals"), 0), "target")), 40);
+	cJSON_Delete(o);
+	group_rt_free(g2);
+	config_free(c2);
+}
+
 int main(void)
 {
 	const char *top = getenv("top_builddir");
 	struct stat sb;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_group_equal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reload_keeps_pending_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_change_during_scale_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_policy_change_during_scale_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rebind_keeps_runtime, setup, teardown),
