@@ -14,6 +14,9 @@
 #   cpu_steady_pct             per cent of one core from WARM to WARM + STEADY (default 60) s
 #   rss_end_mb, rss_max_mb     resident memory at the end, and its peak (VmHWM)
 #   scaled_out_to_min          groups whose first scale-out is done (from the log)
+#   reload_s, reload_cpu_s     then a reload (SIGHUP) of the same file: the time
+#                              until the daemon logs it done, and its CPU time
+#                              (the main loop evaluates no group meanwhile)
 #
 # Run from the build directory:
 #   top_srcdir=.. sh ../bench/footprint.sh
@@ -117,7 +120,17 @@ rss=$(status_kb VmRSS)
 hwm=$(status_kb VmHWM)
 threads_end=$(status_kb Threads)
 scaled=$(grep -c "scaled out from 0 to 1 done" "$tmp/daemon.log" || true)
+reloaded() { grep -c "agent: reloaded" "$tmp/daemon.log" || true; }
+cpu_r0=$(cpu_ticks)
+t_r0=$(date +%s%N)
+kill -HUP "$pid"
+until [ "$(reloaded)" -ge 1 ]; do
+	kill -0 "$pid" 2>/dev/null || { echo "footprint: the daemon exited on the reload:" >&2; tail -20 "$tmp/daemon.log" >&2; exit 1; }
+	sleep 0.05
+done
+reload_ms=$((($(date +%s%N) - t_r0) / 1000000))
+cpu_r1=$(cpu_ticks)
 kill -TERM "$pid"
 wait "$pid" 2>/dev/null || true
 pid=""
-echo "{\"driver\":\"$driver\",\"groups\":$groups,\"signals\":$signals,\"interval_s\":$interval,\"threads_max\":$threads_max,\"threads_end\":$threads_end,\"cpu_warm_s\":$(echo "$cpu_warm $hz" | awk '{ printf "%.1f", $1 / $2 }'),\"warm_s\":$warm,\"cpu_steady_pct\":$(echo "$cpu_end $cpu_steady0 $hz $t $steady0_ms" | awk '{ printf "%.1f", 100 * ($1 - $2) / $3 / (($4 - $5) / 1000) }'),\"rss_end_mb\":$((rss / 1024)),\"rss_max_mb\":$((hwm / 1024)),\"scaled_out_to_min\":$scaled}"
+echo "{\"driver\":\"$driver\",\"groups\":$groups,\"signals\":$signals,\"interval_s\":$interval,\"threads_max\":$threads_max,\"threads_end\":$threads_end,\"cpu_warm_s\":$(echo "$cpu_warm $hz" | awk '{ printf "%.1f", $1 / $2 }'),\"warm_s\":$warm,\"cpu_steady_pct\":$(echo "$cpu_end $cpu_steady0 $hz $t $steady0_ms" | awk '{ printf "%.1f", 100 * ($1 - $2) / $3 / (($4 - $5) / 1000) }'),\"rss_end_mb\":$((rss / 1024)),\"rss_max_mb\":$((hwm / 1024)),\"scaled_out_to_min\":$scaled,\"reload_s\":$(echo "$reload_ms" | awk '{ printf "%.2f", $1 / 1000 }'),\"reload_cpu_s\":$(echo "$cpu_r1 $cpu_r0 $hz" | awk '{ printf "%.2f", ($1 - $2) / $3 }')}"

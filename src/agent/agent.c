@@ -164,6 +164,44 @@ static int on_ready_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/* The running groups' positions in a->groups, sorted by name: a reload
+ * finds each new group's running one by name, and a scan of all of them
+ * for each was quadratic (10^8 comparisons at 10,000 groups). The names
+ * are the running configuration's. */
+struct by_name {
+	const char *name;
+	size_t pos;
+};
+
+static int by_name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct by_name *)a)->name, ((const struct by_name *)b)->name);
+}
+
+static struct by_name *running_by_name(const struct agent *a)
+{
+	struct by_name *v = calloc(a->n_groups ? a->n_groups : 1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	for (size_t j = 0; j < a->n_groups; j++)
+		v[j] = (struct by_name){group_rt_name(a->groups[j]), j};
+	qsort(v, a->n_groups, sizeof(*v), by_name_cmp);
+	return v;
+}
+
+/* The position in a->groups of the running group NAME, or -1 (always at
+ * start-up, when V is NULL). */
+static ssize_t running_pos(const struct agent *a, const struct by_name *v, const char *name)
+{
+	const struct by_name key = {name, 0}, *hit;
+
+	if (!v || !a->n_groups)
+		return -1;
+	hit = bsearch(&key, v, a->n_groups, sizeof(*v), by_name_cmp);
+	return hit ? (ssize_t)hit->pos : -1;
+}
+
 /* Builds runtimes for every group of `c` into *ret. A group whose
  * configuration equals that of the running group of its name (a reload)
  * keeps the running runtime: (*ret)[i] is that one and keep[i] is set.
@@ -171,7 +209,8 @@ static int on_ready_timeout(sd_event_source *s, uint64_t usec, void *userdata)
  * their name, if any, after the swap. `keep` has c->n_groups entries (NULL
  * at start-up, when nothing runs). On failure nothing is kept or adopted
  * and the new runtimes are freed. */
-static int build_groups(struct agent *a, const struct config *c, struct group_rt ***ret, bool *keep)
+static int build_groups(struct agent *a, const struct config *c, const struct by_name *running,
+			struct group_rt ***ret, bool *keep)
 {
 	struct group_rt **v;
 	int r;
@@ -180,11 +219,9 @@ static int build_groups(struct agent *a, const struct config *c, struct group_rt
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < c->n_groups; i++) {
-		struct group_rt *old = NULL;
+		ssize_t pos = running_pos(a, running, c->groups[i].name);
+		struct group_rt *old = pos >= 0 ? a->groups[pos] : NULL;
 
-		for (size_t j = 0; j < a->n_groups; j++)
-			if (strcmp(group_rt_name(a->groups[j]), c->groups[i].name) == 0)
-				old = a->groups[j];
 		if (keep && old && config_group_equal(group_rt_conf(old), &c->groups[i])) {
 			v[i] = old;
 			keep[i] = true;
@@ -256,6 +293,7 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	struct config_errors errs = {0};
 	struct config *c = NULL;
 	struct group_rt **groups = NULL;
+	struct by_name *running = NULL;
 	bool *keep = NULL;
 	size_t n_kept = 0;
 	int r, new_lock = -1;
@@ -320,9 +358,11 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	 * configuration, and goes back if the new groups cannot be built. */
 	a->ctx.agent_conf = &c->agent;
 	keep = calloc(c->n_groups ? c->n_groups : 1, sizeof(*keep));
-	r = keep ? build_groups(a, c, &groups, keep) : -ENOMEM;
+	running = running_by_name(a);
+	r = keep && running ? build_groups(a, c, running, &groups, keep) : -ENOMEM;
 	if (r < 0) {
 		free(keep);
+		free(running);
 		if (new_lock >= 0)
 			close(new_lock);
 		a->ctx.agent_conf = &a->config->agent;
@@ -340,18 +380,19 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	 * engine state by name. */
 	a->ctx.history_bytes = history_bytes(c);
 	for (size_t i = 0; i < c->n_groups; i++) {
-		for (size_t j = 0; j < a->n_groups; j++) {
-			if (!a->groups[j] || strcmp(group_rt_name(a->groups[j]), c->groups[i].name) != 0)
-				continue;
-			if (keep[i]) {
-				group_rt_rebind(groups[i], &c->groups[i]);
-				a->groups[j] = NULL;
-				n_kept++;
-			} else {
-				group_rt_adopt(groups[i], a->groups[j]);
-			}
+		ssize_t j = running_pos(a, running, c->groups[i].name);
+
+		if (j < 0)
+			continue;
+		if (keep[i]) {
+			group_rt_rebind(groups[i], &c->groups[i]);
+			a->groups[j] = NULL;
+			n_kept++;
+		} else {
+			group_rt_adopt(groups[i], a->groups[j]);
 		}
 	}
+	free(running);
 	for (size_t j = 0; j < a->n_groups; j++)
 		if (a->groups[j])
 			group_rt_stop(a->groups[j]);
@@ -703,7 +744,7 @@ int agent_run(const struct agent_options *opts)
 	}
 
 	sd_notify(false, "STATUS=Opening drivers");
-	r = build_groups(&a, a.config, &a.groups, NULL);
+	r = build_groups(&a, a.config, NULL, &a.groups, NULL);
 	if (r < 0) {
 		log_err_errno(r, "agent: start-up failed");
 		sd_notifyf(false, "STATUS=Start-up failed: %s", strerror(-r));

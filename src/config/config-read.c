@@ -589,7 +589,81 @@ static const char *shared_target(const struct group_conf *a, const struct group_
 	return NULL;
 }
 
-static void read_groups(struct config_ctx *x, const config_setting_t *list, GHashTable *names)
+/* The cloud target a GCE or Azure group drives, as a key that two groups
+ * share exactly when shared_target() says they drive one target
+ * (malloc'ed), or NULL: another driver, or no name to compare. */
+static char *target_key(const struct group_conf *g)
+{
+	static const char *const gce[] = {"project", "zone", "region", "name"};
+	static const char *const azure[] = {"subscription", "resource_group", "name"};
+	const char *const *keys;
+	size_t n;
+	bool icase;
+	GString *k;
+
+	if (!g->driver || !options_get_str(&g->driver_options, "name", NULL))
+		return NULL;
+	if (strcmp(g->driver, "gce-mig") == 0) {
+		keys = gce;
+		n = N_ELEMS(gce);
+		icase = false;
+	} else if (strcmp(g->driver, "azure-vmss") == 0) {
+		keys = azure;
+		n = N_ELEMS(azure);
+		icase = true;
+	} else {
+		return NULL;
+	}
+	k = g_string_new(g->driver);
+	for (size_t i = 0; i < n; i++) {
+		const char *v = options_get_str(&g->driver_options, keys[i], NULL);
+
+		/* An absent option and an empty one differ, as in opt_equal(). */
+		g_string_append_c(k, '\x1f');
+		g_string_append_c(k, v ? '=' : '-');
+		if (v && icase) {
+			for (const char *c = v; *c; c++)
+				g_string_append_c(k, g_ascii_tolower(*c));
+		} else if (v) {
+			g_string_append(k, v);
+		}
+	}
+	return g_string_free(k, false);
+}
+
+/* The first group before G that drives what G drives, and what that is;
+ * NULL when none. TARGETS maps target_key() to the first group of each
+ * key, so that ten thousand groups are not compared pair by pair; libvirt
+ * groups, whose name patterns may overlap without being equal, are
+ * compared with every libvirt group before them. */
+static const struct group_conf *shared_with(const struct config *c, const struct group_conf *g,
+					    GHashTable *targets, const char **what)
+{
+	char *key = target_key(g);
+
+	*what = NULL;
+	if (key) {
+		gpointer first;
+
+		if (g_hash_table_lookup_extended(targets, key, NULL, &first)) {
+			const struct group_conf *f = &c->groups[(uintptr_t)first];
+
+			g_free(key);
+			*what = f->name ? shared_target(f, g) : NULL;
+			return *what ? f : NULL;
+		}
+		g_hash_table_insert(targets, key, (void *)(uintptr_t)(g - c->groups));
+		return NULL;
+	}
+	if (!g->driver || strcmp(g->driver, "libvirt") != 0)
+		return NULL;
+	for (const struct group_conf *f = c->groups; f < g; f++)
+		if (f->name && (*what = shared_target(f, g)))
+			return f;
+	return NULL;
+}
+
+static void read_groups(struct config_ctx *x, const config_setting_t *list, GHashTable *names, GHashTable *targets)
 {
 	struct config *c = x->c;
 	size_t n = (size_t)config_setting_length(list);
@@ -610,6 +684,8 @@ static void read_groups(struct config_ctx *x, const config_setting_t *list, GHas
 	for (size_t i = 0; i < n && !x->oom; i++) {
 		const config_setting_t *e = cfg_list_group(x, list, i);
 		struct group_conf *g = &c->groups[c->n_groups];
+		const struct group_conf *f;
+		const char *what;
 		void *first;
 
 		if (!e)
@@ -620,24 +696,18 @@ static void read_groups(struct config_ctx *x, const config_setting_t *list, GHas
 		if (!g->name)
 			continue;
 		if (g_hash_table_lookup_extended(names, g->name, NULL, &first)) {
-			const struct group_conf *f = &c->groups[(uintptr_t)first];
-
+			f = &c->groups[(uintptr_t)first];
 			cfg_error(x, config_setting_get_member(e, "name"), "duplicate group name '%s' (first defined at %s:%d)",
 				  g->name, f->file, f->line);
 		} else {
 			g_hash_table_insert(names, g->name, (void *)(uintptr_t)(c->n_groups - 1));
 		}
-		for (size_t k = 0; k + 1 < c->n_groups; k++) {
-			const struct group_conf *f = &c->groups[k];
-			const char *what = f->name ? shared_target(f, g) : NULL;
+		f = shared_with(c, g, targets, &what);
+		if (f) {
+			const config_setting_t *o = config_setting_get_member(e, "driver_options");
 
-			if (what) {
-				const config_setting_t *o = config_setting_get_member(e, "driver_options");
-
-				cfg_error(x, o ? o : e, "group '%s' drives the same %s as group '%s' (defined at %s:%d): "
-					  "two controllers would fight", g->name, what, f->name, f->file, f->line);
-				break;
-			}
+			cfg_error(x, o ? o : e, "group '%s' drives the same %s as group '%s' (defined at %s:%d): "
+				  "two controllers would fight", g->name, what, f->name, f->file, f->line);
 		}
 	}
 }
@@ -646,7 +716,7 @@ void cfg_read_units(struct config_ctx *x)
 {
 	const config_setting_t *agent = NULL;
 	struct config_unit *agent_unit = NULL;
-	GHashTable *names;
+	GHashTable *names, *targets;
 
 	agent_defaults(x);
 	for (size_t i = 0; i < x->n_units; i++) {
@@ -680,6 +750,7 @@ void cfg_read_units(struct config_ctx *x)
 	/* Before the groups: their `owner` needs it. */
 	cfg_read_cluster(x);
 	names = g_hash_table_new(g_str_hash, g_str_equal);
+	targets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	for (size_t i = 0; i < x->n_units && !x->oom; i++) {
 		const config_setting_t *list;
 		size_t n;
@@ -687,7 +758,8 @@ void cfg_read_units(struct config_ctx *x)
 		x->unit = x->units[i];
 		list = cfg_get_list(x, config_root_setting(&x->unit->lc), "groups", CONFIG_MAX_GROUPS, &n);
 		if (list)
-			read_groups(x, list, names);
+			read_groups(x, list, names, targets);
 	}
+	g_hash_table_destroy(targets);
 	g_hash_table_destroy(names);
 }

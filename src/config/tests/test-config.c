@@ -390,7 +390,9 @@ static void test_shared_target(void **state)
 	write_file("drivers/azure-vmss.so", "");
 	setenv("AUTOSCALED_DRIVER_DIR", drivers, 1);
 	/* Two groups on one MIG or one scale set (ARM names without case)
-	 * would fight; another zone or another set is fine. */
+	 * would fight; another zone or another set is fine, and a regional
+	 * MIG is not the zonal one of its name. A third group on one target
+	 * is reported against the first. */
 	expect_errors("groups = (\n"
 		      "  { name = \"a\"; driver = \"gce-mig\"; min = 1; max = 2;\n"
 		      "    driver_options = { project = \"p\"; zone = \"z1\"; name = \"web\"; }; },\n"
@@ -401,11 +403,21 @@ static void test_shared_target(void **state)
 		      "  { name = \"d\"; driver = \"azure-vmss\"; min = 1; max = 2;\n"
 		      "    driver_options = { subscription = \"s\"; resource_group = \"RG\"; name = \"Set\"; }; },\n"
 		      "  { name = \"e\"; driver = \"azure-vmss\"; min = 1; max = 2;\n"
-		      "    driver_options = { subscription = \"s\"; resource_group = \"rg\"; name = \"set\"; }; }\n);\n",
+		      "    driver_options = { subscription = \"s\"; resource_group = \"rg\"; name = \"set\"; }; },\n"
+		      "  { name = \"f\"; driver = \"gce-mig\"; min = 1; max = 2;\n"
+		      "    driver_options = { project = \"p\"; region = \"r\"; name = \"web\"; }; },\n"
+		      "  { name = \"g\"; driver = \"gce-mig\"; min = 1; max = 2;\n"
+		      "    driver_options = { project = \"p\"; region = \"r\"; name = \"web\"; }; },\n"
+		      "  { name = \"h\"; driver = \"gce-mig\"; min = 1; max = 2;\n"
+		      "    driver_options = { project = \"p\"; zone = \"z1\"; name = \"web\"; }; }\n);\n",
 		      "main.conf:7: group 'c' drives the same managed instance group as group 'a' (defined at "
 		      "DIR/main.conf:2): two controllers would fight",
 		      "main.conf:11: group 'e' drives the same scale set as group 'd' (defined at DIR/main.conf:8): two "
-		      "controllers would fight", NULL);
+		      "controllers would fight",
+		      "main.conf:15: group 'g' drives the same managed instance group as group 'f' (defined at "
+		      "DIR/main.conf:12): two controllers would fight",
+		      "main.conf:17: group 'h' drives the same managed instance group as group 'a' (defined at "
+		      "DIR/main.conf:2): two controllers would fight", NULL);
 	/* Libvirt members carry their unique group name in their tag, but
 	 * domain names share one namespace per hypervisor: "web-%n" twice on
 	 * one URI, or "%g-%n" for "a" and "a-1%n", or "web-%n" and "web-%n5" on a URI both
