@@ -211,11 +211,28 @@ static bool settled_at_4(void *arg)
 	       d->current == 4;
 }
 
+/* A reload that changes the group: a new runtime of C2 takes G1's over,
+ * and G1 and C1 go, as agent_reload() does. Returns the new runtime, not
+ * started. */
+static struct group_rt *replace(struct group_ctx *ctx, struct group_rt *g1, struct config *c1, struct config *c2)
+{
+	struct group_rt *g2 = NULL;
+
+	assert_false(config_group_equal(&c1->groups[0], &c2->groups[0]));
+	ctx->agent_conf = &c2->agent;
+	assert_int_equal(group_rt_new(ctx, &c2->groups[0], g1, &g2), 0);
+	group_rt_adopt(g2, g1);
+	group_rt_stop(g1);
+	group_rt_free(g1);
+	config_free(c1);
+	return g2;
+}
+
 static void test_driver_change_during_scale_out(void **st)
 {
 	struct config *c1 = load("", 400, 10), *c2;
 	struct group_ctx ctx = {.event = event, .agent_conf = &c1->agent};
-	struct group_rt *g1 = NULL, *g2 = NULL;
+	struct group_rt *g1 = NULL, *g2;
 	struct settled s;
 	bool observed;
 
@@ -226,12 +243,7 @@ static void test_driver_change_during_scale_out(void **st)
 
 	/* The reload: a new runtime for new driver options, then the swap. */
 	c2 = load("", 401, 10);
-	ctx.agent_conf = &c2->agent;
-	assert_int_equal(group_rt_new(&ctx, &c2->groups[0], g1, &g2), 0);
-	group_rt_adopt(g2, g1);
-	group_rt_stop(g1);
-	group_rt_free(g1);
-	config_free(c1);
+	g2 = replace(&ctx, g1, c1, c2);
 	group_rt_start(g2);
 
 	/* Done, and decided again at least a second after the call ended. */
@@ -255,7 +267,7 @@ static void test_policy_change_during_scale_out(void **st)
 {
 	struct config *c1 = load("", 400, 10), *c2;
 	struct group_ctx ctx = {.event = event, .agent_conf = &c1->agent};
-	struct group_rt *g1 = NULL, *g2 = NULL;
+	struct group_rt *g1 = NULL, *g2;
 	struct settled s;
 
 	(void)st;
@@ -264,13 +276,7 @@ static void test_policy_change_during_scale_out(void **st)
 	assert_true(run_until(scale_out_started, NULL, 10000));
 
 	c2 = load("", 400, 11);
-	assert_false(config_group_equal(&c1->groups[0], &c2->groups[0]));
-	ctx.agent_conf = &c2->agent;
-	assert_int_equal(group_rt_new(&ctx, &c2->groups[0], g1, &g2), 0);
-	group_rt_adopt(g2, g1);
-	group_rt_stop(g1);
-	group_rt_free(g1);
-	config_free(c1);
+	g2 = replace(&ctx, g1, c1, c2);
 	group_rt_start(g2);
 
 	s = (struct settled){.g = g2, .after_ms = wall_ms() + 3 * 400 + 1000};
@@ -340,7 +346,7 @@ static void test_reload_keeps_pending_record(void **st)
 {
 	struct config *c1 = load("", 0, 40), *c2;
 	struct group_ctx ctx = {.event = event, .agent_conf = &c1->agent};
-	struct group_rt *g1 = NULL, *g2 = NULL;
+	struct group_rt *g1 = NULL, *g2;
 	struct settled s = {0};
 	char when[48];
 	cJSON *o, *a, *newest;
@@ -355,13 +361,7 @@ static void test_reload_keeps_pending_record(void **st)
 	assert_int_equal(group_rt_last(g1)->action, DIR_NONE);
 
 	c2 = load("", 0, 41);
-	assert_false(config_group_equal(&c1->groups[0], &c2->groups[0]));
-	ctx.agent_conf = &c2->agent;
-	assert_int_equal(group_rt_new(&ctx, &c2->groups[0], g1, &g2), 0);
-	group_rt_adopt(g2, g1);
-	group_rt_stop(g1);
-	group_rt_free(g1);
-	config_free(c1);
+	g2 = replace(&ctx, g1, c1, c2);
 
 	o = group_admin_decisions(g2);
 	a = cJSON_GetObjectItem(o, "decisions");
