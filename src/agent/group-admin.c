@@ -26,7 +26,8 @@ static void add_str_or_null(cJSON *o, const char *key, const char *v)
 		cJSON_AddNullToObject(o, key);
 }
 
-/* The newest decision record, parsed from the ring; NULL when none. */
+/* The newest decision record, parsed (made now if it was not yet); NULL
+ * when none. */
 static cJSON *last_record(const struct group_rt *g)
 {
 	char *newest = group_rt_newest_record(g);
