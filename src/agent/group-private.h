@@ -159,8 +159,10 @@ struct group_rt {
 	 * group.c). Making every evaluation's record as JSON was most of the
 	 * daemon's work at 10,000 groups, where the history budget keeps one
 	 * record a group; a record the log wants (INFO, or DEBUG with
-	 * --verbose) is made at once. record_len: the length of the last one
-	 * made, what the ring is asked about before making the next. */
+	 * --verbose) is made at once, as is one that points at a signal's
+	 * error text (which goes when the error changes). record_len: the
+	 * length of the last one made, what the ring is asked about before
+	 * making the next. */
 	bool record_pending;
 	bool record_dry_run;
 	size_t record_len;

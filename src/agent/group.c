@@ -662,6 +662,18 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	return json;
 }
 
+/* Whether the decision points at a signal's error text (an invalid
+ * signal's reason), which goes when the error changes: its record cannot
+ * wait to be made. */
+static bool borrows_signal_errors(const struct group_rt *g, const struct decision *d)
+{
+	for (size_t i = 0; i < d->n_signals; i++)
+		for (size_t k = 0; d->signals[i].reason && k < g->n_signals; k++)
+			if (d->signals[i].reason == g->signals[k].error)
+				return true;
+	return false;
+}
+
 /* Makes the pending record (g->last, see record_pending) and pushes it into
  * the history ring. SUPERSEDED: a newer decision replaces it, and the ring
  * is asked first whether it would keep it beside the newer one. Called too
@@ -898,6 +910,13 @@ static void group_evaluate(struct group_rt *g)
 	g->override = d.override;
 	record_flush(g, true);
 	json = log_decision(g, &d, dry);
+	if (!json && borrows_signal_errors(g, &d)) {
+		char sentence[1024];
+
+		json = make_record(g, &d, dry, sentence, sizeof(sentence));
+		if (json)
+			g->record_len = strlen(json);
+	}
 	g->last = d;
 	g->have_last = true;
 	g->record_pending = !json;
