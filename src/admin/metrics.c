@@ -22,6 +22,7 @@
 #define METRICS_MAX_OPERATIONS 8   /* driver operations per group */
 #define METRICS_MAX_BUDGETS 16     /* throttling budgets a driver reports per group */
 #define METRICS_MAX_WARM_STATES 8  /* states of warm members a driver reports per group */
+#define METRICS_MAX_CALL_SERIES 64 /* (driver, operation) pairs in the call histogram */
 #define METRICS_MAX_LABEL 128      /* a longer label is not recorded */
 #define METRICS_MAX_BODY 1024
 #define METRICS_SHARE_MS 1000
@@ -45,8 +46,22 @@ struct named_counter {
 	unsigned long long n;
 };
 
-struct named_histogram {
+/* A group's share of a histogram: its count and sum, as a summary
+ * without quantiles. */
+struct summary {
+	unsigned long long count;
+	double sum;
+};
+
+struct named_summary {
 	char *name;
+	struct summary s;
+};
+
+/* The driver call histogram's series: one for each driver and operation,
+ * over all the groups. */
+struct call_histogram {
+	char *driver, *operation;
 	struct histogram h;
 };
 
@@ -93,8 +108,12 @@ struct group_metrics {
 	unsigned long long actions_out, actions_in;
 	struct named_counter *errors;  /* at most METRICS_MAX_KINDS */
 	size_t n_errors;
-	struct histogram eval;
-	struct named_histogram *driver; /* at most METRICS_MAX_OPERATIONS */
+	/* The group's evaluations and driver calls, by operation: counts and
+	 * sums only. Their distributions are the registry's histograms, over
+	 * all groups: fifteen buckets a group and operation were 8 KB of
+	 * every scrape a group, most of the exposition at 10,000 groups. */
+	struct summary eval;
+	struct named_summary *driver; /* at most METRICS_MAX_OPERATIONS */
 	size_t n_driver;
 	/* What the driver published through host->metric; driver_name is NULL
 	 * until it published anything. */
@@ -129,6 +148,11 @@ struct metrics {
 	double reload_success;  /* wall time of the last successful load */
 	bool have_cluster;      /* metrics_record_cluster() was called */
 	struct metrics_cluster cluster;
+	/* The distributions over all groups, which only grow: a group that
+	 * a reload removes leaves its observations in them. */
+	struct histogram eval;
+	struct call_histogram *calls; /* at most METRICS_MAX_CALL_SERIES */
+	size_t n_calls;
 };
 
 /* Seconds since the epoch: the timestamps are compared with PromQL's
@@ -279,8 +303,8 @@ static struct group_metrics *group_get(struct metrics *m, const char *name)
 	return g;
 }
 
-static void record_decision(struct group_metrics *g, const struct group_conf *gc, const struct decision *d,
-			    const struct metrics_group_status *st);
+static void record_decision(struct metrics *m, struct group_metrics *g, const struct group_conf *gc,
+			    const struct decision *d, const struct metrics_group_status *st);
 
 void metrics_record_decision(struct metrics *m, const struct group_conf *gc, const struct decision *d,
 			     const struct metrics_group_status *st)
@@ -292,12 +316,12 @@ void metrics_record_decision(struct metrics *m, const struct group_conf *gc, con
 	pthread_mutex_lock(&m->lock);
 	g = group_get(m, gc->name);
 	if (g)
-		record_decision(g, gc, d, st);
+		record_decision(m, g, gc, d, st);
 	pthread_mutex_unlock(&m->lock);
 }
 
-static void record_decision(struct group_metrics *g, const struct group_conf *gc, const struct decision *d,
-			    const struct metrics_group_status *st)
+static void record_decision(struct metrics *m, struct group_metrics *g, const struct group_conf *gc,
+			    const struct decision *d, const struct metrics_group_status *st)
 {
 	g->have_decision = true;
 	g->current = d->current;
@@ -317,8 +341,11 @@ static void record_decision(struct group_metrics *g, const struct group_conf *gc
 		g->max = d->max;
 		g->def = d->def;
 	}
-	if (st->evaluation_seconds >= 0)
-		observe(&g->eval, eval_buckets, N_EVAL_BUCKETS, st->evaluation_seconds);
+	if (st->evaluation_seconds >= 0) {
+		observe(&m->eval, eval_buckets, N_EVAL_BUCKETS, st->evaluation_seconds);
+		g->eval.count++;
+		g->eval.sum += st->evaluation_seconds;
+	}
 	/* A reload may rename signals: the slots follow the config. */
 	if (!sync_signals(g, gc))
 		return;
@@ -351,7 +378,7 @@ void metrics_record_action(struct metrics *m, const char *group, enum scale_dire
 }
 
 /* The slot named `name` in a group's array of named entries, at most `max`
- * (named_counter, named_histogram, named_gauge: `char *name` first, `stride`
+ * (named_counter, named_summary, named_gauge: `char *name` first, `stride`
  * bytes apart, *n in use, *arrayp grown one entry at a time), appended when
  * missing; NULL when the array is full, the name longer than
  * METRICS_MAX_LABEL, or on ENOMEM. A new slot is zeroed but for its name.
@@ -397,24 +424,55 @@ void metrics_record_error(struct metrics *m, const char *group, const char *kind
 	pthread_mutex_unlock(&m->lock);
 }
 
-static void record_driver_call(struct group_metrics *g, const char *operation, double seconds)
+/* The call histogram's series for DRIVER and OPERATION, added when
+ * missing; NULL when there are METRICS_MAX_CALL_SERIES already, a label is
+ * longer than METRICS_MAX_LABEL, or on ENOMEM. */
+static struct call_histogram *call_series(struct metrics *m, const char *driver, const char *operation)
 {
-	struct named_histogram *h = SLOT(g->driver, &g->n_driver, METRICS_MAX_OPERATIONS, operation);
+	struct call_histogram *c;
 
-	if (h)
-		observe(&h->h, driver_buckets, N_DRIVER_BUCKETS, seconds);
+	for (size_t i = 0; i < m->n_calls; i++)
+		if (strcmp(m->calls[i].driver, driver) == 0 && strcmp(m->calls[i].operation, operation) == 0)
+			return &m->calls[i];
+	if (m->n_calls == METRICS_MAX_CALL_SERIES || strnlen(driver, METRICS_MAX_LABEL + 1) > METRICS_MAX_LABEL ||
+	    strnlen(operation, METRICS_MAX_LABEL + 1) > METRICS_MAX_LABEL)
+		return NULL;
+	c = realloc(m->calls, (m->n_calls + 1) * sizeof(*c));
+	if (!c)
+		return NULL;
+	m->calls = c;
+	c = &m->calls[m->n_calls];
+	memset(c, 0, sizeof(*c));
+	c->driver = strdup(driver);
+	c->operation = strdup(operation);
+	if (!c->driver || !c->operation) {
+		free(c->driver);
+		free(c->operation);
+		return NULL;
+	}
+	m->n_calls++;
+	return c;
 }
 
-void metrics_record_driver_call(struct metrics *m, const char *group, const char *operation, double seconds)
+void metrics_record_driver_call(struct metrics *m, const char *group, const char *driver, const char *operation,
+				double seconds)
 {
+	struct call_histogram *c;
+	struct named_summary *s;
 	struct group_metrics *g;
 
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->lock);
+	c = call_series(m, driver, operation);
+	if (c)
+		observe(&c->h, driver_buckets, N_DRIVER_BUCKETS, seconds);
 	g = group_get(m, group);
-	if (g)
-		record_driver_call(g, operation, seconds);
+	s = g ? SLOT(g->driver, &g->n_driver, METRICS_MAX_OPERATIONS, operation) : NULL;
+	if (s) {
+		s->s.count++;
+		s->s.sum += seconds;
+	}
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -609,6 +667,10 @@ void metrics_record_sample(struct metrics *m, const char *group, const char *sig
 /* A label value with \, " and newline escaped, as the format requires. */
 static void put_label(FILE *f, const char *s)
 {
+	if (!strpbrk(s, "\\\"\n")) {
+		fputs(s, f);
+		return;
+	}
 	for (; *s; s++) {
 		if (*s == '\\')
 			fputs("\\\\", f);
@@ -627,6 +689,9 @@ static void put_value(FILE *f, double v)
 		fputs("NaN", f);
 	else if (isinf(v))
 		fputs(v > 0 ? "+Inf" : "-Inf", f);
+	else if (fabs(v) < 1e15 && v == (double)(long long)v)
+		/* Counts and most gauges: whole, and exact as an integer. */
+		fprintf(f, "%lld", (long long)v);
 	else {
 		/* The shortest form that reads back as the same double. */
 		char buf[32];
@@ -652,41 +717,71 @@ static void group_sample(FILE *f, const char *name, const struct group_metrics *
 	fputc('\n', f);
 }
 
-static void histogram_samples(FILE *f, const char *name, const struct group_metrics *g, const char *operation,
+/* A series' name and its labels up to the value: NAME{driver="D",operation="O"}
+ * with the le label when LE is not NULL; no driver label (and no braces
+ * without a label) when DRIVER is NULL. */
+static void call_series_name(FILE *f, const char *name, const char *driver, const char *operation, const char *le)
+{
+	fputs(name, f);
+	if (driver) {
+		fputs("{driver=\"", f);
+		put_label(f, driver);
+		fputs("\",operation=\"", f);
+		put_label(f, operation);
+		fputc('"', f);
+	}
+	if (le)
+		fprintf(f, "%sle=\"%s", driver ? "," : "{", le);
+	if (driver || le)
+		fputs(le ? "\"} " : "} ", f);
+	else
+		fputc(' ', f);
+}
+
+/* The buckets, sum and count of histogram H with BOUNDS (N of them), for
+ * DRIVER and OPERATION, or without labels when DRIVER is NULL. */
+static void histogram_samples(FILE *f, const char *name, const char *driver, const char *operation,
 			      const struct histogram *h, const double *bounds, size_t n)
 {
+	char series[128], le[32];
 	unsigned long long cum = 0;
 
 	for (size_t i = 0; i <= n; i++) {
 		cum += i < n ? h->buckets[i] : 0;
-		fprintf(f, "%s_bucket{group=\"", name);
+		snprintf(series, sizeof(series), "%s_bucket", name);
+		if (i < n)
+			snprintf(le, sizeof(le), "%.15g", bounds[i]);
+		call_series_name(f, series, driver, operation, i < n ? le : "+Inf");
+		fprintf(f, "%llu\n", i < n ? cum : h->count);
+	}
+	snprintf(series, sizeof(series), "%s_sum", name);
+	call_series_name(f, series, driver, operation, NULL);
+	put_value(f, h->sum);
+	fputc('\n', f);
+	snprintf(series, sizeof(series), "%s_count", name);
+	call_series_name(f, series, driver, operation, NULL);
+	fprintf(f, "%llu\n", h->count);
+}
+
+/* A group's summary S (sum and count), with an operation label when
+ * OPERATION is not NULL. */
+static void summary_samples(FILE *f, const char *name, const struct group_metrics *g, const char *operation,
+			    const struct summary *s)
+{
+	for (int k = 0; k < 2; k++) {
+		fprintf(f, "%s_%s{group=\"", name, k == 0 ? "sum" : "count");
 		put_label(f, g->name);
 		if (operation) {
 			fputs("\",operation=\"", f);
 			put_label(f, operation);
 		}
-		fputs("\",le=\"", f);
-		if (i < n)
-			put_value(f, bounds[i]);
+		fputs("\"} ", f);
+		if (k == 0)
+			put_value(f, s->sum);
 		else
-			fputs("+Inf", f);
-		fprintf(f, "\"} %llu\n", i < n ? cum : h->count);
+			fprintf(f, "%llu", s->count);
+		fputc('\n', f);
 	}
-	fprintf(f, "%s_sum{group=\"", name);
-	put_label(f, g->name);
-	if (operation) {
-		fputs("\",operation=\"", f);
-		put_label(f, operation);
-	}
-	fputs("\"} ", f);
-	put_value(f, h->sum);
-	fprintf(f, "\n%s_count{group=\"", name);
-	put_label(f, g->name);
-	if (operation) {
-		fputs("\",operation=\"", f);
-		put_label(f, operation);
-	}
-	fprintf(f, "\"} %llu\n", h->count);
 }
 
 static void signal_family(FILE *f, const struct metrics *m, const char *name, const char *help, bool rec)
@@ -963,16 +1058,23 @@ static void write_locked(const struct metrics *m, FILE *f)
 			fprintf(f, "\"} %llu\n", g->errors[k].n);
 		}
 	}
-	header(f, "autoscaled_evaluation_duration_seconds", "histogram", "Time taken by one evaluation.");
+	header(f, "autoscaled_evaluation_duration_seconds", "histogram", "Time taken by one evaluation, over all groups.");
+	histogram_samples(f, "autoscaled_evaluation_duration_seconds", NULL, NULL, &m->eval, eval_buckets, N_EVAL_BUCKETS);
+	header(f, "autoscaled_group_evaluation_duration_seconds", "summary",
+	       "Time taken by the group's evaluations: their sum and count.");
 	for (size_t i = 0; i < m->n_groups; i++)
-		histogram_samples(f, "autoscaled_evaluation_duration_seconds", m->groups[i], NULL, &m->groups[i]->eval,
-				  eval_buckets, N_EVAL_BUCKETS);
-	header(f, "autoscaled_driver_call_duration_seconds", "histogram", "Time taken by driver calls.");
+		summary_samples(f, "autoscaled_group_evaluation_duration_seconds", m->groups[i], NULL, &m->groups[i]->eval);
+	header(f, "autoscaled_driver_call_duration_seconds", "histogram",
+	       "Time taken by driver calls, over all groups, by driver and operation.");
+	for (size_t k = 0; k < m->n_calls; k++)
+		histogram_samples(f, "autoscaled_driver_call_duration_seconds", m->calls[k].driver, m->calls[k].operation,
+				  &m->calls[k].h, driver_buckets, N_DRIVER_BUCKETS);
+	header(f, "autoscaled_group_driver_call_duration_seconds", "summary",
+	       "Time taken by the group's driver calls, by operation: their sum and count.");
 	for (size_t i = 0; i < m->n_groups; i++)
 		for (size_t k = 0; k < m->groups[i]->n_driver; k++)
-			histogram_samples(f, "autoscaled_driver_call_duration_seconds", m->groups[i],
-					  m->groups[i]->driver[k].name, &m->groups[i]->driver[k].h, driver_buckets,
-					  N_DRIVER_BUCKETS);
+			summary_samples(f, "autoscaled_group_driver_call_duration_seconds", m->groups[i],
+					m->groups[i]->driver[k].name, &m->groups[i]->driver[k].s);
 	header(f, "autoscaled_inflight_actions", "gauge", "Actions handed to the driver and not yet complete.");
 	for (size_t i = 0; i < m->n_groups; i++)
 		group_sample(f, "autoscaled_inflight_actions", m->groups[i], m->groups[i]->in_flight);
@@ -1092,6 +1194,11 @@ void metrics_free(struct metrics *m)
 	for (size_t i = 0; i < m->n_groups; i++)
 		group_free(m->groups[i]);
 	free(m->groups);
+	for (size_t i = 0; i < m->n_calls; i++) {
+		free(m->calls[i].driver);
+		free(m->calls[i].operation);
+	}
+	free(m->calls);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

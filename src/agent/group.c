@@ -1017,7 +1017,7 @@ void group_job_done(struct job *j)
 	struct clock_now t = clock_now();
 	static const char *const op[] = {"observe", "set_capacity", "remove_instances", "open"};
 
-	metrics_record_driver_call(g->ctx->metrics, g->gc->name, op[j->kind],
+	metrics_record_driver_call(g->ctx->metrics, g->gc->name, g->gc->driver, op[j->kind],
 				   (double)(t.mono_ms - j->called_ms) / 1000.0);
 	if (j->close_when_done) {
 		inherited_job_done(g, j, t);

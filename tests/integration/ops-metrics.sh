@@ -26,10 +26,13 @@ check "desired and current instances of the group" \
 check "the signal's value and recommendation" \
 	test -n "$(echo "$body" | grep -x 'autoscaled_signal_value{group="web",signal="queue"} 30')" \
 	-a -n "$(echo "$body" | grep -x 'autoscaled_signal_recommendation{group="web",signal="queue"} 3')"
-check "actions, histograms, pause and pin families" eval '
+check "actions, histograms, summaries, pause and pin families" eval '
 	echo "$body" | grep -q "^autoscaled_actions_total{group=\"web\",direction=\"out\"} 1$" &&
 	echo "$body" | grep -q "^# TYPE autoscaled_evaluation_duration_seconds histogram$" &&
-	echo "$body" | grep -q "^autoscaled_driver_call_duration_seconds_count{group=\"web\",operation=\"observe\"} [1-9]" &&
+	echo "$body" | grep -q "^autoscaled_evaluation_duration_seconds_count [1-9]" &&
+	echo "$body" | grep -q "^autoscaled_group_evaluation_duration_seconds_count{group=\"web\"} [1-9]" &&
+	echo "$body" | grep -q "^autoscaled_driver_call_duration_seconds_count{driver=\"filepool\",operation=\"observe\"} [1-9]" &&
+	echo "$body" | grep -q "^autoscaled_group_driver_call_duration_seconds_count{group=\"web\",operation=\"observe\"} [1-9]" &&
 	echo "$body" | grep -q "^autoscaled_group_paused{group=\"web\"} 0$" &&
 	echo "$body" | grep -q "^autoscaled_group_pinned{group=\"web\"} 0$"'
 if command -v promtool >/dev/null; then

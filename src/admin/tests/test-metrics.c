@@ -69,8 +69,9 @@ static void test_exposition(void **st)
 	metrics_record_action(m, "web", DIR_IN);
 	metrics_record_error(m, "web", "observe");
 	metrics_record_error(m, "web", "observe");
-	metrics_record_driver_call(m, "web", "set_capacity", 0.2);
-	metrics_record_driver_call(m, "web", "set_capacity", 7);
+	metrics_record_driver_call(m, "web", "libvirt", "set_capacity", 0.2);
+	metrics_record_driver_call(m, "web", "libvirt", "set_capacity", 7);
+	metrics_record_driver_call(m, "db", "gce-mig", "set_capacity", 0.01);
 	t = render(m);
 
 	assert_non_null(strstr(t, "# HELP autoscaled_group_desired_instances "));
@@ -93,19 +94,37 @@ static void test_exposition(void **st)
 	assert_non_null(strstr(t, "autoscaled_actions_total{group=\"web\",direction=\"out\"} 2\n"));
 	assert_non_null(strstr(t, "autoscaled_actions_total{group=\"web\",direction=\"in\"} 1\n"));
 	assert_non_null(strstr(t, "autoscaled_errors_total{group=\"web\",kind=\"observe\"} 2\n"));
-	assert_non_null(strstr(t, "# TYPE autoscaled_driver_call_duration_seconds histogram\n"));
-	/* Buckets are cumulative: 0.2 s falls in le=0.25 and above, 7 s in
+	/* The distributions are over all groups, by driver and operation;
+	 * buckets are cumulative: 0.2 s falls in le=0.25 and above, 7 s in
 	 * le=10 and above. */
-	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{group=\"web\",operation=\"set_capacity\","
-				  "le=\"0.1\"} 0\n"));
-	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{group=\"web\",operation=\"set_capacity\","
-				  "le=\"0.25\"} 1\n"));
-	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{group=\"web\",operation=\"set_capacity\","
-				  "le=\"10\"} 2\n"));
-	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{group=\"web\",operation=\"set_capacity\","
-				  "le=\"+Inf\"} 2\n"));
-	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_count{group=\"web\",operation=\"set_capacity\"} 2\n"));
-	assert_non_null(strstr(t, "autoscaled_evaluation_duration_seconds_count{group=\"web\"} 1\n"));
+	assert_non_null(strstr(t, "# TYPE autoscaled_driver_call_duration_seconds histogram\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{driver=\"libvirt\","
+				  "operation=\"set_capacity\",le=\"0.1\"} 0\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{driver=\"libvirt\","
+				  "operation=\"set_capacity\",le=\"0.25\"} 1\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{driver=\"libvirt\","
+				  "operation=\"set_capacity\",le=\"10\"} 2\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{driver=\"libvirt\","
+				  "operation=\"set_capacity\",le=\"+Inf\"} 2\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_sum{driver=\"libvirt\","
+				  "operation=\"set_capacity\"} 7.2\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_count{driver=\"libvirt\","
+				  "operation=\"set_capacity\"} 2\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{driver=\"gce-mig\","
+				  "operation=\"set_capacity\",le=\"0.01\"} 1\n"));
+	/* No group label on a bucket: a group's calls are a sum and a count. */
+	assert_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{group="));
+	assert_non_null(strstr(t, "# TYPE autoscaled_group_driver_call_duration_seconds summary\n"));
+	assert_non_null(strstr(t, "autoscaled_group_driver_call_duration_seconds_sum{group=\"web\","
+				  "operation=\"set_capacity\"} 7.2\n"));
+	assert_non_null(strstr(t, "autoscaled_group_driver_call_duration_seconds_count{group=\"web\","
+				  "operation=\"set_capacity\"} 2\n"));
+	assert_non_null(strstr(t, "autoscaled_group_driver_call_duration_seconds_count{group=\"db\","
+				  "operation=\"set_capacity\"} 1\n"));
+	assert_non_null(strstr(t, "# TYPE autoscaled_evaluation_duration_seconds histogram\n"));
+	assert_non_null(strstr(t, "\nautoscaled_evaluation_duration_seconds_count 1\n"));
+	assert_non_null(strstr(t, "\nautoscaled_evaluation_duration_seconds_bucket{le=\"+Inf\"} 1\n"));
+	assert_non_null(strstr(t, "autoscaled_group_evaluation_duration_seconds_count{group=\"web\"} 1\n"));
 	assert_non_null(strstr(t, "autoscaled_group_pinned{group=\"web\"} 1\n"));
 	assert_non_null(strstr(t, "autoscaled_group_paused{group=\"web\"} 0\n"));
 	assert_non_null(strstr(t, "autoscaled_inflight_actions{group=\"web\"} 0\n"));
