@@ -511,10 +511,51 @@ static int write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/* Overwrites the state file at PATH in place with TEXT, padded with spaces
+ * to the file's old length, in one write(2) at offset 0 of at most
+ * STATE_IN_PLACE_MAX bytes, which is within the first page of the file:
+ * Linux copies a write into the page cache a page at a time and gives up
+ * for a fatal signal only between pages, so a killed daemon leaves the
+ * old text or the new one. Only a plain file with one link of at most that
+ * size is written so; anything else (no file yet, a FIFO, a symbolic
+ * link, a hard link someone made, a larger text) returns -EAGAIN untouched,
+ * and so does a failed write (which may have begun): the caller then
+ * replaces the file by a rename. */
+static int overwrite_in_place(const char *path, const char *text)
+{
+	char buf[STATE_IN_PLACE_MAX];
+	size_t len = strlen(text) + 1, n;
+	struct stat st;
+	ssize_t w;
+	int fd;
+
+	if (len > sizeof(buf))
+		return -EAGAIN;
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -EAGAIN;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_size < 0 ||
+	    (uint64_t)st.st_size > sizeof(buf)) {
+		close(fd);
+		return -EAGAIN;
+	}
+	n = len > (size_t)st.st_size ? len : (size_t)st.st_size;
+	memcpy(buf, text, len - 1);
+	memset(buf + len - 1, ' ', n - len);
+	buf[n - 1] = '\n';
+	w = pwrite(fd, buf, n, 0);
+	if (close(fd) < 0 || w != (ssize_t)n)
+		return -EAGAIN;
+	return 0;
+}
+
 int state_write_file(const char *dir, const char *path, const char *name, const char *text, bool durable)
 {
 	char tmp[PATH_MAX];
 	int fd, dfd, r;
+
+	if (!durable && overwrite_in_place(path, text) == 0)
+		return 0;
 
 	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;

@@ -124,13 +124,20 @@ int state_path(const char *dir, const char *group, char *buf, size_t len);
 
 /* Saves the state of group `gc` atomically. Returns 0 or a negative errno;
  * does not log (the caller knows whether a failure is worth repeating). */
-/* Writes TEXT to PATH in DIR atomically (a temporary file named after
- * NAME, renamed over PATH), readable by the daemon's group: a reader, or
- * the daemon after a crash of its own, finds the old text or the new one.
- * With DURABLE the file is synced before the rename and the directory
- * after it, so that a power loss too leaves the old text or the new one;
- * without, a power loss may lose the save (the kernel writes it back within
- * its writeback interval). 0 or a negative errno. */
+/* Writes TEXT to PATH in DIR so that the daemon after a crash of its own
+ * finds the old text or the new one, readable by the daemon's group.
+ * With DURABLE: atomically (a temporary file named after NAME, renamed over
+ * PATH), the file synced before the rename and the directory after it, so
+ * that a power loss too leaves the old text or the new one. Without: a file
+ * of at most STATE_IN_PLACE_MAX bytes whose new text fits too is
+ * overwritten in place, padded with spaces to its old length (a seventh of
+ * the CPU of a new file renamed over it, which the kernel must allocate and
+ * start writing back at once); a reader that reads it during the write may
+ * see a mix, and a power loss may leave it torn, which reads as a state
+ * that cannot be trusted (a safe start). A larger one is replaced by a
+ * rename, unsynced: a power loss may lose the save (the kernel writes it
+ * back within its writeback interval). 0 or a negative errno. */
+#define STATE_IN_PLACE_MAX 4096
 int state_write_file(const char *dir, const char *path, const char *name, const char *text, bool durable);
 /* Reads at most STATE_MAX_FILE_SIZE bytes of a regular file PATH into a
  * malloc'd string. 0, -ENOENT, -EFBIG or another negative errno. */

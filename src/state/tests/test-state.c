@@ -237,6 +237,131 @@ static void test_not_a_regular_file(void **st)
 	alarm(0);
 }
 
+/* The file's text, its inode and its size. */
+static char *file_text(const char *p, struct stat *sb)
+{
+	char *t = NULL;
+	FILE *f = fopen(p, "r");
+	long n;
+
+	assert_non_null(f);
+	assert_int_equal(fstat(fileno(f), sb), 0);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	rewind(f);
+	t = calloc(1, (size_t)n + 1);
+	assert_non_null(t);
+	assert_int_equal(fread(t, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return t;
+}
+
+/* Routine saves overwrite a small file in place, padded to its old length
+ * with spaces, and it still reads back; saves that must be durable, large
+ * ones, and paths that are not a plain file of one link are replaced by a
+ * rename, as before. */
+static void test_write_in_place(void **st)
+{
+	char p[PATH_MAX], q[PATH_MAX], big[STATE_IN_PLACE_MAX + 16];
+	struct group_state a, b;
+	struct stat s1, s2;
+	cJSON *j;
+	char *t;
+
+	(void)st;
+	alarm(10);
+	assert_int_equal(state_path(dir, "web", p, sizeof(p)), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 1000}", true), 0);
+	free(file_text(p, &s1));
+	/* Shorter: same file, same length, the rest blanks and a newline. */
+	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 1}", false), 0);
+	t = file_text(p, &s2);
+	assert_int_equal(s2.st_ino, s1.st_ino);
+	assert_string_equal(t, "{\"a\": 1}   \n");
+	assert_non_null(j = cJSON_Parse(t));
+	cJSON_Delete(j);
+	free(t);
+	/* Longer: the same file grows. */
+	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 123456}", false), 0);
+	t = file_text(p, &s2);
+	assert_int_equal(s2.st_ino, s1.st_ino);
+	assert_string_equal(t, "{\"a\": 123456}\n");
+	free(t);
+	/* A durable save is a new file renamed over the old one. */
+	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 2}", true), 0);
+	t = file_text(p, &s2);
+	assert_int_not_equal(s2.st_ino, s1.st_ino);
+	assert_string_equal(t, "{\"a\": 2}\n");
+	free(t);
+	s1 = s2;
+	/* Larger than one write in place: renamed, with its own length. */
+	memset(big, ' ', sizeof(big) - 1);
+	big[0] = '1';
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(state_write_file(dir, p, "web.state", big, false), 0);
+	t = file_text(p, &s2);
+	assert_int_not_equal(s2.st_ino, s1.st_ino);
+	assert_int_equal(s2.st_size, (off_t)sizeof(big));
+	free(t);
+	/* A small save after it: the file is too large to overwrite. */
+	s1 = s2;
+	assert_int_equal(state_write_file(dir, p, "web.state", "{}", false), 0);
+	t = file_text(p, &s2);
+	assert_int_not_equal(s2.st_ino, s1.st_ino);
+	assert_string_equal(t, "{}\n");
+	free(t);
+	/* A hard link someone made keeps what it had. */
+	snprintf(q, sizeof(q), "%s/copy", dir);
+	assert_int_equal(link(p, q), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "[]", false), 0);
+	t = file_text(q, &s1);
+	assert_string_equal(t, "{}\n");
+	free(t);
+	t = file_text(p, &s2);
+	assert_string_equal(t, "[]\n");
+	assert_int_not_equal(s2.st_ino, s1.st_ino);
+	free(t);
+	/* A symbolic link is replaced, its target left as it was; a FIFO is
+	 * replaced without blocking (the alarm fails a hang). */
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(symlink(q, p), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "[1]", false), 0);
+	assert_int_equal(lstat(p, &s2), 0);
+	assert_true(S_ISREG(s2.st_mode));
+	t = file_text(q, &s1);
+	assert_string_equal(t, "{}\n");
+	free(t);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "[2]", false), 0);
+	assert_int_equal(lstat(p, &s2), 0);
+	assert_true(S_ISREG(s2.st_mode));
+	/* A padded state file reads back as the state it holds. */
+	state_init(&a);
+	a.pin.active = true;
+	a.pin.count = 6;
+	{
+		cJSON *o = state_to_json(&a, "web", clock_virtual(NOW), 0);
+		char *text = cJSON_Print(o), *wide;
+
+		cJSON_Delete(o);
+		assert_non_null(wide = calloc(1, strlen(text) + 201));
+		memcpy(wide, text, strlen(text));
+		memset(wide + strlen(text), ' ', 200);
+		assert_int_equal(state_write_file(dir, p, "web.state", wide, true), 0);
+		free(wide);
+		free(file_text(p, &s1));
+		assert_int_equal(state_write_file(dir, p, "web.state", text, false), 0);
+		free(text);
+	}
+	free(file_text(p, &s2));
+	assert_int_equal(s2.st_ino, s1.st_ino);
+	assert_int_equal(s2.st_size, s1.st_size);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW + 1000), &b), STATE_RESTORED);
+	assert_same(&a, &b);
+	alarm(0);
+}
+
 static void test_bad_names(void **st)
 {
 	struct group_state s;
@@ -749,6 +874,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clean_state_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_is_fresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_regular_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corruptions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_entries, setup, teardown),
