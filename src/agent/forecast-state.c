@@ -214,7 +214,7 @@ int forecast_file_save(const char *dir, const struct group_conf *gc, struct fore
 	cJSON_Delete(o);
 	if (!text)
 		return -ENOMEM;
-	r = state_write_file(dir, path, name, text, true);
+	r = state_write_file(dir, path, name, text, STATE_WRITE_DURABLE);
 	free(text);
 	return r;
 }

@@ -496,6 +496,17 @@ static void save_ok(struct group_rt *g)
 	g->save_failed = false;
 }
 
+/* Whether the state holds nothing but history (windows, actions, boot
+ * time): no action in flight, no pin, pause or dry-run override. Only such
+ * a state may be written in place (STATE_WRITE_IN_PLACE), which a power
+ * loss may tear: the safe start that follows then loses history, never an
+ * action in flight or an operator's override. */
+static bool only_history(const struct group_state *s)
+{
+	return s->in_flight.direction == DIR_NONE && !s->pin.active && !s->pause.active &&
+	       s->dry_run == STATE_DRY_RUN_CONFIG;
+}
+
 /* Writes the state file when the state changed, through the state writer
  * (state-writer.h): at once when `wait`, else in the writer's turn, and
  * then only when more than the newest recommendations' times changed or
@@ -553,7 +564,7 @@ static void save_state(struct group_rt *g, bool wait, bool final)
 	else if (wait)
 		r = state_writer_save_now(dir, path, name, text);
 	else
-		r = state_writer_save(dir, path, name, text);
+		r = state_writer_save(dir, path, name, text, only_history(&g->st));
 	if (r < 0) {
 		save_failed(g, dir, (int)r);
 		g->save_retry = true;

@@ -24,6 +24,7 @@ struct entry {
 	int err;                 /* that write's result when it failed, until reported */
 	bool writing;
 	bool durable;            /* the text queued must be synced: a waiter needs it on disk */
+	bool in_place;           /* else it may be written in place (STATE_WRITE_IN_PLACE) */
 	int waiters;
 	struct entry *next;      /* in the queue, while text is set */
 };
@@ -60,7 +61,7 @@ static void *writer_main(void *arg)
 	pthread_mutex_lock(&lock);
 	for (;;) {
 		struct entry *e;
-		bool durable;
+		enum state_write how;
 		char *text;
 		int64_t seq;
 		int r;
@@ -74,12 +75,12 @@ static void *writer_main(void *arg)
 		e->next = NULL;
 		text = e->text;
 		seq = e->seq;
-		durable = e->durable;
+		how = e->durable ? STATE_WRITE_DURABLE : e->in_place ? STATE_WRITE_IN_PLACE : STATE_WRITE_RENAME;
 		e->text = NULL;
 		e->durable = false;
 		e->writing = true;
 		pthread_mutex_unlock(&lock);
-		r = state_write_file(e->dir, e->path, e->name, text, durable);
+		r = state_write_file(e->dir, e->path, e->name, text, how);
 		free(text);
 		pthread_mutex_lock(&lock);
 		e->writing = false;
@@ -113,7 +114,8 @@ static int start_writer(void)
 }
 
 /* Queues TEXT for PATH and returns its entry (under the lock). */
-static int queue(const char *dir, const char *path, const char *name, char *text, bool urgent, struct entry **ret)
+static int queue(const char *dir, const char *path, const char *name, char *text, bool urgent, bool in_place,
+		 struct entry **ret)
 {
 	struct entry *e;
 	int r = start_writer();
@@ -168,19 +170,20 @@ static int queue(const char *dir, const char *path, const char *name, char *text
 	/* A newer routine text that takes an urgent one's place is written
 	 * as the urgent one would have been: its waiter counts on it. */
 	e->durable = e->durable || urgent;
+	e->in_place = in_place;
 	pthread_cond_signal(&work);
 	*ret = e;
 	return 0;
 }
 
-int64_t state_writer_save(const char *dir, const char *path, const char *name, char *text)
+int64_t state_writer_save(const char *dir, const char *path, const char *name, char *text, bool in_place)
 {
 	struct entry *e;
 	int64_t seq;
 	int r;
 
 	pthread_mutex_lock(&lock);
-	r = queue(dir, path, name, text, false, &e);
+	r = queue(dir, path, name, text, false, in_place, &e);
 	seq = r < 0 ? r : e->seq;
 	pthread_mutex_unlock(&lock);
 	return seq;
@@ -193,7 +196,7 @@ int state_writer_save_now(const char *dir, const char *path, const char *name, c
 	int r;
 
 	pthread_mutex_lock(&lock);
-	r = queue(dir, path, name, text, true, &e);
+	r = queue(dir, path, name, text, true, false, &e);
 	if (r < 0) {
 		pthread_mutex_unlock(&lock);
 		return r;

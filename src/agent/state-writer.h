@@ -5,9 +5,8 @@
  * Saves of one file coalesce: the newest text queued for a path replaces
  * one not yet written, so a file is written at most once per turn of the
  * writer however often it changes, and never an older text after a newer.
- * Each file is written as state_write_file() does (a temporary file renamed
- * over the old one): a crash of the daemon leaves the old file or the new
- * one. What the writer had not written yet at a crash is lost. A save that
+ * Each file is written as state_write_file() does: a crash of the daemon
+ * leaves the old file or the new one. What the writer had not written yet at a crash is lost. A save that
  * must be on disk before the daemon goes on (an action about to start, or
  * done, or an operator's pause) waits for its write
  * (state_writer_save_now()), which is also synced, file and directory, so
@@ -15,7 +14,9 @@
  * each evaluation (the windows' history) are not synced: two fsyncs a
  * group an interval were half of the daemon's CPU with 10,000 groups, and
  * a power loss that takes the newest of them back leaves an older state,
- * or none and a safe start. (The group runtime also writes a steady
+ * or none and a safe start; a routine save of a state that holds nothing
+ * but history may be written in place (STATE_WRITE_IN_PLACE), which a power
+ * loss may tear, a safe start too. (The group runtime also writes a steady
  * group's routine saves only once a minute: refresh_ms() in group.c.)
  *
  * The loop's thread queues and waits; the thread is started on the first
@@ -23,13 +24,16 @@
 #ifndef AUTOSCALED_STATE_WRITER_H
 #define AUTOSCALED_STATE_WRITER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Queues TEXT (taken, freed by the writer) as the newest content of PATH,
  * which lies in DIR and is named NAME there (state_write_file()'s
- * arguments, copied). Returns the save's number (> 0), or a negative errno
- * when it could not be queued (TEXT is freed). */
-int64_t state_writer_save(const char *dir, const char *path, const char *name, char *text);
+ * arguments, copied), to be written in place when IN_PLACE (unless an
+ * earlier save of it not yet written must be synced), else renamed.
+ * Returns the save's number (> 0), or a negative errno when it could not
+ * be queued (TEXT is freed). */
+int64_t state_writer_save(const char *dir, const char *path, const char *name, char *text, bool in_place);
 /* As state_writer_save(), ahead of every save queued, then waits until it
  * is written: returns 0 or the negative errno of its write. */
 int state_writer_save_now(const char *dir, const char *path, const char *name, char *text);

@@ -549,12 +549,13 @@ static int overwrite_in_place(const char *path, const char *text)
 	return 0;
 }
 
-int state_write_file(const char *dir, const char *path, const char *name, const char *text, bool durable)
+int state_write_file(const char *dir, const char *path, const char *name, const char *text, enum state_write how)
 {
+	bool durable = how == STATE_WRITE_DURABLE;
 	char tmp[PATH_MAX];
 	int fd, dfd, r;
 
-	if (!durable && overwrite_in_place(path, text) == 0)
+	if (how == STATE_WRITE_IN_PLACE && overwrite_in_place(path, text) == 0)
 		return 0;
 
 	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= (int)sizeof(tmp))
@@ -608,7 +609,7 @@ int state_save(const char *dir, const char *group, const struct group_state *s, 
 	cJSON_Delete(j);
 	if (!text)
 		return -ENOMEM;
-	r = state_write_file(dir, path, name, text, true);
+	r = state_write_file(dir, path, name, text, STATE_WRITE_DURABLE);
 	free(text);
 	return r;
 }

@@ -124,21 +124,31 @@ int state_path(const char *dir, const char *group, char *buf, size_t len);
 
 /* Saves the state of group `gc` atomically. Returns 0 or a negative errno;
  * does not log (the caller knows whether a failure is worth repeating). */
-/* Writes TEXT to PATH in DIR so that the daemon after a crash of its own
- * finds the old text or the new one, readable by the daemon's group.
- * With DURABLE: atomically (a temporary file named after NAME, renamed over
- * PATH), the file synced before the rename and the directory after it, so
- * that a power loss too leaves the old text or the new one. Without: a file
- * of at most STATE_IN_PLACE_MAX bytes whose new text fits too is
- * overwritten in place, padded with spaces to its old length (a seventh of
- * the CPU of a new file renamed over it, which the kernel must allocate and
- * start writing back at once); a reader that reads it during the write may
- * see a mix, and a power loss may leave it torn, which reads as a state
- * that cannot be trusted (a safe start). A larger one is replaced by a
- * rename, unsynced: a power loss may lose the save (the kernel writes it
- * back within its writeback interval). 0 or a negative errno. */
+/* How state_write_file() writes. */
+enum state_write {
+	/* Atomically (a temporary file named after NAME, renamed over PATH),
+	 * the file synced before the rename and the directory after it, so
+	 * that a power loss too leaves the old text or the new one. */
+	STATE_WRITE_DURABLE,
+	/* The same rename, unsynced: a power loss may lose the save (the
+	 * kernel writes it back within its writeback interval). */
+	STATE_WRITE_RENAME,
+	/* A file of at most STATE_IN_PLACE_MAX bytes whose new text fits too
+	 * is overwritten in place, padded with spaces to its old length: a
+	 * fraction of the CPU of a new file renamed over it, which the kernel
+	 * must allocate and start writing back at once. A reader that reads
+	 * it during the write may see a mix, and a power loss may leave it
+	 * torn, which reads as a state that cannot be trusted (a safe start):
+	 * only for a state that holds nothing but history. Anything else is
+	 * written as STATE_WRITE_RENAME. */
+	STATE_WRITE_IN_PLACE,
+};
+
+/* Writes TEXT to PATH in DIR, HOW says how, so that the daemon after a
+ * crash of its own finds the old text or the new one, readable by the
+ * daemon's group. 0 or a negative errno. */
 #define STATE_IN_PLACE_MAX 4096
-int state_write_file(const char *dir, const char *path, const char *name, const char *text, bool durable);
+int state_write_file(const char *dir, const char *path, const char *name, const char *text, enum state_write how);
 /* Reads at most STATE_MAX_FILE_SIZE bytes of a regular file PATH into a
  * malloc'd string. 0, -ENOENT, -EFBIG or another negative errno. */
 int state_read_text(const char *path, char **ret);

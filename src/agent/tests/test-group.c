@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -929,6 +930,44 @@ static void test_steady_saves_refresh(void **state)
 	assert_int_equal(refresh, 0);
 }
 
+/* The inode of group "web"'s state file, once the writer is done. */
+static ino_t state_inode(void)
+{
+	char path[128];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/web.state", dir);
+	state_writer_sync(path);
+	assert_int_equal(stat(path, &sb), 0);
+	return sb.st_ino;
+}
+
+/* A routine save of a state that holds only history overwrites the file
+ * in place; one that holds an operator's override (or an action in
+ * flight) is renamed over it, so that a power loss cannot tear it. */
+static void test_routine_saves_in_place(void **state)
+{
+	struct fixture *fx = *state;
+	int64_t saved, refresh;
+	ino_t ino;
+
+	start(fx, 2, 100);
+	ino = state_inode();
+	fake_set(&fake.load, 40);
+	tick(fx->g, 15000);
+	state_file(&saved, &refresh);
+	assert_int_equal(saved, T0_WALL_MS + 15000);
+	assert_int_equal(state_inode(), ino);
+	/* A dry-run override, set as the admin API would but without its
+	 * save: the next routine save is a rename. */
+	fx->g->st.dry_run = STATE_DRY_RUN_ON;
+	fake_set(&fake.load, 30);
+	tick(fx->g, 15000);
+	state_file(&saved, &refresh);
+	assert_int_equal(saved, T0_WALL_MS + 30000);
+	assert_int_not_equal(state_inode(), ino);
+}
+
 static void test_failing_scale_out_retried(void **state)
 {
 	struct fixture *fx = *state;
@@ -1224,6 +1263,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_scale_out_completes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scale_in_after_stabilization, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_saves_refresh, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_routine_saves_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records_made_when_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pending_record_keeps_its_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failing_scale_out_retried, setup, teardown),

@@ -77,7 +77,7 @@ static int64_t save(const char *name, const char *text)
 	char path[PATH_MAX];
 
 	path_of(path, sizeof(path), name);
-	return state_writer_save(dir, path, name, strdup(text));
+	return state_writer_save(dir, path, name, strdup(text), false);
 }
 
 static void assert_file(const char *name, const char *want)
@@ -152,13 +152,13 @@ static void test_failure_reported_once(void **state)
 	assert_int_equal(state_writer_save_now(gone, path, "f.state", strdup("{}")), -ENOENT);
 	assert_int_equal(state_writer_status(path), 0);
 	/* In the writer's turn: the status reports it, once. */
-	assert_true(state_writer_save(gone, path, "f.state", strdup("{}")) > 0);
+	assert_true(state_writer_save(gone, path, "f.state", strdup("{}"), false) > 0);
 	state_writer_flush();
 	assert_int_equal(state_writer_status(path), -ENOENT);
 	assert_int_equal(state_writer_status(path), 0);
 	/* Written again once the directory is back. */
 	assert_int_equal(mkdir(gone, 0700), 0);
-	assert_true(state_writer_save(gone, path, "f.state", strdup("{\"back\":1}")) > 0);
+	assert_true(state_writer_save(gone, path, "f.state", strdup("{\"back\":1}"), false) > 0);
 	state_writer_flush();
 	assert_int_equal(state_writer_status(path), 0);
 	assert_file("gone/f.state", "{\"back\":1}");

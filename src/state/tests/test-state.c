@@ -271,10 +271,10 @@ static void test_write_in_place(void **st)
 	(void)st;
 	alarm(10);
 	assert_int_equal(state_path(dir, "web", p, sizeof(p)), 0);
-	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 1000}", true), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 1000}", STATE_WRITE_DURABLE), 0);
 	free(file_text(p, &s1));
 	/* Shorter: same file, same length, the rest blanks and a newline. */
-	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 1}", false), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 1}", STATE_WRITE_IN_PLACE), 0);
 	t = file_text(p, &s2);
 	assert_int_equal(s2.st_ino, s1.st_ino);
 	assert_string_equal(t, "{\"a\": 1}   \n");
@@ -282,13 +282,20 @@ static void test_write_in_place(void **st)
 	cJSON_Delete(j);
 	free(t);
 	/* Longer: the same file grows. */
-	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 123456}", false), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 123456}", STATE_WRITE_IN_PLACE), 0);
 	t = file_text(p, &s2);
 	assert_int_equal(s2.st_ino, s1.st_ino);
 	assert_string_equal(t, "{\"a\": 123456}\n");
 	free(t);
+	/* A routine save not allowed in place is renamed, unsynced. */
+	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 3}", STATE_WRITE_RENAME), 0);
+	t = file_text(p, &s2);
+	assert_int_not_equal(s2.st_ino, s1.st_ino);
+	assert_string_equal(t, "{\"a\": 3}\n");
+	free(t);
+	s1 = s2;
 	/* A durable save is a new file renamed over the old one. */
-	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 2}", true), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 2}", STATE_WRITE_DURABLE), 0);
 	t = file_text(p, &s2);
 	assert_int_not_equal(s2.st_ino, s1.st_ino);
 	assert_string_equal(t, "{\"a\": 2}\n");
@@ -298,14 +305,14 @@ static void test_write_in_place(void **st)
 	memset(big, ' ', sizeof(big) - 1);
 	big[0] = '1';
 	big[sizeof(big) - 1] = '\0';
-	assert_int_equal(state_write_file(dir, p, "web.state", big, false), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", big, STATE_WRITE_IN_PLACE), 0);
 	t = file_text(p, &s2);
 	assert_int_not_equal(s2.st_ino, s1.st_ino);
 	assert_int_equal(s2.st_size, (off_t)sizeof(big));
 	free(t);
 	/* A small save after it: the file is too large to overwrite. */
 	s1 = s2;
-	assert_int_equal(state_write_file(dir, p, "web.state", "{}", false), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "{}", STATE_WRITE_IN_PLACE), 0);
 	t = file_text(p, &s2);
 	assert_int_not_equal(s2.st_ino, s1.st_ino);
 	assert_string_equal(t, "{}\n");
@@ -313,7 +320,7 @@ static void test_write_in_place(void **st)
 	/* A hard link someone made keeps what it had. */
 	snprintf(q, sizeof(q), "%s/copy", dir);
 	assert_int_equal(link(p, q), 0);
-	assert_int_equal(state_write_file(dir, p, "web.state", "[]", false), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "[]", STATE_WRITE_IN_PLACE), 0);
 	t = file_text(q, &s1);
 	assert_string_equal(t, "{}\n");
 	free(t);
@@ -325,7 +332,7 @@ static void test_write_in_place(void **st)
 	 * replaced without blocking (the alarm fails a hang). */
 	assert_int_equal(unlink(p), 0);
 	assert_int_equal(symlink(q, p), 0);
-	assert_int_equal(state_write_file(dir, p, "web.state", "[1]", false), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "[1]", STATE_WRITE_IN_PLACE), 0);
 	assert_int_equal(lstat(p, &s2), 0);
 	assert_true(S_ISREG(s2.st_mode));
 	t = file_text(q, &s1);
@@ -333,7 +340,7 @@ static void test_write_in_place(void **st)
 	free(t);
 	assert_int_equal(unlink(p), 0);
 	assert_int_equal(mkfifo(p, 0600), 0);
-	assert_int_equal(state_write_file(dir, p, "web.state", "[2]", false), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "[2]", STATE_WRITE_IN_PLACE), 0);
 	assert_int_equal(lstat(p, &s2), 0);
 	assert_true(S_ISREG(s2.st_mode));
 	/* A padded state file reads back as the state it holds. */
@@ -348,10 +355,10 @@ static void test_write_in_place(void **st)
 		assert_non_null(wide = calloc(1, strlen(text) + 201));
 		memcpy(wide, text, strlen(text));
 		memset(wide + strlen(text), ' ', 200);
-		assert_int_equal(state_write_file(dir, p, "web.state", wide, true), 0);
+		assert_int_equal(state_write_file(dir, p, "web.state", wide, STATE_WRITE_DURABLE), 0);
 		free(wide);
 		free(file_text(p, &s1));
-		assert_int_equal(state_write_file(dir, p, "web.state", text, false), 0);
+		assert_int_equal(state_write_file(dir, p, "web.state", text, STATE_WRITE_IN_PLACE), 0);
 		free(text);
 	}
 	free(file_text(p, &s2));
