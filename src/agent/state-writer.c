@@ -24,7 +24,7 @@ struct entry {
 	int err;                 /* that write's result when it failed, until reported */
 	bool writing;
 	bool durable;            /* the text queued must be synced: a waiter needs it on disk */
-	bool in_place;           /* else it may be written in place (STATE_WRITE_IN_PLACE) */
+	bool in_place;           /* unless durable, it may be written in place (STATE_WRITE_IN_PLACE) */
 	int waiters;
 	struct entry *next;      /* in the queue, while text is set */
 };

@@ -6,10 +6,10 @@
  * one not yet written, so a file is written at most once per turn of the
  * writer however often it changes, and never an older text after a newer.
  * Each file is written as state_write_file() does: a crash of the daemon
- * leaves the old file or the new one. What the writer had not written yet at a crash is lost. A save that
- * must be on disk before the daemon goes on (an action about to start, or
- * done, or an operator's pause) waits for its write
- * (state_writer_save_now()), which is also synced, file and directory, so
+ * leaves the old file or the new one. What the writer had not written yet
+ * at a crash is lost. A save that must be on disk before the daemon goes on
+ * (an action about to start, or done, or an operator's pause) waits for its
+ * write (state_writer_save_now()), which is also synced, file and directory, so
  * that a power loss cannot take it back either. The routine saves after
  * each evaluation (the windows' history) are not synced: two fsyncs a
  * group an interval were half of the daemon's CPU with 10,000 groups, and
