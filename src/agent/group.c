@@ -635,6 +635,17 @@ static char *make_record(const struct group_rt *g, const struct decision *d, boo
 	return json;
 }
 
+/* make_record() for a record that goes into the ring: its length is noted
+ * for the ring's next question (record_flush()). */
+static char *make_ring_record(struct group_rt *g, const struct decision *d, bool dry_run, char *sentence, size_t len)
+{
+	char *json = make_record(g, d, dry_run, sentence, len);
+
+	if (json)
+		g->record_len = strlen(json);
+	return json;
+}
+
 /* Logs the decision and returns its record as JSON text (malloc'ed), or
  * NULL when the log does not want it (a DEBUG line without --verbose) or
  * on ENOMEM: the caller then keeps the decision as the pending record. */
@@ -663,9 +674,7 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	g->last_had_error = g->last_error.time_ms != 0;
 	if (!log_enabled(prio))
 		return NULL;
-	json = make_record(g, d, dry_run, sentence, sizeof(sentence));
-	if (json)
-		g->record_len = strlen(json);
+	json = make_ring_record(g, d, dry_run, sentence, sizeof(sentence));
 	fields[0] = (struct log_field){"DECISION", json ? json : "{}"};
 	n_fields = 1 + decision_journal_fields(d, &buf, fields + 1);
 	log_fields(prio, g->gc->name, LOG_ID_DECISION, fields, n_fields, "%s%s",
@@ -700,9 +709,7 @@ static void record_flush(struct group_rt *g, bool superseded)
 	g->record_pending = false;
 	if (superseded && g->record_len && !admin_ring_pass_over(&g->ring, g->record_len, g->ctx->history_bytes))
 		return;
-	json = make_record(g, &g->last, g->record_dry_run, sentence, sizeof(sentence));
-	if (json)
-		g->record_len = strlen(json);
+	json = make_ring_record(g, &g->last, g->record_dry_run, sentence, sizeof(sentence));
 	admin_ring_push(&g->ring, json, g->ctx->history_bytes);
 }
 
@@ -924,9 +931,7 @@ static void group_evaluate(struct group_rt *g)
 	if (!json && borrows_signal_errors(g, &d)) {
 		char sentence[1024];
 
-		json = make_record(g, &d, dry, sentence, sizeof(sentence));
-		if (json)
-			g->record_len = strlen(json);
+		json = make_ring_record(g, &d, dry, sentence, sizeof(sentence));
 	}
 	g->last = d;
 	g->have_last = true;

@@ -256,6 +256,26 @@ static char *file_text(const char *p, struct stat *sb)
 	return t;
 }
 
+/* Writes TEXT to the state file P as HOW says and checks that it then
+ * holds WANT, in the file whose inode was BEFORE (SAME) or in a new one.
+ * Returns the file's inode. */
+static ino_t write_and_check(const char *p, const char *text, enum state_write how, const char *want, ino_t before,
+			     bool same)
+{
+	struct stat sb;
+	char *t;
+
+	assert_int_equal(state_write_file(dir, p, "web.state", text, how), 0);
+	t = file_text(p, &sb);
+	assert_string_equal(t, want);
+	free(t);
+	if (same)
+		assert_int_equal(sb.st_ino, before);
+	else
+		assert_int_not_equal(sb.st_ino, before);
+	return sb.st_ino;
+}
+
 /* Routine saves overwrite a small file in place, padded to its old length
  * with spaces, and it still reads back; saves that must be durable, large
  * ones, and paths that are not a plain file of one link are replaced by a
@@ -265,68 +285,43 @@ static void test_write_in_place(void **st)
 	char p[PATH_MAX], q[PATH_MAX], big[STATE_IN_PLACE_MAX + 16];
 	struct group_state a, b;
 	struct stat s1, s2;
+	ino_t ino;
 	cJSON *j;
 	char *t;
 
 	(void)st;
 	alarm(10);
 	assert_int_equal(state_path(dir, "web", p, sizeof(p)), 0);
-	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 1000}", STATE_WRITE_DURABLE), 0);
-	free(file_text(p, &s1));
+	ino = write_and_check(p, "{\"a\": 1000}", STATE_WRITE_DURABLE, "{\"a\": 1000}\n", 0, false);
 	/* Shorter: same file, same length, the rest blanks and a newline. */
-	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 1}", STATE_WRITE_IN_PLACE), 0);
+	write_and_check(p, "{\"a\": 1}", STATE_WRITE_IN_PLACE, "{\"a\": 1}   \n", ino, true);
 	t = file_text(p, &s2);
-	assert_int_equal(s2.st_ino, s1.st_ino);
-	assert_string_equal(t, "{\"a\": 1}   \n");
 	assert_non_null(j = cJSON_Parse(t));
 	cJSON_Delete(j);
 	free(t);
 	/* Longer: the same file grows. */
-	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 123456}", STATE_WRITE_IN_PLACE), 0);
-	t = file_text(p, &s2);
-	assert_int_equal(s2.st_ino, s1.st_ino);
-	assert_string_equal(t, "{\"a\": 123456}\n");
-	free(t);
+	write_and_check(p, "{\"a\": 123456}", STATE_WRITE_IN_PLACE, "{\"a\": 123456}\n", ino, true);
 	/* A routine save not allowed in place is renamed, unsynced. */
-	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 3}", STATE_WRITE_RENAME), 0);
-	t = file_text(p, &s2);
-	assert_int_not_equal(s2.st_ino, s1.st_ino);
-	assert_string_equal(t, "{\"a\": 3}\n");
-	free(t);
-	s1 = s2;
+	ino = write_and_check(p, "{\"a\": 3}", STATE_WRITE_RENAME, "{\"a\": 3}\n", ino, false);
 	/* A durable save is a new file renamed over the old one. */
-	assert_int_equal(state_write_file(dir, p, "web.state", "{\"a\": 2}", STATE_WRITE_DURABLE), 0);
-	t = file_text(p, &s2);
-	assert_int_not_equal(s2.st_ino, s1.st_ino);
-	assert_string_equal(t, "{\"a\": 2}\n");
-	free(t);
-	s1 = s2;
+	ino = write_and_check(p, "{\"a\": 2}", STATE_WRITE_DURABLE, "{\"a\": 2}\n", ino, false);
 	/* Larger than one write in place: renamed, with its own length. */
 	memset(big, ' ', sizeof(big) - 1);
 	big[0] = '1';
 	big[sizeof(big) - 1] = '\0';
 	assert_int_equal(state_write_file(dir, p, "web.state", big, STATE_WRITE_IN_PLACE), 0);
 	t = file_text(p, &s2);
-	assert_int_not_equal(s2.st_ino, s1.st_ino);
+	assert_int_not_equal(s2.st_ino, ino);
 	assert_int_equal(s2.st_size, (off_t)sizeof(big));
 	free(t);
 	/* A small save after it: the file is too large to overwrite. */
-	s1 = s2;
-	assert_int_equal(state_write_file(dir, p, "web.state", "{}", STATE_WRITE_IN_PLACE), 0);
-	t = file_text(p, &s2);
-	assert_int_not_equal(s2.st_ino, s1.st_ino);
-	assert_string_equal(t, "{}\n");
-	free(t);
+	ino = write_and_check(p, "{}", STATE_WRITE_IN_PLACE, "{}\n", s2.st_ino, false);
 	/* A hard link someone made keeps what it had. */
 	snprintf(q, sizeof(q), "%s/copy", dir);
 	assert_int_equal(link(p, q), 0);
-	assert_int_equal(state_write_file(dir, p, "web.state", "[]", STATE_WRITE_IN_PLACE), 0);
+	write_and_check(p, "[]", STATE_WRITE_IN_PLACE, "[]\n", ino, false);
 	t = file_text(q, &s1);
 	assert_string_equal(t, "{}\n");
-	free(t);
-	t = file_text(p, &s2);
-	assert_string_equal(t, "[]\n");
-	assert_int_not_equal(s2.st_ino, s1.st_ino);
 	free(t);
 	/* A symbolic link is replaced, its target left as it was; a FIFO is
 	 * replaced without blocking (the alarm fails a hang). */
