@@ -7,6 +7,7 @@
  * and the journal and STATUS= say why. */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -420,6 +421,11 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 			log_err_errno(r, "cluster: cannot take the reloaded groups");
 	}
 	metrics_prune(a->metrics, c);
+	/* The replaced configuration and runtimes, and the reader's tree, were
+	 * freed in the middle of the heap, under what the reload built: hand
+	 * their pages back, or every reload that changes groups leaves the
+	 * resident memory a step higher (tens of MB at 10,000 groups). */
+	malloc_trim(0);
 	sd_notify(false, "READY=1");
 	agent_status(a, true);
 	log_fields(LOG_INFO, NULL, LOG_ID_RELOAD, (const struct log_field[]){{"RESULT", "done"}}, 1,
