@@ -507,15 +507,35 @@ static bool only_history(const struct group_state *s)
 	       s->dry_run == STATE_DRY_RUN_CONFIG;
 }
 
+/* How a save reaches the state file (save_state()). */
+enum save_kind {
+	/* An evaluation's: in the writer's turn, and only when more than the
+	 * newest recommendations' times changed or refresh_ms() has passed
+	 * since the last write; in place when only_history(). */
+	SAVE_ROUTINE,
+	/* The end of an action's driver call: in the writer's turn, renamed
+	 * over the file but not synced. The file it replaces holds the action
+	 * in flight, synced before the call (SAVE_WAIT): if a power loss
+	 * takes this save, the restart matches that action against what it
+	 * observes (group_reconcile_in_flight()) and records it, as for a
+	 * crash during the call. Not waiting spares the loop a sync, and the
+	 * disk one of the two an action cost. In a cluster it is a SAVE_WAIT:
+	 * the group's record in etcd is what the next owner starts from. */
+	SAVE_SETTLED,
+	/* At once, synced, and the caller waits: an action in flight, an
+	 * operator's override, a settled action from before a restart. */
+	SAVE_WAIT,
+	/* A clean stop: the state as it is, saying that nothing newer was
+	 * left unwritten. */
+	SAVE_FINAL,
+};
+
 /* Writes the state file when the state changed, through the state writer
- * (state-writer.h): at once when `wait`, else in the writer's turn, and
- * then only when more than the newest recommendations' times changed or
- * refresh_ms() has passed since the last write. `final` (a clean stop)
- * writes the state as it is, saying that nothing newer was left unwritten.
- * A failure is logged once (and counted) until a write succeeds again, and
- * the write is retried at the next save: the daemon keeps running on its
- * in-memory state. A failure of the writer's is learnt at the next save. */
-static void save_state(struct group_rt *g, bool wait, bool final)
+ * (state-writer.h), as `kind` says. A failure is logged once (and counted)
+ * until a write succeeds again, and the write is retried at the next save:
+ * the daemon keeps running on its in-memory state. A failure of the
+ * writer's is learnt at the next save. */
+static void save_state(struct group_rt *g, enum save_kind kind)
 {
 	const char *dir = g->ctx->agent_conf->state_directory;
 	char path[PATH_MAX], name[PATH_MAX];
@@ -524,6 +544,8 @@ static void save_state(struct group_rt *g, bool wait, bool final)
 	char *text;
 	cJSON *j;
 	int64_t r;
+	bool final = kind == SAVE_FINAL;
+	bool wait = kind == SAVE_WAIT || (kind == SAVE_SETTLED && g->ctx->cluster);
 
 	r = state_path(dir, g->gc->name, path, sizeof(path));
 	if (r == 0 && snprintf(name, sizeof(name), "%s.state", g->gc->name) >= (int)sizeof(name))
@@ -545,7 +567,7 @@ static void save_state(struct group_rt *g, bool wait, bool final)
 		return;
 	now = clock_now();
 	shape = group_state_shape(&g->st);
-	if (!g->save_retry && !wait && !final && shape == g->saved_shape &&
+	if (!g->save_retry && kind == SAVE_ROUTINE && shape == g->saved_shape &&
 	    now.mono_ms - g->saved_mono_ms < refresh_ms(g))
 		return;
 	j = state_to_json(&g->st, g->gc->name, now, final ? 0 : refresh_ms(g));
@@ -564,7 +586,7 @@ static void save_state(struct group_rt *g, bool wait, bool final)
 	else if (wait)
 		r = state_writer_save_now(dir, path, name, text);
 	else
-		r = state_writer_save(dir, path, name, text, only_history(&g->st));
+		r = state_writer_save(dir, path, name, text, kind != SAVE_SETTLED && only_history(&g->st));
 	if (r < 0) {
 		save_failed(g, dir, (int)r);
 		g->save_retry = true;
@@ -580,14 +602,14 @@ static void save_state(struct group_rt *g, bool wait, bool final)
 
 void group_save(struct group_rt *g)
 {
-	save_state(g, true, false);
+	save_state(g, SAVE_WAIT);
 }
 
 void group_rt_save_final(struct group_rt *g)
 {
 	/* A runtime that wrote nothing leaves the file as it found it. */
 	if (!g->ctx->cluster && g->saved_mono_ms != 0)
-		save_state(g, false, true);
+		save_state(g, SAVE_FINAL);
 }
 
 /* As group_save(), in the writer's turn: the evaluations' saves, which
@@ -595,7 +617,7 @@ void group_rt_save_final(struct group_rt *g)
  * which no action depends on. */
 static void group_save_later(struct group_rt *g)
 {
-	save_state(g, false, false);
+	save_state(g, SAVE_ROUTINE);
 }
 
 /* Which way the signals, rules and smoothing steps push the count (steps 1
@@ -1305,11 +1327,11 @@ void group_scale_done(struct group_rt *g, struct job *j, int64_t t)
 		if (j->n_done > 0)
 			engine_record_action(&g->st.engine, j->started_ms, j->from,
 					     j->from + (j->kind == JOB_SCALE_OUT ? j->n_done : -j->n_done));
-		group_save(g);
+		save_state(g, SAVE_SETTLED);
 		return;
 	}
 	engine_record_action(&g->st.engine, j->started_ms, j->from, to);
-	group_save(g);
+	save_state(g, SAVE_SETTLED);
 	log_fields(LOG_NOTICE, g->gc->name, LOG_ID_ACTION, fields, 3, "%s from %d to %d done in %.1f s",
 		   j->kind == JOB_SCALE_OUT ? "scaled out" : "scaled in", j->from, to,
 		   (double)(t - j->started_ms) / 1000.0);

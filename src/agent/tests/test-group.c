@@ -735,6 +735,75 @@ static void test_scale_out_completes(void **state)
 	assert_int_equal(FAKE(n_close), 0);
 }
 
+/* The state file's bytes (at most `len` - 1), once the writer has written
+ * what is queued; or writes them back. */
+static void state_file_bytes(char *buf, size_t len, bool put)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	state_writer_flush();
+	assert_int_equal(state_path(dir, "web", path, sizeof(path)), 0);
+	f = fopen(path, put ? "w" : "r");
+	assert_non_null(f);
+	if (put) {
+		assert_int_equal(fwrite(buf, 1, strlen(buf), f), strlen(buf));
+	} else {
+		size_t n = fread(buf, 1, len - 1, f);
+
+		assert_true(n > 0 && n < len - 1);
+		buf[n] = '\0';
+	}
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The save when an action's call ends is not synced (SAVE_SETTLED in
+ * group.c). A power loss that takes it leaves the file as the synced save
+ * before the call had it, the action in flight: the restart settles that
+ * action from what it observes, records it as the group's last action
+ * (what the cooldowns and the flapping guard count from), and makes no
+ * second call. */
+static void test_lost_settled_save(void **state)
+{
+	struct fixture *fx = *state;
+	char before[8192];
+	struct group_rt *g = NULL;
+	const struct decision *d;
+
+	fake.hold_scale = true;
+	d = start(fx, 2, 190);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_true(run_until(scale_waiting, NULL));
+	assert_int_equal(file_in_flight(fx), DIR_OUT);
+	state_file_bytes(before, sizeof(before), false);
+	fake_release();
+	assert_true(run_until(idle, fx->g));
+	/* The settled save lands in the writer's turn. */
+	assert_int_equal(file_in_flight(fx), DIR_NONE);
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	assert_int_equal(FAKE(size), 4);
+
+	/* The power goes: the file is as it was synced before the call. */
+	group_rt_stop(fx->g);
+	group_rt_free(fx->g);
+	fx->g = NULL;
+	state_file_bytes(before, sizeof(before), true);
+	vclock_ms += 20000;
+	assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[0], NULL, &g), 0);
+	fx->g = g;
+	group_rt_start(g);
+	assert_true(run_until(evaluated_now, g));
+	assert_int_equal(g->origin, STATE_RESTORED);
+	d = group_rt_last(g);
+	assert_int_equal(d->current, 4);
+	assert_int_equal(d->action, DIR_NONE);
+	assert_int_equal(g->st.in_flight.direction, DIR_NONE);
+	assert_int_equal(g->st.engine.last_action_dir, DIR_OUT);
+	assert_int_equal(file_in_flight(fx), DIR_NONE);
+	assert_int_equal(FAKE(n_set_capacity), 1);
+	assert_int_equal(FAKE(n_remove), 0);
+}
+
 static void test_scale_in_after_stabilization(void **state)
 {
 	struct fixture *fx = *state;
@@ -1261,6 +1330,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_scale_out_completes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lost_settled_save, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_scale_in_after_stabilization, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_saves_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_routine_saves_in_place, setup, teardown),
