@@ -466,6 +466,11 @@ static void run(struct httpd *h)
 			next = l->since + timeout + l->reply_us;
 	if (MHD_get_timeout(h->mhd, &ms) == MHD_YES && now + (uint64_t)ms * 1000 < next)
 		next = now + (uint64_t)ms * 1000;
+	/* The shared reply goes when its time is up, not at the next request:
+	 * a scrape of 10,000 groups is 30 MB, and Prometheus asks once a
+	 * minute. */
+	if (h->shared && h->shared_until < next)
+		next = h->shared_until;
 	if (next == UINT64_MAX) {
 		sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
 		return;
@@ -555,6 +560,11 @@ void httpd_free(struct httpd *h)
 		MHD_stop_daemon(h->mhd);
 	shared_drop(h);
 	free(h);
+}
+
+size_t httpd_shared_len(const struct httpd *h)
+{
+	return h->shared ? h->shared_len : 0;
 }
 
 int httpd_listen_unix(const char *path, unsigned mode, const char *group)

@@ -82,6 +82,11 @@ int httpd_new(sd_event *event, int listen_fd, const char *name, size_t max_body,
 /* Stops serving and closes the socket; NULL is fine. */
 void httpd_free(struct httpd *h);
 
+/* The length of the reply held for the clients that ask within its
+ * share_ms, 0 when none is: it is let go when that time is up, whether or
+ * not anyone asks again. */
+size_t httpd_shared_len(const struct httpd *h);
+
 /* Creates a listening Unix socket at `path` (an old socket file there is
  * replaced) with file mode `mode`, owned by group `group` when not NULL.
  * Returns the descriptor or a negative errno; logs why it failed. */

@@ -768,6 +768,64 @@ static void test_long_reply(void **st)
 	rmdir(path);
 }
 
+/* A reply shared for SHARED_MS with whoever asks for it then. */
+#define SHARED_MS 300
+
+static void shared_reply(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
+{
+	(*(int *)userdata)++;
+	resp->content_type = "text/plain";
+	resp->body = strdup(req->path);
+	resp->status = resp->body ? 200 : 500;
+	resp->share_ms = SHARED_MS;
+}
+
+/* A shared reply (a scrape of 10,000 groups is 30 MB) is held for its
+ * share_ms and let go when that is up, not when the next request comes:
+ * Prometheus asks once a minute. */
+static void test_shared_reply_let_go(void **st)
+{
+	char path[] = "/tmp/test-admin-shared.XXXXXX", sockp[64];
+	struct loop_http a = {.method = "GET", .url = "http://localhost/metrics"};
+	struct loop_http b = a;
+	struct httpd *h;
+	int fd, calls = 0;
+	uint64_t asked, deadline;
+
+	(void)st;
+	assert_non_null(mkdtemp(path));
+	snprintf(sockp, sizeof(sockp), "%s/s", path);
+	fd = httpd_listen_unix(sockp, 0600, NULL);
+	assert_true(fd >= 0);
+	assert_int_equal(httpd_new(event, fd, "shared", 0, shared_reply, &calls, &h), 0);
+	a.unix_socket = b.unix_socket = sockp;
+	asked = loop_http_now();
+	assert_int_equal(loop_http(event, &a), 0);
+	assert_int_equal(a.status, 200);
+	assert_string_equal(a.reply, "/metrics");
+	assert_int_equal(calls, 1);
+	/* Held: the next request within its time is answered from it, on a
+	 * loaded machine too, as long as it comes in time. */
+	assert_int_equal(httpd_shared_len(h), strlen("/metrics"));
+	assert_int_equal(loop_http(event, &b), 0);
+	assert_int_equal(b.status, 200);
+	if (loop_http_now() < asked + SHARED_MS * 1000)
+		assert_int_equal(calls, 1);
+	/* Then nobody asks; it goes once its time is up. */
+	deadline = loop_http_now() + 5000000;
+	while (httpd_shared_len(h) != 0 && loop_http_now() < deadline)
+		sd_event_run(event, 100000);
+	if (httpd_shared_len(h) != 0)
+		fail_msg("the shared reply was still held %llu ms after it was made",
+			 (unsigned long long)(loop_http_now() - asked) / 1000);
+	assert_true(loop_http_now() >= asked + SHARED_MS * 1000);
+	free(a.reply);
+	free(b.reply);
+	httpd_free(h);
+	unlink(sockp);
+	rmdir(path);
+}
+
 /* Idle clients that hold every connection and never go: the server makes
  * room for a new one by closing the oldest, so a request is answered at
  * once, not after the idle ones' timeout. */
@@ -906,6 +964,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shared_reply_let_go, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_clients_held, setup, teardown),
 		cmocka_unit_test(test_status_page_read_only),
 		cmocka_unit_test(test_status_page_host),
