@@ -505,11 +505,16 @@ class Pool:
 
     def members(self, running_only):
         args = ["list", "--name"] + ([] if running_only else ["--all"])
-        # A busy libvirtd may drop one call; three failures in a row are an
-        # error.
+        # A busy libvirtd may drop one call, or answer it late while it
+        # starts guests under TCG on a loaded machine (a `virsh list` took
+        # more than 20 s there); three failures in a row are an error.
         for attempt in range(3):
             try:
                 return sorted(n for n in virsh(*args, timeout=20).split() if self.re.match(n))
+            except subprocess.TimeoutExpired:
+                if attempt == 2:
+                    raise RuntimeError("virsh %s took more than 20 s three times in a row" % " ".join(args))
+                note("virsh %s took more than 20 s; asking again" % " ".join(args))
             except subprocess.CalledProcessError as e:
                 if attempt == 2:
                     raise RuntimeError("virsh %s failed: %s" % (" ".join(args), e.stderr.strip()))
