@@ -54,6 +54,7 @@
 #include "config/config.h"
 #include "agent/driver.h"
 #include "agent/group-private.h"
+#include "base/file.h"
 #include "agent/state-writer.h"
 #include "log/log.h"
 #include "state/state.h"
@@ -677,6 +678,14 @@ static void test_queued_call_cancelled(void **state)
 	group_rt_free(running);
 }
 
+/* The group's state file, once the writer has written what is queued. */
+static const char *state_file_path(char *path, size_t len)
+{
+	state_writer_flush();
+	assert_int_equal(state_path(dir, "web", path, len), 0);
+	return path;
+}
+
 /* The action in flight as the group's state file has it, once the
  * writer has written what is queued. */
 static enum scale_direction file_in_flight(struct fixture *fx)
@@ -684,9 +693,7 @@ static enum scale_direction file_in_flight(struct fixture *fx)
 	char path[PATH_MAX], why[256];
 	struct group_state s;
 
-	state_writer_flush();
-	assert_int_equal(state_path(dir, "web", path, sizeof(path)), 0);
-	assert_int_equal(state_read_file(path, fx->g->gc, __wrap_clock_now(), &s, why, sizeof(why)), 0);
+	assert_int_equal(state_read_file(state_file_path(path, sizeof(path)), fx->g->gc, __wrap_clock_now(), &s, why, sizeof(why)), 0);
 	return s.in_flight.direction;
 }
 
@@ -735,28 +742,6 @@ static void test_scale_out_completes(void **state)
 	assert_int_equal(FAKE(n_close), 0);
 }
 
-/* The state file's bytes (at most `len` - 1), once the writer has written
- * what is queued; or writes them back. */
-static void state_file_bytes(char *buf, size_t len, bool put)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	state_writer_flush();
-	assert_int_equal(state_path(dir, "web", path, sizeof(path)), 0);
-	f = fopen(path, put ? "w" : "r");
-	assert_non_null(f);
-	if (put) {
-		assert_int_equal(fwrite(buf, 1, strlen(buf), f), strlen(buf));
-	} else {
-		size_t n = fread(buf, 1, len - 1, f);
-
-		assert_true(n > 0 && n < len - 1);
-		buf[n] = '\0';
-	}
-	assert_int_equal(fclose(f), 0);
-}
-
 /* The save when an action's call ends is not synced (SAVE_SETTLED in
  * group.c). A power loss that takes it leaves the file as the synced save
  * before the call had it, the action in flight: the restart settles that
@@ -766,8 +751,9 @@ static void state_file_bytes(char *buf, size_t len, bool put)
 static void test_lost_settled_save(void **state)
 {
 	struct fixture *fx = *state;
-	char before[8192];
+	char path[PATH_MAX], *before = NULL;
 	struct group_rt *g = NULL;
+	FILE *f;
 	const struct decision *d;
 
 	fake.hold_scale = true;
@@ -775,7 +761,7 @@ static void test_lost_settled_save(void **state)
 	assert_int_equal(d->action, DIR_OUT);
 	assert_true(run_until(scale_waiting, NULL));
 	assert_int_equal(file_in_flight(fx), DIR_OUT);
-	state_file_bytes(before, sizeof(before), false);
+	assert_int_equal(file_read_all(state_file_path(path, sizeof(path)), 0, 1 << 20, &before, NULL, NULL), 0);
 	fake_release();
 	assert_true(run_until(idle, fx->g));
 	/* The settled save lands in the writer's turn. */
@@ -787,7 +773,11 @@ static void test_lost_settled_save(void **state)
 	group_rt_stop(fx->g);
 	group_rt_free(fx->g);
 	fx->g = NULL;
-	state_file_bytes(before, sizeof(before), true);
+	f = fopen(state_file_path(path, sizeof(path)), "w");
+	assert_non_null(f);
+	assert_true(fputs(before, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	free(before);
 	vclock_ms += 20000;
 	assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[0], NULL, &g), 0);
 	fx->g = g;
