@@ -40,7 +40,8 @@ static cJSON *last_record(const struct group_rt *g)
 cJSON *group_admin_summary(const struct group_rt *g)
 {
 	const struct group_state *st = group_rt_state((struct group_rt *)g);
-	const struct decision *d = group_rt_last(g);
+	struct decision last;
+	const struct decision *d = group_rt_last(g, &last);
 	cJSON *o = cJSON_CreateObject(), *rec;
 	bool observed;
 	int current = group_rt_current(g, &observed);
@@ -121,7 +122,8 @@ cJSON *group_admin_show(const struct group_rt *g)
 {
 	const struct group_state *st = group_rt_state((struct group_rt *)g);
 	const struct group_conf *gc = group_rt_conf(g);
-	const struct decision *d = group_rt_last(g);
+	struct decision last;
+	const struct decision *d = group_rt_last(g, &last);
 	static const char *const origins[] = {"fresh", "restored", "safe start"};
 	struct clock_now now = clock_now();
 	cJSON *o = group_admin_summary(g), *x, *rec;
@@ -239,7 +241,8 @@ int group_admin_resume(struct group_rt *g, char *err, size_t len)
 int group_admin_pin(struct group_rt *g, int count, int64_t until_ms, bool force, char *err, size_t len)
 {
 	struct group_state *st = group_rt_state(g);
-	const struct decision *d = group_rt_last(g);
+	struct decision last;
+	const struct decision *d = group_rt_last(g, &last);
 	const struct profile_conf *p = group_default_profile(group_rt_conf(g));
 	int lo = d ? d->min : p ? p->min : 0, hi = d ? d->max : p ? p->max : 0;
 

@@ -150,8 +150,13 @@ struct group_rt {
 	struct admin_ring ring;   /* recent decision records for the admin API */
 	const char *override;     /* "paused", "pinned" or NULL, of the last decision */
 	struct drain *drain;      /* pre-scale-in hooks running */
-	struct decision last;
-	bool have_last;
+	/* The last decision, packed (decision_pack(): the signals and rules
+	 * it has, not room for the most a group may have; 1.4 KB a group less
+	 * for three signals), last_size bytes, or NULL before the first (or
+	 * when there was no memory for it). */
+	void *last;
+	size_t last_size;
+	bool have_last;           /* a first decision was made */
 	/* The newest decision's record is not made yet: it is `last` (with
 	 * record_dry_run), made when something reads it, when a newer
 	 * decision replaces it and the ring would keep it, or before what a

@@ -673,6 +673,8 @@ static char *make_ring_record(struct group_rt *g, const struct decision *d, bool
  * on ENOMEM: the caller then keeps the decision as the pending record. */
 static char *log_decision(struct group_rt *g, const struct decision *d, bool dry_run)
 {
+	struct decision last_buf;
+	const struct decision *last;
 	char sentence[1024];
 	struct log_field fields[1 + DECISION_JOURNAL_FIELDS];
 	struct decision_field_buf buf;
@@ -688,9 +690,10 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	 * operator must see it), not each time a value moves: a steady group
 	 * would otherwise write one INFO line per interval. The others go at
 	 * DEBUG with their full record. */
-	changed = !g->have_last || d->action != g->last.action || d->hold != g->last.hold ||
+	last = group_rt_last(g, &last_buf);
+	changed = !last || d->action != last->action || d->hold != last->hold ||
 		  g->override != g->last_override /* one of two constants */ ||
-		  signals_push(d) != signals_push(&g->last) || (g->last_error.time_ms != 0) != g->last_had_error;
+		  signals_push(d) != signals_push(last) || (g->last_error.time_ms != 0) != g->last_had_error;
 	prio = d->action != DIR_NONE || changed ? LOG_INFO : LOG_DEBUG;
 	g->last_override = g->override;
 	g->last_had_error = g->last_error.time_ms != 0;
@@ -716,6 +719,28 @@ static bool borrows_signal_errors(const struct group_rt *g, const struct decisio
 	return false;
 }
 
+/* Keeps D as the group's last decision, packed; false when there was no
+ * memory for it (the group then has no last decision until the next). */
+static bool keep_last(struct group_rt *g, const struct decision *d)
+{
+	size_t size = decision_packed_size(d);
+
+	if (size != g->last_size) {
+		void *p = realloc(g->last, size);
+
+		if (!p) {
+			free(g->last);
+			g->last = NULL;
+			g->last_size = 0;
+			return false;
+		}
+		g->last = p;
+		g->last_size = size;
+	}
+	decision_pack(d, g->last);
+	return true;
+}
+
 /* Makes the pending record (g->last, see record_pending) and pushes it into
  * the history ring. SUPERSEDED: a newer decision replaces it, and the ring
  * is asked first whether it would keep it beside the newer one. Called too
@@ -723,6 +748,7 @@ static bool borrows_signal_errors(const struct group_rt *g, const struct decisio
  * operation, the runtime on a reload). */
 static void record_flush(struct group_rt *g, bool superseded)
 {
+	struct decision last;
 	char sentence[1024];
 	char *json;
 
@@ -731,7 +757,7 @@ static void record_flush(struct group_rt *g, bool superseded)
 	g->record_pending = false;
 	if (superseded && g->record_len && !admin_ring_pass_over(&g->ring, g->record_len, g->ctx->history_bytes))
 		return;
-	json = make_ring_record(g, &g->last, g->record_dry_run, sentence, sizeof(sentence));
+	json = make_ring_record(g, group_rt_last(g, &last), g->record_dry_run, sentence, sizeof(sentence));
 	admin_ring_push(&g->ring, json, g->ctx->history_bytes);
 }
 
@@ -955,9 +981,8 @@ static void group_evaluate(struct group_rt *g)
 
 		json = make_ring_record(g, &d, dry, sentence, sizeof(sentence));
 	}
-	g->last = d;
 	g->have_last = true;
-	g->record_pending = !json;
+	g->record_pending = keep_last(g, &d) && !json;
 	g->record_dry_run = dry;
 	m1 = clock_mono_ns();
 	paused = g->st.pause.active;
@@ -1565,10 +1590,14 @@ void group_rt_rebind(struct group_rt *g, const struct group_conf *gc)
 	for (size_t i = 0; i < g->n_signals; i++)
 		g->signals[i].sc = &gc->signals[i];
 	/* The last decision names its group and profile by pointer. */
-	if (g->have_last) {
-		g->last.group = gc->name;
-		if (g->last.profile_index >= 0 && (size_t)g->last.profile_index < gc->n_profiles)
-			g->last.profile = gc->profiles[g->last.profile_index].name;
+	if (g->last) {
+		struct decision d;
+
+		decision_unpack(g->last, &d);
+		d.group = gc->name;
+		if (d.profile_index >= 0 && (size_t)d.profile_index < gc->n_profiles)
+			d.profile = gc->profiles[d.profile_index].name;
+		decision_pack(&d, g->last);
 	}
 }
 
@@ -1667,6 +1696,7 @@ void group_rt_free(struct group_rt *g)
 	}
 	free(g->instances);
 	free(g->last_error.message);
+	free(g->last);
 	free(g);
 }
 
@@ -1690,9 +1720,12 @@ const struct group_conf *group_rt_conf(const struct group_rt *g)
 	return g->gc;
 }
 
-const struct decision *group_rt_last(const struct group_rt *g)
+const struct decision *group_rt_last(const struct group_rt *g, struct decision *buf)
 {
-	return g->have_last ? &g->last : NULL;
+	if (!g->last)
+		return NULL;
+	decision_unpack(g->last, buf);
+	return buf;
 }
 
 char *group_rt_newest_record(const struct group_rt *g)
@@ -1700,8 +1733,10 @@ char *group_rt_newest_record(const struct group_rt *g)
 	char sentence[1024];
 	const char *newest;
 
+	struct decision last;
+
 	if (g->record_pending)
-		return make_record(g, &g->last, g->record_dry_run, sentence, sizeof(sentence));
+		return make_record(g, group_rt_last(g, &last), g->record_dry_run, sentence, sizeof(sentence));
 	newest = admin_ring_newest(&g->ring);
 	return newest ? strdup(newest) : NULL;
 }

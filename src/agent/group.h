@@ -89,8 +89,9 @@ const struct group_ctx *group_rt_ctx(const struct group_rt *g);
 /* Whether this agent manages G's state: always without a cluster; in one,
  * while it owns G and has continued from its record (cluster.h). */
 bool group_rt_state_here(const struct group_rt *g);
-/* The last decision, or NULL before the first one. */
-const struct decision *group_rt_last(const struct group_rt *g);
+/* The last decision, made whole in BUF (the group keeps it packed), or
+ * NULL before the first one. */
+const struct decision *group_rt_last(const struct group_rt *g, struct decision *buf);
 /* The newest decision record as JSON text (malloc'ed), or NULL when there
  * is none (or on ENOMEM). */
 char *group_rt_newest_record(const struct group_rt *g);

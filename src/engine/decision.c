@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "engine/engine.h"
@@ -437,4 +438,57 @@ size_t decision_journal_fields(const struct decision *d, struct decision_field_b
 	f[3] = (struct log_field){"DESIRED", buf->desired};
 	f[4] = (struct log_field){"CURRENT", buf->current};
 	return DECISION_JOURNAL_FIELDS;
+}
+
+/* The packed form: the two counts, the decision up to its signals, the
+ * signals it has, what lies between the signals and the rules, the rules
+ * it has, and the rest. Offsets, not field names, so that a field added
+ * to struct decision is kept without a change here. */
+#define AT_SIGNALS offsetof(struct decision, signals)
+#define AFTER_SIGNALS (offsetof(struct decision, signals) + sizeof(((struct decision *)0)->signals))
+#define AT_RULES offsetof(struct decision, rules)
+#define AFTER_RULES (offsetof(struct decision, rules) + sizeof(((struct decision *)0)->rules))
+
+struct packed_counts {
+	size_t n_signals, n_rules;
+};
+
+size_t decision_packed_size(const struct decision *d)
+{
+	return sizeof(struct packed_counts) + AT_SIGNALS + d->n_signals * sizeof(d->signals[0]) +
+	       (AT_RULES - AFTER_SIGNALS) + d->n_rules * sizeof(d->rules[0]) + (sizeof(*d) - AFTER_RULES);
+}
+
+void decision_pack(const struct decision *d, void *buf)
+{
+	const struct packed_counts n = {d->n_signals, d->n_rules};
+	const char *s = (const char *)d;
+	char *p = buf;
+
+	p = mempcpy(p, &n, sizeof(n));
+	p = mempcpy(p, s, AT_SIGNALS);
+	p = mempcpy(p, d->signals, n.n_signals * sizeof(d->signals[0]));
+	p = mempcpy(p, s + AFTER_SIGNALS, AT_RULES - AFTER_SIGNALS);
+	p = mempcpy(p, d->rules, n.n_rules * sizeof(d->rules[0]));
+	memcpy(p, s + AFTER_RULES, sizeof(*d) - AFTER_RULES);
+}
+
+void decision_unpack(const void *buf, struct decision *d)
+{
+	struct packed_counts n;
+	char *s = (char *)d;
+	const char *p = buf;
+
+	memcpy(&n, p, sizeof(n));
+	p += sizeof(n);
+	memset(d, 0, sizeof(*d));
+	memcpy(s, p, AT_SIGNALS);
+	p += AT_SIGNALS;
+	memcpy(d->signals, p, n.n_signals * sizeof(d->signals[0]));
+	p += n.n_signals * sizeof(d->signals[0]);
+	memcpy(s + AFTER_SIGNALS, p, AT_RULES - AFTER_SIGNALS);
+	p += AT_RULES - AFTER_SIGNALS;
+	memcpy(d->rules, p, n.n_rules * sizeof(d->rules[0]));
+	p += n.n_rules * sizeof(d->rules[0]);
+	memcpy(s + AFTER_RULES, p, sizeof(*d) - AFTER_RULES);
 }

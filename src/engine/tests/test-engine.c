@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -1255,6 +1256,64 @@ static void test_sentence_and_json(void **state)
 }
 
 
+/* A decision packed (a group's last, kept in the room it uses) comes back
+ * byte for byte, whatever its counts of signals and rules, and the room
+ * after them comes back zeroed. */
+static void test_decision_packed(void **state)
+{
+	static const size_t counts[][2] = {{3, 2}, {0, 0}, {1, 0}, {0, 1}, {CONFIG_MAX_SIGNALS, CONFIG_MAX_RULES}};
+	static const char *const reason = "no samples";
+	struct decision d, back;
+	unsigned char *buf;
+	size_t size, i, k;
+
+	(void)state;
+	for (k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+		memset(&d, 0, sizeof(d));
+		d.time_ms = 1700000000123;
+		d.group = "web";
+		d.profile = "office-hours";
+		d.profile_index = 1;
+		d.current = 4;
+		d.desired = 6;
+		d.n_signals = counts[k][0];
+		d.n_rules = counts[k][1];
+		for (i = 0; i < d.n_signals; i++)
+			d.signals[i] = (struct signal_decision){.valid = i % 2 == 0, .value = 10.5 * (double)(i + 1),
+								.target = 60, .recommendation = (int)i + 2,
+								.reason = i % 2 ? reason : NULL, .forecast = true,
+								.forecast_value = 3.25, .keep_recommendation = 7};
+		for (i = 0; i < d.n_rules; i++)
+			d.rules[i] = (struct rule_decision){.evaluated = true, .fired = i % 2 == 1, .value = 0.5 + (double)i,
+							    .proposal = (int)i + 1};
+		d.action = DIR_OUT;
+		d.hold = HOLD_STABILIZATION;
+		d.driver_signal = 0;
+		d.driver_rule = -1;
+		d.boot_ms = S(120);
+		d.keep_ms = S(480);
+
+		size = decision_packed_size(&d);
+		if (d.n_signals < CONFIG_MAX_SIGNALS || d.n_rules < CONFIG_MAX_RULES)
+			assert_true(size < sizeof(d));
+		buf = malloc(size);
+		assert_non_null(buf);
+		decision_pack(&d, buf);
+		memset(&back, 0xa5, sizeof(back));
+		decision_unpack(buf, &back);
+		assert_memory_equal(&back, &d, sizeof(d));
+		assert_ptr_equal(back.group, d.group);
+		if (d.n_signals > 1)
+			assert_ptr_equal(back.signals[1].reason, reason);
+		free(buf);
+	}
+	/* Three signals and no rule, a group's usual shape: a quarter of
+	 * the room. */
+	d.n_signals = 3;
+	d.n_rules = 0;
+	assert_true(decision_packed_size(&d) * 4 <= sizeof(d) + 64);
+}
+
 /* A forecast in observe mode is recorded, in the record and the sentence,
  * and changes nothing; in mode on it raises the count. */
 static void test_forecast_observe_and_on(void **state)
@@ -1438,6 +1497,7 @@ int main(void)
 		cmocka_unit_test(test_clock_steps),
 		cmocka_unit_test(test_contract),
 		cmocka_unit_test(test_sentence_and_json),
+		cmocka_unit_test(test_decision_packed),
 		cmocka_unit_test(test_forecast_observe_and_on),
 		cmocka_unit_test(test_forecast_never_scales_in_alone),
 		cmocka_unit_test(test_lazy_scale_in),
