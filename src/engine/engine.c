@@ -916,36 +916,62 @@ int64_t engine_state_newest_rec(const struct engine_state *s)
 	return t;
 }
 
+/* Adds a scale event, folding two when the history is full. */
+static void events_push(struct engine_state *s, int64_t mono_ms, int delta)
+{
+	size_t i, from = SIZE_MAX, into = SIZE_MAX, prev[2] = {SIZE_MAX, SIZE_MAX};
+	int64_t gap, best_gap = INT64_MAX;
+
+	if (s->n_events == ENGINE_MAX_HISTORY) {
+		/* Merge the two closest events of one sign (the next of that
+		 * sign, with reversals between them or not) into one at the
+		 * later time: the change stays counted at least as long, and
+		 * the period's sums of additions and of removals, which is
+		 * all the rate limits read, lose nothing. Three events always
+		 * hold such a pair. */
+		for (i = 0; i < s->n_events; i++) {
+			int up = s->events[i].delta > 0;
+
+			if (prev[up] != SIZE_MAX) {
+				gap = s->events[i].t_ms - s->events[prev[up]].t_ms;
+				if (gap < best_gap) {
+					best_gap = gap;
+					from = prev[up];
+					into = i;
+				}
+			}
+			prev[up] = i;
+		}
+		if (from == SIZE_MAX)
+			from = 0; /* fewer than three events: not reached */
+		else
+			s->events[into].delta += s->events[from].delta;
+		memmove(&s->events[from], &s->events[from + 1], (s->n_events - from - 1) * sizeof(s->events[0]));
+		s->n_events--;
+	}
+	s->events[s->n_events++] = (struct engine_event){ .t_ms = mono_ms, .delta = delta };
+}
+
 void engine_record_action(struct engine_state *s, int64_t mono_ms, int from, int to)
 {
 	int delta = to - from;
-	size_t i, best = SIZE_MAX;
-	int64_t gap, best_gap = INT64_MAX;
 
 	if (delta == 0)
 		return;
 	s->last_action_ms = mono_ms;
 	s->last_action_dir = direction_of(from, to);
-	if (s->n_events == ENGINE_MAX_HISTORY) {
-		/* Merge the two closest events of the same sign into one at the
-		 * later time: the change stays counted at least as long. With
-		 * no such pair (a history of strict reversals) the oldest
-		 * goes. */
-		for (i = 0; i + 1 < s->n_events; i++) {
-			if ((s->events[i].delta > 0) != (s->events[i + 1].delta > 0))
-				continue;
-			gap = s->events[i + 1].t_ms - s->events[i].t_ms;
-			if (gap < best_gap) {
-				best_gap = gap;
-				best = i;
-			}
-		}
-		if (best == SIZE_MAX)
-			best = 0;
-		else
-			s->events[best + 1].delta += s->events[best].delta;
-		memmove(&s->events[best], &s->events[best + 1], (s->n_events - best - 1) * sizeof(s->events[0]));
-		s->n_events--;
-	}
-	s->events[s->n_events++] = (struct engine_event){ .t_ms = mono_ms, .delta = delta };
+	events_push(s, mono_ms, delta);
+}
+
+void engine_state_restore_rec(struct engine_state *s, bool scale_out, int64_t t_ms, int count)
+{
+	if (scale_out)
+		deque_push(s->up_recs, &s->n_up_recs, t_ms, count, -1);
+	else
+		deque_push(s->down_recs, &s->n_down_recs, t_ms, count, +1);
+}
+
+void engine_state_restore_event(struct engine_state *s, int64_t t_ms, int delta)
+{
+	events_push(s, t_ms, delta);
 }

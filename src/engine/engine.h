@@ -87,7 +87,16 @@ struct engine_signal_input {
 	double forecast_keep_total; /* upper quantile of the peak until a relaunch would pay off */
 };
 
-#define ENGINE_MAX_HISTORY 64
+/* The most entries each of a group's histories keeps in memory: one
+ * more folds the two closest (engine.c), conservatively. 32 entries is
+ * more than a monotonic deque of one recommendation an interval holds
+ * in any usual window (a 5-minute window at 15 s is 20 evaluations) and
+ * keeps the state at 1.6 KB a group. */
+#define ENGINE_MAX_HISTORY 32
+/* The most a state file may hold per history: what releases that kept
+ * 64 in memory wrote. A longer history read back than ENGINE_MAX_HISTORY
+ * is folded as the engine folds its own (engine_state_restore_rec()). */
+#define ENGINE_STORED_HISTORY 64
 
 struct engine_rec {
 	int64_t t_ms;
@@ -270,6 +279,14 @@ int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms);
  * cluster continues its predecessor's state with what it evaluated
  * itself since (state_merge_record()). */
 void engine_state_merge_recs(struct engine_state *dst, const struct engine_state *src, int64_t after_ms);
+
+/* Restores one entry of a history read back from a state file, oldest
+ * first: a recommendation of the scale-out window (SCALE_OUT) or of the
+ * scale-in window, or a scale event (a change by DELTA). Each is added as
+ * the engine adds its own, so that a history longer than the engine keeps
+ * is folded as it folds its own. */
+void engine_state_restore_rec(struct engine_state *s, bool scale_out, int64_t t_ms, int count);
+void engine_state_restore_event(struct engine_state *s, int64_t t_ms, int delta);
 /* The time of the newest recommendation in S's windows, 0 when none. */
 int64_t engine_state_newest_rec(const struct engine_state *s);
 

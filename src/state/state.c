@@ -302,8 +302,9 @@ static int get_dir(struct parse *p, const cJSON *o, const char *key, bool none_o
 	return 0;
 }
 
-/* A history: an array of [time, value] pairs, at most ENGINE_MAX_HISTORY,
- * in time order. Each pair is written to t[i] and v[i]. */
+/* A history: an array of [time, value] pairs, at most
+ * ENGINE_STORED_HISTORY, in time order. Each pair is written to t[i] and
+ * v[i]. */
 static int get_pairs(struct parse *p, const cJSON *o, const char *key, int64_t vlo, int64_t vhi,
 		     int64_t *t, int64_t *v, size_t *n)
 {
@@ -313,8 +314,8 @@ static int get_pairs(struct parse *p, const cJSON *o, const char *key, int64_t v
 
 	if (!cJSON_IsArray(a))
 		return bad(p, "'%s' is missing or not an array", key);
-	if ((size_t)cJSON_GetArraySize(a) > ENGINE_MAX_HISTORY)
-		return bad(p, "'%s' holds more entries than the engine keeps", key);
+	if ((size_t)cJSON_GetArraySize(a) > ENGINE_STORED_HISTORY)
+		return bad(p, "'%s' holds more entries than a state file may", key);
 	cJSON_ArrayForEach(pair, a)
 	{
 		const cJSON *pt = cJSON_GetArrayItem(pair, 0), *pv = cJSON_GetArrayItem(pair, 1);
@@ -340,7 +341,7 @@ static int get_pairs(struct parse *p, const cJSON *o, const char *key, int64_t v
 
 static int parse_engine(struct parse *p, const cJSON *e, const struct group_conf *gc, struct engine_state *s)
 {
-	int64_t t[ENGINE_MAX_HISTORY], v[ENGINE_MAX_HISTORY], x;
+	int64_t t[ENGINE_STORED_HISTORY], v[ENGINE_STORED_HISTORY], x;
 	struct engine_state fresh;
 	size_t n;
 	int r;
@@ -355,19 +356,18 @@ static int parse_engine(struct parse *p, const cJSON *e, const struct group_conf
 	*s = fresh;
 	if ((r = get_pairs(p, e, "up_recs", 0, STATE_MAX_COUNT, t, v, &n)) < 0)
 		return r;
+	/* Added as the engine adds its own: a longer history (written when
+	 * the engine kept more) is folded as the engine folds it. */
 	for (size_t i = 0; i < n; i++)
-		s->up_recs[i] = (struct engine_rec){.t_ms = mono_past(p, t[i]), .count = (int)v[i]};
-	s->n_up_recs = n;
+		engine_state_restore_rec(s, true, mono_past(p, t[i]), (int)v[i]);
 	if ((r = get_pairs(p, e, "down_recs", 0, STATE_MAX_COUNT, t, v, &n)) < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
-		s->down_recs[i] = (struct engine_rec){.t_ms = mono_past(p, t[i]), .count = (int)v[i]};
-	s->n_down_recs = n;
+		engine_state_restore_rec(s, false, mono_past(p, t[i]), (int)v[i]);
 	if ((r = get_pairs(p, e, "events", -STATE_MAX_COUNT, STATE_MAX_COUNT, t, v, &n)) < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
-		s->events[i] = (struct engine_event){.t_ms = mono_past(p, t[i]), .delta = (int)v[i]};
-	s->n_events = n;
+		engine_state_restore_event(s, mono_past(p, t[i]), (int)v[i]);
 	if ((r = get_time(p, e, "last_action_ms", &x)) < 0)
 		return r;
 	if ((r = get_dir(p, e, "last_action_dir", true, &s->last_action_dir)) < 0)

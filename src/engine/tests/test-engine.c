@@ -1075,15 +1075,22 @@ static void test_history_is_bounded_and_conservative(void **state)
 		assert_true(F.st.n_down_recs <= ENGINE_MAX_HISTORY);
 		assert_int_equal(cur, 200);
 	}
-	/* 100 actions in a minute, 66 of +1 and 34 of -1: merged, but none
-	 * lost, so a rate-limit period still sees a net 32 added. */
+	/* 100 actions in a minute, 66 of +1 and 34 of -1, reversals among
+	 * them: merged, but none lost, so a rate-limit period still sees 66
+	 * added and 34 removed. */
 	for (i = 0; i < 100; i++) {
 		engine_record_action(&F.st, F.now + i, 10, i % 3 ? 11 : 9);
 		assert_true(F.st.n_events <= ENGINE_MAX_HISTORY);
 	}
 	for (sum = 0, k = 0; k < F.st.n_events; k++)
-		sum += F.st.events[k].delta;
-	assert_int_equal(sum, 32);
+		sum += F.st.events[k].delta > 0 ? F.st.events[k].delta : 0;
+	assert_int_equal(sum, 66);
+	for (sum = 0, k = 0; k < F.st.n_events; k++) {
+		sum += F.st.events[k].delta < 0 ? F.st.events[k].delta : 0;
+		if (k > 0)
+			assert_true(F.st.events[k].t_ms >= F.st.events[k - 1].t_ms);
+	}
+	assert_int_equal(sum, -34);
 	assert_int_equal(F.st.last_action_dir, DIR_IN);
 	assert_int_equal(F.st.last_action_ms, F.now + 99);
 }

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -450,12 +451,54 @@ static void test_too_many_entries(void **st)
 			      "{\"format\":1,\"group\":\"web\",\"engine\":{\"version\":1,\"up_recs\":[],\"events\":[],"
 			      "\"last_action_ms\":0,\"last_action_dir\":\"none\",\"no_scale_in_before_ms\":0,"
 			      "\"down_recs\":[");
-	for (int i = 0; i <= ENGINE_MAX_HISTORY; i++)
-		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s[%d,3]", i ? "," : "", i);
+	for (int i = 0; i <= ENGINE_STORED_HISTORY; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s[%d,%d]", i ? "," : "", i, 200 - i);
 	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "]}}");
 	write_text(buf, n);
 	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_SAFE);
 	assert_safe(&s);
+}
+
+/* A file of a release that kept 64 entries a history (ENGINE_STORED_HISTORY)
+ * reads back folded to what the engine keeps, as the engine folds its own:
+ * the scale-in window keeps its largest recommendation and its newest time,
+ * and the events keep every instance they added. */
+static void test_longer_history_folded(void **st)
+{
+	char buf[16384];
+	size_t n = 0, k;
+	int sum = 0;
+	struct group_state s;
+	int64_t t0 = NOW - 3000 * 1000;
+
+	(void)st;
+	assert_true(ENGINE_STORED_HISTORY > ENGINE_MAX_HISTORY);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+			      "{\"format\":1,\"group\":\"web\",\"engine\":{\"version\":1,\"up_recs\":[],"
+			      "\"last_action_ms\":%" PRId64 ",\"last_action_dir\":\"out\",\"no_scale_in_before_ms\":0,"
+			      "\"down_recs\":[",
+			      t0 + (ENGINE_STORED_HISTORY - 1) * 15000);
+	/* Falling recommendations 200, 199, ...: each one an entry. */
+	for (int i = 0; i < ENGINE_STORED_HISTORY; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s[%" PRId64 ",%d]", i ? "," : "",
+				      t0 + i * 15000, 200 - i);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "],\"events\":[");
+	for (int i = 0; i < ENGINE_STORED_HISTORY; i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s[%" PRId64 ",1]", i ? "," : "", t0 + i * 15000);
+	n += (size_t)snprintf(buf + n, sizeof(buf) - n, "]}}");
+	write_text(buf, n);
+	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW), &s), STATE_RESTORED);
+	assert_int_equal(s.engine.n_down_recs, ENGINE_MAX_HISTORY);
+	assert_int_equal(s.engine.down_recs[0].count, 200);
+	assert_int_equal(s.engine.down_recs[ENGINE_MAX_HISTORY - 1].count, 200 - (ENGINE_STORED_HISTORY - 1));
+	for (k = 1; k < s.engine.n_down_recs; k++) {
+		assert_true(s.engine.down_recs[k].count < s.engine.down_recs[k - 1].count);
+		assert_true(s.engine.down_recs[k].t_ms > s.engine.down_recs[k - 1].t_ms);
+	}
+	assert_int_equal(s.engine.n_events, ENGINE_MAX_HISTORY);
+	for (k = 0; k < s.engine.n_events; k++)
+		sum += s.engine.events[k].delta;
+	assert_int_equal(sum, ENGINE_STORED_HISTORY);
 }
 
 /* Every truncation of a good file is detected; random byte damage never
@@ -880,6 +923,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corruptions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_entries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_longer_history_folded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncations_and_flips, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_step_while_running, setup, teardown),
 		cmocka_unit_test(test_restart_maps_times),
