@@ -1730,10 +1730,9 @@ const struct decision *group_rt_last(const struct group_rt *g, struct decision *
 
 char *group_rt_newest_record(const struct group_rt *g)
 {
+	struct decision last;
 	char sentence[1024];
 	const char *newest;
-
-	struct decision last;
 
 	if (g->record_pending)
 		return make_record(g, group_rt_last(g, &last), g->record_dry_run, sentence, sizeof(sentence));
