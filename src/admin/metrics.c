@@ -63,6 +63,7 @@ struct named_summary {
 struct call_histogram {
 	char *driver, *operation;
 	struct histogram h;
+	double cpu;                /* seconds of CPU on the calls' threads */
 };
 
 struct named_gauge {
@@ -455,7 +456,7 @@ static struct call_histogram *call_series(struct metrics *m, const char *driver,
 }
 
 void metrics_record_driver_call(struct metrics *m, const char *group, const char *driver, const char *operation,
-				double seconds)
+				double seconds, double cpu_seconds)
 {
 	struct call_histogram *c;
 	struct named_summary *s;
@@ -465,8 +466,11 @@ void metrics_record_driver_call(struct metrics *m, const char *group, const char
 		return;
 	pthread_mutex_lock(&m->lock);
 	c = call_series(m, driver, operation);
-	if (c)
+	if (c) {
 		observe(&c->h, driver_buckets, N_DRIVER_BUCKETS, seconds);
+		if (isfinite(cpu_seconds) && cpu_seconds > 0)
+			c->cpu += cpu_seconds;
+	}
 	g = group_get(m, group);
 	s = g ? SLOT(g->driver, &g->n_driver, METRICS_MAX_OPERATIONS, operation) : NULL;
 	if (s) {
@@ -1069,6 +1073,15 @@ static void write_locked(const struct metrics *m, FILE *f)
 	for (size_t k = 0; k < m->n_calls; k++)
 		histogram_samples(f, "autoscaled_driver_call_duration_seconds", m->calls[k].driver, m->calls[k].operation,
 				  &m->calls[k].h, driver_buckets, N_DRIVER_BUCKETS);
+	header(f, "autoscaled_driver_call_cpu_seconds_total", "counter",
+	       "CPU time (user and system) the driver calls took on their threads, over all groups, by driver and "
+	       "operation: the drivers' share of the daemon's CPU.");
+	for (size_t k = 0; k < m->n_calls; k++) {
+		call_series_name(f, "autoscaled_driver_call_cpu_seconds_total", m->calls[k].driver,
+				 m->calls[k].operation, NULL);
+		put_value(f, m->calls[k].cpu);
+		fputc('\n', f);
+	}
 	header(f, "autoscaled_group_driver_call_duration_seconds", "summary",
 	       "Time taken by the group's driver calls, by operation: their sum and count.");
 	for (size_t i = 0; i < m->n_groups; i++)

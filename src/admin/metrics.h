@@ -54,9 +54,10 @@ void metrics_record_error(struct metrics *m, const char *group, const char *kind
 /* Records the duration of a call `operation` ("observe", "set_capacity",
  * "remove_instances", "open") of `group`'s driver `driver`: in the group's
  * sum and count, and in the histogram over all groups by driver and
- * operation. */
+ * operation; and the CPU time the call took on its thread, in a counter by
+ * driver and operation. */
 void metrics_record_driver_call(struct metrics *m, const char *group, const char *driver, const char *operation,
-				double seconds);
+				double seconds, double cpu_seconds);
 
 /* Records what driver `driver` of `group` published through host->metric:
  * a throttling budget's remaining requests (label: the budget), retries

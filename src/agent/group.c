@@ -1081,7 +1081,7 @@ void group_job_done(struct job *j)
 	static const char *const op[] = {"observe", "set_capacity", "remove_instances", "open"};
 
 	metrics_record_driver_call(g->ctx->metrics, g->gc->name, g->gc->driver, op[j->kind],
-				   (double)(t.mono_ms - j->called_ms) / 1000.0);
+				   (double)(t.mono_ms - j->called_ms) / 1000.0, (double)j->cpu_ns / 1e9);
 	if (j->close_when_done) {
 		inherited_job_done(g, j, t);
 		return;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -232,9 +233,20 @@ static void job_fence_end(struct job *j)
 		cluster_fence_end(j->cluster, j->fence_group);
 }
 
+/* The CPU time of the calling thread, in nanoseconds (0 if unknown). */
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void job_run(struct workers_task *t)
 {
 	struct job *j = (struct job *)((char *)t - offsetof(struct job, task));
+	int64_t cpu = thread_cpu_ns();
 	bool first;
 
 	/* What the driver says about a failure reaches the decision record
@@ -265,6 +277,9 @@ static void job_run(struct workers_task *t)
 		break;
 	}
 	driver_capture_end();
+	/* The driver's share of the daemon's CPU, user and system, apart
+	 * from the daemon's own (autoscaled_driver_call_cpu_seconds_total). */
+	j->cpu_ns = thread_cpu_ns() - cpu;
 	pthread_mutex_lock(&done_lock);
 	first = !done_head;
 	j->done_next = NULL;

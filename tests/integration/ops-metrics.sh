@@ -32,6 +32,9 @@ check "actions, histograms, summaries, pause and pin families" eval '
 	echo "$body" | grep -q "^autoscaled_evaluation_duration_seconds_count [1-9]" &&
 	echo "$body" | grep -q "^autoscaled_group_evaluation_duration_seconds_count{group=\"web\"} [1-9]" &&
 	echo "$body" | grep -q "^autoscaled_driver_call_duration_seconds_count{driver=\"filepool\",operation=\"observe\"} [1-9]" &&
+	echo "$body" | grep -q "^# TYPE autoscaled_driver_call_cpu_seconds_total counter$" &&
+	echo "$body" | grep "^autoscaled_driver_call_cpu_seconds_total{driver=\"filepool\",operation=\"observe\"} " |
+		grep -vq " 0$" &&
 	echo "$body" | grep -q "^autoscaled_group_driver_call_duration_seconds_count{group=\"web\",operation=\"observe\"} [1-9]" &&
 	echo "$body" | grep -q "^autoscaled_group_paused{group=\"web\"} 0$" &&
 	echo "$body" | grep -q "^autoscaled_group_pinned{group=\"web\"} 0$"'

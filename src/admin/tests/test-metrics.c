@@ -69,9 +69,9 @@ static void test_exposition(void **st)
 	metrics_record_action(m, "web", DIR_IN);
 	metrics_record_error(m, "web", "observe");
 	metrics_record_error(m, "web", "observe");
-	metrics_record_driver_call(m, "web", "libvirt", "set_capacity", 0.2);
-	metrics_record_driver_call(m, "web", "libvirt", "set_capacity", 7);
-	metrics_record_driver_call(m, "db", "gce-mig", "set_capacity", 0.01);
+	metrics_record_driver_call(m, "web", "libvirt", "set_capacity", 0.2, 0.125);
+	metrics_record_driver_call(m, "web", "libvirt", "set_capacity", 7, 0.25);
+	metrics_record_driver_call(m, "db", "gce-mig", "set_capacity", 0.01, 0);
 	t = render(m);
 
 	assert_non_null(strstr(t, "# HELP autoscaled_group_desired_instances "));
@@ -98,6 +98,12 @@ static void test_exposition(void **st)
 	 * buckets are cumulative: 0.2 s falls in le=0.25 and above, 7 s in
 	 * le=10 and above. */
 	assert_non_null(strstr(t, "# TYPE autoscaled_driver_call_duration_seconds histogram\n"));
+	/* The drivers' CPU, a counter by driver and operation. */
+	assert_non_null(strstr(t, "# TYPE autoscaled_driver_call_cpu_seconds_total counter\n"));
+	assert_non_null(strstr(t, "autoscaled_driver_call_cpu_seconds_total{driver=\"libvirt\",operation=\"set_capacity\"} "
+				  "0.375\n"));
+	assert_non_null(
+		strstr(t, "autoscaled_driver_call_cpu_seconds_total{driver=\"gce-mig\",operation=\"set_capacity\"} 0\n"));
 	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{driver=\"libvirt\","
 				  "operation=\"set_capacity\",le=\"0.1\"} 0\n"));
 	assert_non_null(strstr(t, "autoscaled_driver_call_duration_seconds_bucket{driver=\"libvirt\","
