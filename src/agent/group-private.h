@@ -70,6 +70,7 @@ struct job {
 	int from;                /* scale: the count when the action was decided */
 	int64_t started_ms;      /* monotonic, when it was queued (an action's start) */
 	int64_t called_ms;       /* monotonic, when its worker called the driver */
+	bool measure_cpu;        /* cpu_ns is measured (metrics are served) */
 	int64_t cpu_ns;          /* the CPU time its worker's thread spent in the call */
 	struct job *done_next;   /* on the list of finished jobs (job.c) */
 	/* Results, written by the worker thread. */
