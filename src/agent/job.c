@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -233,20 +232,10 @@ static void job_fence_end(struct job *j)
 		cluster_fence_end(j->cluster, j->fence_group);
 }
 
-/* The CPU time of the calling thread, in nanoseconds (0 if unknown). */
-static int64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void job_run(struct workers_task *t)
 {
 	struct job *j = (struct job *)((char *)t - offsetof(struct job, task));
-	int64_t cpu = j->measure_cpu ? thread_cpu_ns() : 0;
+	int64_t cpu = j->measure_cpu ? clock_thread_cpu_ns() : 0;
 	bool first;
 
 	/* What the driver says about a failure reaches the decision record
@@ -279,7 +268,7 @@ static void job_run(struct workers_task *t)
 	driver_capture_end();
 	/* The driver's share of the daemon's CPU, user and system, apart
 	 * from the daemon's own (autoscaled_driver_call_cpu_seconds_total). */
-	j->cpu_ns = j->measure_cpu ? thread_cpu_ns() - cpu : 0;
+	j->cpu_ns = j->measure_cpu ? clock_thread_cpu_ns() - cpu : 0;
 	pthread_mutex_lock(&done_lock);
 	first = !done_head;
 	j->done_next = NULL;
@@ -365,8 +354,8 @@ int job_start(struct group_rt *g, struct job *j)
 	j->handle = g->handle;
 	j->started_ms = clock_mono_ms();
 	/* Two reads of the thread's CPU clock a call, a system call each
-	 * (1.4 us each on a 2-core VM): only for a daemon whose metrics
-	 * someone can scrape. */
+	 * (clock_thread_cpu_ns()): only for a daemon whose metrics someone
+	 * can scrape. */
 	j->measure_cpu = g->ctx->agent_conf->metrics_listen != NULL;
 	j->cluster = g->ctx->cluster;
 	snprintf(j->fence_group, sizeof(j->fence_group), "%s", g->gc->name);

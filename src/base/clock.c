@@ -67,6 +67,15 @@ int64_t clock_mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t clock_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 struct clock_now clock_now(void)
 {
 	return (struct clock_now){.wall_ms = clock_wall_ms(), .mono_ms = clock_mono_ms()};
