@@ -82,6 +82,7 @@ struct signal_metric {
 	bool have_forecast;
 	double forecast;
 	int forecast_recommendation;
+	float forecast_offset; /* the service level's (0 without one); a float fills the padding */
 };
 
 struct group_metrics {
@@ -359,6 +360,7 @@ static void record_decision(struct metrics *m, struct group_metrics *g, const st
 		s->have_forecast = i < d->n_signals && d->signals[i].forecast;
 		s->forecast = s->have_forecast ? d->signals[i].forecast_value : NAN;
 		s->forecast_recommendation = s->have_forecast ? d->signals[i].forecast_recommendation : 0;
+		s->forecast_offset = s->have_forecast ? (float)d->signals[i].forecast_offset : 0.0f;
 	}
 	g->boot_seconds = (double)d->boot_ms / 1000.0;
 }
@@ -833,6 +835,16 @@ static void forecast_families(FILE *f, const struct metrics *m)
 				signal_labels(f, "autoscaled_signal_forecast_recommendation", m->groups[i],
 					      &m->groups[i]->signals[s]);
 				fprintf(f, "%d\n", m->groups[i]->signals[s].forecast_recommendation);
+			}
+	header(f, "autoscaled_signal_forecast_service_offset", "gauge",
+	       "What the forecast's service level moved its quantiles by, in typical errors (0 without one).");
+	for (size_t i = 0; i < m->n_groups; i++)
+		for (size_t s = 0; s < m->groups[i]->n_signals; s++)
+			if (m->groups[i]->signals[s].have_forecast) {
+				signal_labels(f, "autoscaled_signal_forecast_service_offset", m->groups[i],
+					      &m->groups[i]->signals[s]);
+				put_value(f, m->groups[i]->signals[s].forecast_offset);
+				fputc('\n', f);
 			}
 	header(f, "autoscaled_group_boot_seconds", "gauge",
 	       "Launch to ready: measured from the group's own scale-outs, else the configured boot_time.");

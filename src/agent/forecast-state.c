@@ -61,6 +61,8 @@ cJSON *forecast_to_json(const struct forecast *f)
 	    !cJSON_AddNumberToObject(o, "horizon_ms", (double)f->horizon_ms) ||
 	    !cJSON_AddNumberToObject(o, "keep_ms", (double)f->keep_ms) ||
 	    !cJSON_AddNumberToObject(o, "step_error", f->step_error) ||
+	    !cJSON_AddNumberToObject(o, "service_level", f->service_level) ||
+	    !cJSON_AddNumberToObject(o, "q_adjust", f->q_adjust) ||
 	    !cJSON_AddItemToObject(o, "day", buckets_json(f->day, FORECAST_DAY_BUCKETS)) ||
 	    !cJSON_AddItemToObject(o, "week", buckets_json(f->week, FORECAST_WEEK_BUCKETS))) {
 		cJSON_Delete(o);
@@ -162,6 +164,18 @@ int forecast_from_json(const cJSON *j, struct forecast *f, char *why, size_t why
 		}
 		n->step_error = v[0];
 	}
+	/* The service level and its offset came later: a file from before
+	 * has neither, and the offset starts at 0. */
+	if (cJSON_GetObjectItemCaseSensitive(j, "service_level") || cJSON_GetObjectItemCaseSensitive(j, "q_adjust")) {
+		if (!get_num(j, "service_level", 0, CONFIG_SERVICE_LEVEL_MAX, &v[0]) ||
+		    (v[0] != 0 && v[0] < CONFIG_SERVICE_LEVEL_MIN) ||
+		    !get_num(j, "q_adjust", FORECAST_ADJUST_MIN, FORECAST_ADJUST_MAX, &v[1])) {
+			r = bad(why, why_len, "a forecaster's service level or its offset is missing or out of range");
+			goto out;
+		}
+		n->service_level = v[0];
+		n->q_adjust = v[1];
+	}
 	if (!get_buckets(j, "day", n->day, FORECAST_DAY_BUCKETS) ||
 	    !get_buckets(j, "week", n->week, FORECAST_WEEK_BUCKETS)) {
 		r = bad(why, why_len, "a forecaster's profile is not 96 daily and 672 weekly buckets of numbers");
@@ -254,6 +268,9 @@ int forecast_group_from_json(const cJSON *j, const struct group_conf *gc, struct
 			f->quantile = gc->signals[i].forecast.quantile;
 			f->n_scored = f->n_peak_scored = 0;
 		}
+		/* The offset was measured for the file's level: another one
+		 * starts it again. */
+		forecast_set_service(f, gc->signals[i].forecast.service_level);
 		n++;
 	}
 	free(tmp);

@@ -828,6 +828,7 @@ static int forecasts_start(struct group_rt *g, const struct group_rt *old)
 				g->signals[i].fc_fed_ms = old->signals[k].fc_fed_ms;
 			}
 		}
+		forecast_set_service(g->signals[i].fc, sc->forecast.service_level);
 	}
 	if (!any || old)
 		return 0;
@@ -892,12 +893,18 @@ static void forecasts_feed(struct group_rt *g, struct clock_now t, int64_t boot_
 
 			s->fc_fed_ms = smp->t_ms;
 			if (s->sc->type != SIGNAL_UTILIZATION || n > 0) {
-				forecast_update(s->fc, clock_mono_to_wall(t, smp->t_ms), total, boot_ms, keep);
+				int64_t wall = clock_mono_to_wall(t, smp->t_ms);
+
+				if (forecast_update(s->fc, wall, total, boot_ms, keep) == 0 &&
+				    s->sc->forecast.mode == FORECAST_ON)
+					forecast_service(s->fc,
+							 engine_sample_over_target(g->gc, i, wall, smp->v, ready));
 				closed |= s->fc->n_samples > 1 && s->fc->cur_bucket != bucket;
 			}
 		}
 		in[i].forecast_valid = forecast_for_engine(s->fc, t.wall_ms, boot_ms, keep, &in[i].forecast_total,
 							   &in[i].forecast_keep_total) == 0;
+		in[i].forecast_offset = s->fc->q_adjust;
 	}
 	if (closed)
 		forecasts_save(g);

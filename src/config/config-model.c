@@ -369,6 +369,7 @@ bool config_signal_equal(const struct signal_conf *a, const struct signal_conf *
 	       a->tolerance == b->tolerance && a->staleness_ms == b->staleness_ms &&
 	       a->poll_interval_ms == b->poll_interval_ms && a->timeout_ms == b->timeout_ms &&
 	       a->forecast.mode == b->forecast.mode && a->forecast.quantile == b->forecast.quantile &&
+	       a->forecast.service_level == b->forecast.service_level &&
 	       str_eq(a->forecast.seed_file, b->forecast.seed_file) &&
 	       str_eq(a->forecast.seed_format, b->forecast.seed_format);
 }

@@ -74,7 +74,7 @@ static const char *const signal_keys[] = {
 	"poll_interval", "timeout", "forecast",
 };
 
-static const char *const forecast_keys[] = { "mode", "quantile", "seed_file", "seed_format" };
+static const char *const forecast_keys[] = { "mode", "quantile", "service_level", "seed_file", "seed_format" };
 
 static const struct enum_name forecast_modes[] = {
 	{ "off", FORECAST_OFF },
@@ -257,6 +257,7 @@ static void read_forecast(struct config_ctx *x, const config_setting_t *s, struc
 
 	fc->mode = FORECAST_OFF;
 	fc->quantile = 0.9;
+	fc->service_level = 0;
 	if (!m)
 		return;
 	fc->file = cfg_file_name(x, m);
@@ -269,6 +270,11 @@ static void read_forecast(struct config_ctx *x, const config_setting_t *s, struc
 	if (cfg_get_number(x, m, "quantile", &fc->quantile) > 0 && !(fc->quantile >= 0.5 && fc->quantile <= 0.999))
 		cfg_error(x, config_setting_get_member(m, "quantile"),
 			  "'quantile' must be between 0.5 and 0.999, not %g", fc->quantile);
+	if (cfg_get_number(x, m, "service_level", &fc->service_level) > 0 &&
+	    !(fc->service_level >= CONFIG_SERVICE_LEVEL_MIN && fc->service_level <= CONFIG_SERVICE_LEVEL_MAX))
+		cfg_error(x, config_setting_get_member(m, "service_level"),
+			  "'service_level' must be between %g and %g, not %g", CONFIG_SERVICE_LEVEL_MIN,
+			  CONFIG_SERVICE_LEVEL_MAX, fc->service_level);
 	cfg_get_string(x, m, "seed_file", &fc->seed_file);
 	empty_is_null(&fc->seed_file);
 	if (cfg_get_string(x, m, "seed_format", &fc->seed_format) > 0 && fc->seed_format &&

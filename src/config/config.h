@@ -128,10 +128,15 @@ enum forecast_mode {
 	FORECAST_ON,      /* the forecast raises the signal's recommendation */
 };
 
+/* The service levels a forecaster may be asked to adapt to. */
+#define CONFIG_SERVICE_LEVEL_MIN 0.5
+#define CONFIG_SERVICE_LEVEL_MAX 0.9999
+
 /* A signal's forecaster (forecast.h, autoscaled.conf(5) FORECASTING). */
 struct forecast_conf {
 	enum forecast_mode mode;
 	double quantile;        /* the upper quantile provisioned for, default 0.9 */
+	double service_level;   /* the share of samples within the target to adapt to; 0 = none */
 	char *seed_file;        /* a trace to learn the profile from before the first sample; NULL = none */
 	char *seed_format;      /* its format (trace.h), default "csv" */
 	const char *file;       /* where the block is, for messages */

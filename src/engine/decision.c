@@ -119,10 +119,14 @@ static void sentence_signals(struct sbuf *sb, const struct decision *d, const st
 		}
 		/* The forecast in both modes, so that an operator watching
 		 * observe mode reads what it would have done. */
-		if (sd->forecast)
-			sb_printf(sb, " (forecast %g -> %d%s)", sd->forecast_value, sd->forecast_recommendation,
+		if (sd->forecast) {
+			sb_printf(sb, " (forecast %g -> %d%s", sd->forecast_value, sd->forecast_recommendation,
 				  sc->forecast.mode == FORECAST_ON ? (sd->forecast_raised ? ", raised" : "")
 								   : ", observed only");
+			if (sc->forecast.service_level > 0)
+				sb_printf(sb, ", service offset %+.2f", sd->forecast_offset);
+			sb_printf(sb, ")");
+		}
 	}
 }
 
@@ -282,7 +286,8 @@ static bool add_number_or_null(cJSON *o, const char *key, bool known, double v)
 
 /* "forecast": null without a forecaster, else what it predicts one boot
  * time ahead, the instances that needs, those it keeps for the lazy
- * scale-in and whether it was acted on. */
+ * scale-in, whether it was acted on, and the service level with what it
+ * moved the quantiles by (null without one). */
 static bool add_forecast(cJSON *o, const struct decision *d, const struct signal_decision *sd,
 			 const struct signal_conf *sc)
 {
@@ -303,7 +308,9 @@ static bool add_forecast(cJSON *o, const struct decision *d, const struct signal
 	       cJSON_AddNumberToObject(f, "value", sd->forecast_value) &&
 	       cJSON_AddNumberToObject(f, "recommendation", sd->forecast_recommendation) &&
 	       cJSON_AddNumberToObject(f, "keep", sd->keep_recommendation) &&
-	       cJSON_AddBoolToObject(f, "raised", sd->forecast_raised);
+	       cJSON_AddBoolToObject(f, "raised", sd->forecast_raised) &&
+	       add_number_or_null(f, "service_level", sc->forecast.service_level > 0, sc->forecast.service_level) &&
+	       add_number_or_null(f, "service_offset", sc->forecast.service_level > 0, sd->forecast_offset);
 }
 
 static bool add_signals(cJSON *root, const struct decision *d, const struct group_conf *g)

@@ -171,14 +171,31 @@ static int step_profile(struct eval *e)
 	return 0;
 }
 
-static double signal_target(const struct eval *e, size_t s)
+/* The target of signal S in profile P: its override there, or its own. */
+static double profile_target(const struct group_conf *g, const struct profile_conf *p, size_t s)
 {
 	size_t i;
 
-	for (i = 0; i < e->p->n_targets; i++)
-		if (e->p->targets[i].signal_index == (int)s)
-			return e->p->targets[i].target;
-	return e->g->signals[s].target;
+	for (i = 0; i < p->n_targets; i++)
+		if (p->targets[i].signal_index == (int)s)
+			return p->targets[i].target;
+	return g->signals[s].target;
+}
+
+static double signal_target(const struct eval *e, size_t s)
+{
+	return profile_target(e->g, e->p, s);
+}
+
+bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wall_ms, double v, int ready)
+{
+	double target = profile_target(g, &g->profiles[schedule_active_profile(g, wall_ms)], s);
+
+	if (!(target > 0))
+		return false;
+	if (g->signals[s].type == SIGNAL_UTILIZATION)
+		return v > target;
+	return v > target * (ready > 0 ? ready : 0);
 }
 
 /* Whether `value` is inside the tolerance band around `target`, both edges
@@ -274,6 +291,7 @@ static void apply_forecast(struct eval *e, size_t s, struct signal_decision *sd)
 	sd->forecast_value = in->forecast_total;
 	sd->forecast_recommendation = ceil_count(in->forecast_total / sd->target);
 	sd->keep_recommendation = ceil_count(in->forecast_keep_total / sd->target);
+	sd->forecast_offset = in->forecast_offset;
 	if (e->g->signals[s].forecast.mode != FORECAST_ON)
 		return;
 	if (sd->forecast_recommendation > sd->recommendation) {

@@ -85,6 +85,7 @@ struct engine_signal_input {
 	bool forecast_valid;
 	double forecast_total;      /* upper quantile one boot time ahead */
 	double forecast_keep_total; /* upper quantile of the peak until a relaunch would pay off */
+	double forecast_offset;     /* what the service level moved the quantiles by (forecast.h) */
 };
 
 /* The most entries each of a group's histories keeps in memory: one
@@ -178,6 +179,7 @@ struct signal_decision {
 	int forecast_recommendation; /* instances for it at the target */
 	int keep_recommendation;     /* instances the forecast needs before a relaunch would pay off */
 	bool forecast_raised;        /* mode on: the forecast, not the reactive value, set the recommendation */
+	double forecast_offset;      /* the service level's offset of its quantiles, in normalised errors */
 };
 
 struct rule_decision {
@@ -271,6 +273,13 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
  * configured boot_time. */
 #define ENGINE_LAZY_KEEP_BOOTS 4
 int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms);
+
+/* Whether a sample V of signal S, taken at WALL_MS with READY instances
+ * ready, is above the target in force then (the profile's override
+ * applied): a utilization signal's per-instance mean above it, another
+ * signal's group total above READY times it. What a forecaster's service
+ * level counts (forecast_service); false for a signal without a target. */
+bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wall_ms, double v, int ready);
 
 /* Adds to DST's stabilization windows the recommendations of SRC made
  * after AFTER_MS (monotonic), in time order: the windows then say what

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "engine/forecast.h"
 
 #define SEASON_MIN_WEIGHT 0.25
@@ -26,6 +27,12 @@
 #define SCALE_RATE_GLOBAL 0.01
 /* The step of the quantile tracker, in normalised units. */
 #define QUANTILE_RATE 0.02
+/* The step of the service offset, in normalised units per horizon of
+ * samples above the target: a burst of misses as long as a boot time
+ * raises the headroom by a tenth of the typical error. Weighed by the
+ * samples' spacing, so that the offset moves as fast in time whatever the
+ * polling interval. */
+#define SERVICE_RATE 0.1
 #define PEAK_MAX_POINTS 256
 /* The short-term time constants, in horizons: the level averages a few
  * boot times of samples, so that noise from one sample to the next does
@@ -217,6 +224,32 @@ void forecast_init(struct forecast *f, double quantile)
 	f->q_peak = f->q_norm;
 }
 
+void forecast_set_service(struct forecast *f, double level)
+{
+	if (!(level >= CONFIG_SERVICE_LEVEL_MIN && level <= CONFIG_SERVICE_LEVEL_MAX))
+		level = 0;
+	if (level != f->service_level)
+		f->q_adjust = 0;
+	f->service_level = level;
+}
+
+void forecast_service(struct forecast *f, bool over)
+{
+	double w;
+
+	if (f->service_level == 0 || f->n_samples == 0 || f->horizon_ms <= 0)
+		return;
+	/* The first sample has no spacing yet: it weighs one horizon. */
+	w = f->rate_dt_ms > 0 ? (double)f->rate_dt_ms / (double)f->horizon_ms : 1.0;
+	if (w > 1.0)
+		w = 1.0;
+	f->q_adjust += SERVICE_RATE * w * ((over ? 1.0 : 0.0) - (1.0 - f->service_level));
+	if (f->q_adjust < FORECAST_ADJUST_MIN)
+		f->q_adjust = FORECAST_ADJUST_MIN;
+	else if (f->q_adjust > FORECAST_ADJUST_MAX)
+		f->q_adjust = FORECAST_ADJUST_MAX;
+}
+
 static void blend(struct forecast_bucket *b, double v)
 {
 	double w = 1.0 / (b->visits + 1.0);
@@ -252,6 +285,10 @@ static void score(struct forecast *f, int64_t t_ms, double err)
 
 		f->q_norm += QUANTILE_RATE * (f->quantile - (u < f->q_norm ? 1.0 : 0.0));
 	}
+	/* A time of day's first error is one draw, not its typical error:
+	 * its scale starts from the global one and moves to its own. */
+	if (!(b->scale > 0))
+		b->scale = (float)f->scale;
 	b->scale = (float)(b->scale > 0 ? b->scale + SCALE_RATE_BUCKET * (a - b->scale) : a);
 	f->scale = f->scale > 0 ? f->scale + SCALE_RATE_GLOBAL * (a - f->scale) : a;
 	f->n_scored++;
@@ -495,7 +532,9 @@ int forecast_predict(const struct forecast *f, int64_t t_ms, int64_t h_ms, struc
 	out->point = point_at(f, target, &out->seasonal);
 	/* The quantile never goes below the point forecast: an upper bound
 	 * that sits under the mean would be no bound at all. */
-	q = f->q_norm > 0 ? f->q_norm : 0;
+	q = f->q_norm + f->q_adjust;
+	if (q < 0)
+		q = 0;
 	out->upper = out->point + q * error_scale_at(f, target);
 	return 0;
 }
@@ -516,7 +555,7 @@ int forecast_predict_peak(const struct forecast *f, int64_t t_ms, int64_t span_m
 	else
 		out->point = point_peak(f, t_ms, span_ms);
 	/* Until a span has been scored, the point quantile stands in. */
-	q = f->n_peak_scored > 0 ? f->q_peak : f->q_norm;
+	q = (f->n_peak_scored > 0 ? f->q_peak : f->q_norm) + f->q_adjust;
 	if (q < 0)
 		q = 0;
 	out->upper = out->point + q * error_scale_at(f, t_ms);
@@ -564,7 +603,10 @@ bool forecast_state_valid(const struct forecast *f)
 	       f->pending_head < FORECAST_PENDING && isfinite(f->level) && isfinite(f->trend) &&
 	       f->n_peaks <= FORECAST_PENDING && f->peaks_head < FORECAST_PENDING && isfinite(f->q_peak) &&
 	       f->keep_ms >= 0 && isfinite(f->q_norm) && isfinite(f->scale) && f->scale >= 0 && isfinite(f->cur_sum) &&
-	       isfinite(f->step_error) && f->step_error >= 0 &&
+	       isfinite(f->step_error) && f->step_error >= 0 && f->q_adjust >= FORECAST_ADJUST_MIN &&
+	       f->q_adjust <= FORECAST_ADJUST_MAX &&
+	       (f->service_level == 0 ||
+		(f->service_level >= CONFIG_SERVICE_LEVEL_MIN && f->service_level <= CONFIG_SERVICE_LEVEL_MAX)) &&
 	       f->quantile >= 0.5 && f->quantile <= 0.999 && f->horizon_ms >= 0 &&
 	       buckets_valid(f->day, FORECAST_DAY_BUCKETS) && buckets_valid(f->week, FORECAST_WEEK_BUCKETS);
 }

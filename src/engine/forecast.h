@@ -33,6 +33,12 @@
 
 #define FORECAST_STATE_VERSION 1
 
+/* The range of the service offset, in normalised units (the quantile of
+ * 0.97 sits near 2.4 of them; an upper quantile never goes below the point
+ * forecast). */
+#define FORECAST_ADJUST_MIN (-4.0)
+#define FORECAST_ADJUST_MAX 4.0
+
 struct forecast_bucket {
 	float mean;     /* the bucket's profile value */
 	float scale;    /* the typical absolute error of predictions for this time */
@@ -85,6 +91,11 @@ struct forecast {
 	int64_t keep_ms;
 	struct forecast_pending_peak peaks[FORECAST_PENDING];
 	uint32_t n_peaks, peaks_head;
+	/* The service level asked for (forecast_set_service; 0 = none) and
+	 * the offset, in normalised units, that the group's measured service
+	 * has moved both quantiles by (forecast_service). */
+	double service_level;
+	double q_adjust;
 	/* The profile at the newest sample, and whether it knows it. */
 	double season_last;
 	bool season_last_known;
@@ -120,6 +131,20 @@ void forecast_init(struct forecast *f, double quantile);
  * come in time order; an older or equal time, or a value that is not
  * finite, is refused with -EINVAL and leaves the state as it was. */
 int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_ms, int64_t keep_ms);
+
+/* Asks for the service level LEVEL (CONFIG_SERVICE_LEVEL_MIN to _MAX; 0
+ * for none): the share of the samples in which the
+ * signal should be within its target. A level other than the one the
+ * offset was measured for starts it again at 0. */
+void forecast_set_service(struct forecast *f, double level);
+
+/* Tells the forecaster whether the group was above the signal's target in
+ * the sample just fed (forecast_update): the capacity the forecasts raised
+ * was too low. With a service level set, the offset of both quantiles
+ * rises at each such sample and falls a little at each other one, so that
+ * the share above the target settles at 1 - level whatever the shape of
+ * the load (an adaptive conformal step; autoscaled.conf(5), FORECASTING). */
+void forecast_service(struct forecast *f, bool over);
 
 /* The forecast for the time T_MS + H_MS made at T_MS (after the sample of
  * T_MS). Returns 0, or -ENODATA before the first sample. */

@@ -454,8 +454,10 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 	engine_state_init(&state);
 	/* Forecast history starts empty: the run learns from what it has
 	 * seen, as the daemon would from its own samples. */
-	for (size_t s = 0; s < g->n_signals; s++)
+	for (size_t s = 0; s < g->n_signals; s++) {
 		forecast_init(&fc[s], g->signals[s].forecast.quantile);
+		forecast_set_service(&fc[s], g->signals[s].forecast.service_level);
+	}
 	r = initial_pool(g, &cur, t0, p, &n0);
 	if (r < 0)
 		goto out;
@@ -493,20 +495,23 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		forecast_boot_observe(&boot, now, ready_now);
 		horizon = step_horizon(g, p, &boot, &wp, now);
 		for (size_t s = 0; k > 0 && s < g->n_signals && !isnan(prev_demand); s++) {
-			if (g->signals[s].type == SIGNAL_UTILIZATION) {
-				if (prev_ready > 0)
-					window_push(&windows[s], now, prev_demand / (prev_ready * p->capacity) * 100.0);
-			} else {
-				window_push(&windows[s], now, prev_demand);
-			}
+			bool util = g->signals[s].type == SIGNAL_UTILIZATION;
+			double v = prev_demand;
+
+			if (util)
+				v = prev_ready > 0 ? prev_demand / (prev_ready * p->capacity) * 100.0 : 0;
+
+			/* A utilization is sampled only with an instance ready. */
+			if (!util || prev_ready > 0)
+				window_push(&windows[s], now, v);
 			/* The forecaster learns the group total: the sum of the
-			 * instances' utilizations, or the value. */
-			if (g->signals[s].forecast.mode != FORECAST_OFF) {
-				forecast_update(&fc[s], now,
-						g->signals[s].type == SIGNAL_UTILIZATION ? prev_demand / p->capacity * 100.0
-											 : prev_demand,
-						horizon, engine_keep_ms(g, horizon));
-			}
+			 * instances' utilizations, or the value; in mode on, it
+			 * is told whether the sample was above the target. */
+			if (g->signals[s].forecast.mode != FORECAST_OFF &&
+			    forecast_update(&fc[s], now, util ? prev_demand / p->capacity * 100.0 : prev_demand, horizon,
+					    engine_keep_ms(g, horizon)) == 0 &&
+			    g->signals[s].forecast.mode == FORECAST_ON && (!util || prev_ready > 0))
+				forecast_service(&fc[s], engine_sample_over_target(g, s, now, v, prev_ready));
 		}
 		/* Instances that became ready just now served nothing in the
 		 * step measured: they have no sample yet (HPA's rules apply). */
@@ -515,11 +520,13 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			inputs[s].window = windows[s].n > 0 ? &windows[s] : NULL;
 			inputs[s].error = windows[s].n > 0 ? NULL : "no samples yet";
 			inputs[s].n_sampled = k > 0 && ready_now > prev_ready ? prev_ready : -1;
-			if (g->signals[s].forecast.mode != FORECAST_OFF)
+			if (g->signals[s].forecast.mode != FORECAST_OFF) {
 				inputs[s].forecast_valid =
 					forecast_for_engine(&fc[s], now, horizon, engine_keep_ms(g, horizon),
 							    &inputs[s].forecast_total,
 							    &inputs[s].forecast_keep_total) == 0;
+				inputs[s].forecast_offset = fc[s].q_adjust;
+			}
 		}
 
 		/* 2 and 3. The driver's observation and the agent's inputs, then

@@ -213,6 +213,23 @@ static void test_forecast_errors(void **state)
 		      "main.conf:17: 'lazy' must be a boolean (true or false)",
 		      "main.conf:17: 'billing_granularity' must be between 1s and 86400s, not 0s",
 		      "main.conf:18: unknown key 'lazy'", NULL);
+	/* A service level is a share of the time: 1 would ask for headroom
+	 * without end. */
+	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
+				 "    target = 60.0;\n    forecast = { mode = \"on\";\n      service_level = 1.0; };\n"
+				 "  } );\n" GROUP_TAIL,
+		      "main.conf:9: 'service_level' must be between 0.5 and 0.9999, not 1", NULL);
+	{
+		struct config *c = load_ok(GROUP_HEAD
+					   "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
+					   "    target = 60.0; forecast = { mode = \"on\"; service_level = 0.995; }; },\n"
+					   "    { name = \"q\"; source = \"libvirt_cpu\"; type = \"utilization\"; target = 60.0;\n"
+					   "      forecast = { mode = \"on\"; }; } );\n" GROUP_TAIL);
+
+		assert_true(c->groups[0].signals[0].forecast.service_level == 0.995);
+		assert_true(c->groups[0].signals[1].forecast.service_level == 0);
+		config_free(c);
+	}
 	/* A forecast of a signal without a target has no instances to give. */
 	expect_errors(GROUP_HEAD "  signals = ( { name = \"cpu\"; source = \"libvirt_cpu\"; type = \"utilization\";\n"
 				 "    forecast = { mode = \"observe\"; };\n  } );\n" GROUP_TAIL,

@@ -214,6 +214,82 @@ static void test_peak_coverage(void **unused)
 	free(f);
 }
 
+/* The share of a horizon's samples above the capacity provisioned for
+ * them a horizon earlier (the forecast's upper quantile), on normal noise
+ * around a constant, over the second of two days, with the service level
+ * LEVEL asked for (0: none). */
+static double share_above(double quantile, double level)
+{
+	struct forecast *f = malloc(sizeof(*f));
+	struct forecast_value v = { 0 };
+	int64_t t, h = 60 * SEC;
+	int over = 0, n = 0;
+
+	forecast_init(f, quantile);
+	forecast_set_service(f, level);
+	for (t = T0; t < T0 + 2 * DAY; t += 60 * SEC) {
+		double x = 100.0 + 10.0 * normal();
+		bool above = t > T0 && x > v.upper;
+
+		if (t > T0 + DAY) {
+			n++;
+			over += above;
+		}
+		assert_int_equal(forecast_update(f, t, x, h, 0), 0);
+		if (t > T0)
+			forecast_service(f, above);
+		assert_int_equal(forecast_predict(f, t, h, &v), 0);
+	}
+	assert_true(forecast_state_valid(f));
+	free(f);
+	return (double)over / n;
+}
+
+/* A service level moves the quantiles until the share of samples above
+ * what was provisioned is the one asked for, whatever the quantile
+ * started at: up from 0.9 to 1 % above, down from 0.99 to 20 % above.
+ * Without one, the quantile alone sets it (10 % and 1 %). */
+static void test_service_level(void **unused)
+{
+	struct forecast *f = malloc(sizeof(*f));
+	double q;
+
+	(void)unused;
+	assert_true(fabs(share_above(0.9, 0) - 0.10) < 0.03);
+	assert_true(fabs(share_above(0.9, 0.99) - 0.01) < 0.005);
+	assert_true(fabs(share_above(0.99, 0) - 0.01) < 0.005);
+	assert_true(fabs(share_above(0.99, 0.8) - 0.20) < 0.03);
+
+	/* The offset: up at a sample above, down a little at one within, only
+	 * with a level set; a level outside the range is none; another level
+	 * starts it again, the same one keeps it. */
+	forecast_init(f, 0.9);
+	assert_int_equal(forecast_update(f, T0, 1.0, 60 * SEC, 0), 0);
+	forecast_service(f, true);
+	assert_true(f->q_adjust == 0);
+	forecast_set_service(f, 1.0);
+	assert_true(f->service_level == 0);
+	forecast_set_service(f, 0.99);
+	forecast_service(f, true);
+	q = f->q_adjust;
+	assert_true(q > 0);
+	forecast_service(f, false);
+	assert_true(f->q_adjust < q && f->q_adjust > 0.9 * q);
+	q = f->q_adjust;
+	forecast_set_service(f, 0.99);
+	assert_true(f->q_adjust == q);
+	forecast_set_service(f, 0.995);
+	assert_true(f->q_adjust == 0);
+	/* Bounded: a service never met does not raise it without end. */
+	for (int i = 0; i < 10000; i++)
+		forecast_service(f, true);
+	assert_true(f->q_adjust == FORECAST_ADJUST_MAX);
+	assert_true(forecast_state_valid(f));
+	f->q_adjust = NAN;
+	assert_false(forecast_state_valid(f));
+	free(f);
+}
+
 static void test_bad_input(void **unused)
 {
 	struct forecast *f = malloc(sizeof(*f));
@@ -294,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_daily_wave),	  cmocka_unit_test(test_quantile_coverage),
 		cmocka_unit_test(test_peak_coverage),	  cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_bounded),		  cmocka_unit_test(test_boot_meter),
+		cmocka_unit_test(test_service_level),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

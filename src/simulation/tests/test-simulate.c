@@ -487,7 +487,9 @@ static void test_decisions_do_not_see_the_future(void **state)
 
 		/* Then with a warm pool, a forecast and a lazy scale-in, for
 		 * each horizon: the pool changes when instances are ready, and
-		 * the horizon what the forecast looks at, never what it sees. */
+		 * the horizon what the forecast looks at, never what it sees.
+		 * The last two with a service level: the quantiles move by the
+		 * samples already scored, never by the ones to come. */
 		if (variant >= 2) {
 			f->p.warm = (struct sim_warm_pool){.size = 3, .state = SIM_WARM_SAVED, .restore_ms = 5 * S};
 			f->p.horizon = variant >= 4 ? SIM_HORIZON_WARM_RESTORE : SIM_HORIZON_MEASURED;
@@ -495,6 +497,7 @@ static void test_decisions_do_not_see_the_future(void **state)
 			f->sig.forecast.quantile = 0.9;
 			f->g.behavior.lazy_scale_in = true;
 			f->g.behavior.boot_time_ms = 30 * S;
+			f->sig.forecast.service_level = variant >= 4 ? 0.99 : 0;
 		}
 		f->p.initial = given ? 5 : -1;
 		assert_int_equal(run_series(f, &full, &m, &st_full, &n_full), 0);

@@ -855,12 +855,21 @@ static void test_forecast_persists(void **st)
 
 	(void)st;
 	forecast_init(a, 0.9);
-	for (int64_t t = NOW; t < NOW + 3 * 86400 * MS_PER_SEC; t += 60 * MS_PER_SEC)
+	forecast_set_service(a, 0.99);
+	for (int64_t t = NOW; t < NOW + 3 * 86400 * MS_PER_SEC; t += 60 * MS_PER_SEC) {
 		assert_int_equal(forecast_update(a, t, 50.0 + (double)(t / 60000 % 97), 120 * MS_PER_SEC,
 						 120 * MS_PER_SEC), 0);
+		forecast_service(a, t / 60000 % 97 > 90);
+	}
+	assert_true(a->q_adjust != 0);
 	assert_int_equal(forecast_file_save(dir, &g2, fa), 0);
 	forecast_init(b, 0.9);
+	/* The service level is the configuration's: the offset measured for
+	 * it comes back with the file. */
+	sigs[0].forecast.service_level = 0.99;
 	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), 1);
+	assert_true(b->service_level == 0.99);
+	assert_true(fabs(b->q_adjust - a->q_adjust) < 1e-9);
 	assert_int_equal(b->n_samples, a->n_samples);
 	assert_true(a->step_error > 0);
 	assert_true(fabs(b->step_error - a->step_error) < 1e-9 * a->step_error);
@@ -869,6 +878,30 @@ static void test_forecast_persists(void **st)
 	assert_int_equal(forecast_predict(a, a->last_ms, 3600 * MS_PER_SEC, &va), 0);
 	assert_int_equal(forecast_predict(b, b->last_ms, 3600 * MS_PER_SEC, &vb), 0);
 	assert_true(fabs(va.upper - vb.upper) < 1e-6 * fabs(va.upper) + 1e-9);
+	/* Another level asked for since: the offset starts again at 0, the
+	 * history stays. */
+	sigs[0].forecast.service_level = 0.995;
+	forecast_init(b, 0.9);
+	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), 1);
+	assert_true(b->service_level == 0.995 && b->q_adjust == 0);
+	assert_int_equal(b->n_samples, a->n_samples);
+	/* A file from before service levels (neither key) reads with none;
+	 * an offset out of range is refused. */
+	{
+		cJSON *j = forecast_group_json(&g2, fa), *c = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "signals"), "cpu");
+
+		sigs[0].forecast.service_level = 0;
+		cJSON_DeleteItemFromObject(c, "service_level");
+		cJSON_DeleteItemFromObject(c, "q_adjust");
+		forecast_init(b, 0.9);
+		assert_int_equal(forecast_group_from_json(j, &g2, fb, false, why, sizeof(why)), 1);
+		assert_true(b->service_level == 0 && b->q_adjust == 0);
+		cJSON_AddNumberToObject(c, "service_level", 0.99);
+		cJSON_AddNumberToObject(c, "q_adjust", 1e6);
+		assert_int_equal(forecast_group_from_json(j, &g2, fb, false, why, sizeof(why)), -EINVAL);
+		assert_non_null(strstr(why, "service level"));
+		cJSON_Delete(j);
+	}
 
 	/* Corrupt: a bucket too few. */
 	snprintf(p, sizeof(p), "%s/web.forecast", dir);
