@@ -193,9 +193,11 @@ bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wal
 
 	if (!(target > 0))
 		return false;
+	/* At the target counts: a saturated CPU reads 100 % and never more,
+	 * so a target of 100 % would otherwise never see the group short. */
 	if (g->signals[s].type == SIGNAL_UTILIZATION)
-		return v > target;
-	return v > target * (ready > 0 ? ready : 0);
+		return v >= target;
+	return v >= target * (ready > 0 ? ready : 0) && v > 0;
 }
 
 /* Whether `value` is inside the tolerance band around `target`, both edges

@@ -133,17 +133,18 @@ void forecast_init(struct forecast *f, double quantile);
 int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_ms, int64_t keep_ms);
 
 /* Asks for the service level LEVEL (CONFIG_SERVICE_LEVEL_MIN to _MAX; 0
- * for none): the share of the samples in which the
- * signal should be within its target. A level other than the one the
- * offset was measured for starts it again at 0. */
+ * for none): the share of the samples in which the signal should be below
+ * its target. A level other than the one the offset was measured for
+ * starts it again at 0. */
 void forecast_set_service(struct forecast *f, double level);
 
-/* Tells the forecaster whether the group was above the signal's target in
- * the sample just fed (forecast_update): the capacity the forecasts raised
- * was too low. With a service level set, the offset of both quantiles
- * rises at each such sample and falls a little at each other one, so that
- * the share above the target settles at 1 - level whatever the shape of
- * the load (an adaptive conformal step; autoscaled.conf(5), FORECASTING). */
+/* Tells the forecaster whether the group was at or above the signal's
+ * target in the sample just fed (forecast_update): the capacity the
+ * forecasts raised was too low. With a service level set, the offset of
+ * both quantiles rises at each such sample and falls a little at each
+ * other one, so that the share at or above the target settles at
+ * 1 - level whatever the shape of the load (an adaptive conformal step;
+ * autoscaled.conf(5), FORECASTING). */
 void forecast_service(struct forecast *f, bool over);
 
 /* The forecast for the time T_MS + H_MS made at T_MS (after the sample of

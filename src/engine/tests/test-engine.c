@@ -684,6 +684,30 @@ static void test_profile_target_override(void **state)
 	fx_push(cpu, 90);
 	assert_int_equal(fx_eval(4), 4); /* 90 % is on target at night */
 	assert_true(F.d.signals[cpu].target == 90);
+	/* What a forecast's service level counts: a sample at or above the
+	 * target in force when it was taken. */
+	assert_true(engine_sample_over_target(&F.g, cpu, T0 + F.wall_step, 60, 4));
+	assert_false(engine_sample_over_target(&F.g, cpu, T0 + F.wall_step, 59.9, 4));
+	assert_false(engine_sample_over_target(&F.g, cpu, T0 + S(3600) + F.wall_step, 80, 4));
+	assert_true(engine_sample_over_target(&F.g, cpu, T0 + S(3600) + F.wall_step, 90, 4));
+}
+
+/* An average signal's group total against the ready instances' share:
+ * at or above it counts, a total of 0 never does (even with none ready),
+ * and a signal without a target never does. */
+static void test_sample_over_target(void **state)
+{
+	int q, r;
+
+	(void)state;
+	fx_init(1, 20, 1);
+	q = fx_signal("queue", SIGNAL_AVERAGE, 5);
+	r = fx_signal("rules_only", SIGNAL_AVERAGE, 0);
+	assert_true(engine_sample_over_target(&F.g, q, T0, 40, 8));
+	assert_false(engine_sample_over_target(&F.g, q, T0, 39.5, 8));
+	assert_true(engine_sample_over_target(&F.g, q, T0, 1, 0));
+	assert_false(engine_sample_over_target(&F.g, q, T0, 0, 0));
+	assert_false(engine_sample_over_target(&F.g, r, T0, 1e9, 1));
 }
 
 /* A scale-out window holds the smallest recommendation inside it: a
@@ -1490,6 +1514,7 @@ int main(void)
 		cmocka_unit_test(test_rate_limits),
 		cmocka_unit_test(test_profile_switch_acts_at_once),
 		cmocka_unit_test(test_profile_target_override),
+		cmocka_unit_test(test_sample_over_target),
 		cmocka_unit_test(test_scale_out_stabilization),
 		cmocka_unit_test(test_in_flight),
 		cmocka_unit_test(test_safe_start),
