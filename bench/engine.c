@@ -155,8 +155,10 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 
 				if (!b->fc[k])
 					continue;
-				forecast_update(b->fc[k], *now, smp->v * (k == 0 ? b->current : 1), BOOT_MS,
-						engine_keep_ms(&b->g, BOOT_MS));
+				if (forecast_update(b->fc[k], *now, smp->v * (k == 0 ? b->current : 1), BOOT_MS,
+						    engine_keep_ms(&b->g, BOOT_MS)) == 0)
+					forecast_service(b->fc[k],
+							 engine_sample_over_target(&b->g, k, *now, smp->v, b->current));
 				b->in[k].forecast_valid = forecast_for_engine(b->fc[k], *now, BOOT_MS,
 									      engine_keep_ms(&b->g, BOOT_MS),
 									      &b->in[k].forecast_total,
@@ -246,12 +248,14 @@ int main(int argc, char **argv)
 	/* With forecasts: a week of history first, so the profiles are full;
 	 * every forecaster starts each run from this one. */
 	forecast_init(&learnt, 0.99);
+	forecast_set_service(&learnt, 0.99);
 	for (now = start - 7 * 86400 * MS_PER_SEC; now < start - 80 * STEP_MS; now += 60 * MS_PER_SEC)
 		forecast_update(&learnt, now, 400 + (double)(now / 60000 % 1440), BOOT_MS,
 				engine_keep_ms(&groups[0].g, BOOT_MS));
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < N_SIGNALS; j++) {
-			groups[i].sig[j].forecast = (struct forecast_conf){ .mode = FORECAST_ON, .quantile = 0.99 };
+			groups[i].sig[j].forecast = (struct forecast_conf){ .mode = FORECAST_ON, .quantile = 0.99,
+									   .service_level = 0.99 };
 			groups[i].fc[j] = malloc(sizeof(*groups[i].fc[j]));
 			if (!groups[i].fc[j]) {
 				fprintf(stderr, "bench: out of memory for the forecasters\n");

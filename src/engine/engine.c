@@ -187,9 +187,21 @@ static double signal_target(const struct eval *e, size_t s)
 	return profile_target(e->g, e->p, s);
 }
 
+/* The target of signal S at WALL_MS. The calendar is read only when a
+ * profile overrides it: finding the active profile costs about as much as
+ * the rest of a forecaster's step. */
+static double target_at(const struct group_conf *g, size_t s, int64_t wall_ms)
+{
+	for (size_t i = 0; i < g->n_profiles; i++)
+		for (size_t k = 0; k < g->profiles[i].n_targets; k++)
+			if (g->profiles[i].targets[k].signal_index == (int)s)
+				return profile_target(g, &g->profiles[schedule_active_profile(g, wall_ms)], s);
+	return g->signals[s].target;
+}
+
 bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wall_ms, double v, int ready)
 {
-	double target = profile_target(g, &g->profiles[schedule_active_profile(g, wall_ms)], s);
+	double target = target_at(g, s, wall_ms);
 
 	if (!(target > 0))
 		return false;

@@ -275,11 +275,11 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms);
 
 /* Whether a sample V of signal S, taken at WALL_MS with READY instances
- * ready, is at or above the target in force then (the profile's override
- * applied): a utilization signal's per-instance mean, another signal's
- * group total against READY times it (a total of 0 never is). What a
- * forecaster's service level counts (forecast_service); false for a
- * signal without a target. */
+ * ready, is at or above the target in force then (the override of the
+ * profile active then, if one has one): a utilization signal's
+ * per-instance mean, another signal's group total against READY times it
+ * (a total of 0 never is). What a forecaster's service level counts
+ * (forecast_service); false for a signal without a target. */
 bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wall_ms, double v, int ready);
 
 /* Adds to DST's stabilization windows the recommendations of SRC made

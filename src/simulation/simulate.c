@@ -510,7 +510,8 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			if (g->signals[s].forecast.mode != FORECAST_OFF &&
 			    forecast_update(&fc[s], now, util ? prev_demand / p->capacity * 100.0 : prev_demand, horizon,
 					    engine_keep_ms(g, horizon)) == 0 &&
-			    g->signals[s].forecast.mode == FORECAST_ON && (!util || prev_ready > 0))
+			    g->signals[s].forecast.mode == FORECAST_ON && fc[s].service_level > 0 &&
+			    (!util || prev_ready > 0))
 				forecast_service(&fc[s], engine_sample_over_target(g, s, now, v, prev_ready));
 		}
 		/* Instances that became ready just now served nothing in the
