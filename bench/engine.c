@@ -156,9 +156,13 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 				if (!b->fc[k])
 					continue;
 				if (forecast_update(b->fc[k], *now, smp->v * (k == 0 ? b->current : 1), BOOT_MS,
-						    engine_keep_ms(&b->g, BOOT_MS)) == 0)
-					forecast_service(b->fc[k],
-							 engine_sample_over_target(&b->g, k, *now, smp->v, b->current));
+						    engine_keep_ms(&b->g, BOOT_MS)) == 0) {
+					double excess;
+					bool over = engine_sample_over_target(&b->g, k, *now, smp->v, b->current,
+									      &excess);
+
+					forecast_service(b->fc[k], over, excess);
+				}
 				b->in[k].forecast_valid = forecast_for_engine(b->fc[k], *now, BOOT_MS,
 									      engine_keep_ms(&b->g, BOOT_MS),
 									      &b->in[k].forecast_total,

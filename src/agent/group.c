@@ -896,9 +896,14 @@ static void forecasts_feed(struct group_rt *g, struct clock_now t, int64_t boot_
 				int64_t wall = clock_mono_to_wall(t, smp->t_ms);
 
 				if (forecast_update(s->fc, wall, total, boot_ms, keep) == 0 &&
-				    s->sc->forecast.mode == FORECAST_ON && s->fc->service_level > 0)
-					forecast_service(s->fc,
-							 engine_sample_over_target(g->gc, i, wall, smp->v, ready));
+				    s->sc->forecast.mode == FORECAST_ON && s->fc->service_level > 0) {
+					double excess;
+					bool over = engine_sample_over_target(
+						g->gc, i, wall, smp->v, s->sc->type == SIGNAL_UTILIZATION ? n : ready,
+						&excess);
+
+					forecast_service(s->fc, over, excess);
+				}
 				closed |= s->fc->n_samples > 1 && s->fc->cur_bucket != bucket;
 			}
 		}

@@ -199,17 +199,23 @@ static double target_at(const struct group_conf *g, size_t s, int64_t wall_ms)
 	return g->signals[s].target;
 }
 
-bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wall_ms, double v, int ready)
+bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wall_ms, double v, int ready,
+			       double *excess)
 {
 	double target = target_at(g, s, wall_ms);
+	int n = ready > 0 ? ready : 0;
 
+	*excess = 0;
 	if (!(target > 0))
 		return false;
 	/* At the target counts: a saturated CPU reads 100 % and never more,
 	 * so a target of 100 % would otherwise never see the group short. */
-	if (g->signals[s].type == SIGNAL_UTILIZATION)
+	if (g->signals[s].type == SIGNAL_UTILIZATION) {
+		*excess = (v - target) * n;
 		return v >= target;
-	return v >= target * (ready > 0 ? ready : 0) && v > 0;
+	}
+	*excess = v - target * n;
+	return v >= target * n && v > 0;
 }
 
 /* Whether `value` is inside the tolerance band around `target`, both edges

@@ -274,13 +274,15 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 #define ENGINE_LAZY_KEEP_BOOTS 4
 int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms);
 
-/* Whether a sample V of signal S, taken at WALL_MS with READY instances
- * ready, is at or above the target in force then (the override of the
- * profile active then, if one has one): a utilization signal's
- * per-instance mean, another signal's group total against READY times it
- * (a total of 0 never is). What a forecaster's service level counts
+/* Whether a sample V of signal S, taken at WALL_MS over READY instances,
+ * is at or above the target in force then (the override of the profile
+ * active then, if one has one): a utilization signal's per-instance mean,
+ * another signal's group total against READY times it (a total of 0 never
+ * is); *EXCESS is the group total above READY times the target (what a
+ * forecaster's values are in). What a forecaster's service level counts
  * (forecast_service); false for a signal without a target. */
-bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wall_ms, double v, int ready);
+bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wall_ms, double v, int ready,
+			       double *excess);
 
 /* Adds to DST's stabilization windows the recommendations of SRC made
  * after AFTER_MS (monotonic), in time order: the windows then say what

@@ -233,11 +233,18 @@ void forecast_set_service(struct forecast *f, double level)
 	f->service_level = level;
 }
 
-void forecast_service(struct forecast *f, bool over)
+void forecast_service(struct forecast *f, bool over, double excess)
 {
 	double w;
 
 	if (f->service_level == 0 || f->n_samples == 0 || f->horizon_ms <= 0)
+		return;
+	/* A sample short by more than the offset could still add is a jump
+	 * no headroom in range would have caught (a batch of work arriving
+	 * at once, a step in load): it says nothing of the quantiles, and
+	 * counting it would wind the offset up to its bound for nothing but
+	 * cost. Such samples are left out of the share. */
+	if (over && excess > (FORECAST_ADJUST_MAX - f->q_adjust) * error_scale_at(f, f->last_ms))
 		return;
 	/* The first sample has no spacing yet: it weighs one horizon. */
 	w = f->rate_dt_ms > 0 ? (double)f->rate_dt_ms / (double)f->horizon_ms : 1.0;

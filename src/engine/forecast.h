@@ -140,12 +140,15 @@ void forecast_set_service(struct forecast *f, double level);
 
 /* Tells the forecaster whether the group was at or above the signal's
  * target in the sample just fed (forecast_update): the capacity the
- * forecasts raised was too low. With a service level set, the offset of
- * both quantiles rises at each such sample and falls a little at each
- * other one, so that the share at or above the target settles at
+ * forecasts raised was too low, by EXCESS (the group total above what the
+ * ready instances serve at the target). With a service level set, the
+ * offset of both quantiles rises at each such sample and falls a little
+ * at each other one, so that the share at or above the target settles at
  * 1 - level whatever the shape of the load (an adaptive conformal step;
- * autoscaled.conf(5), FORECASTING). */
-void forecast_service(struct forecast *f, bool over);
+ * autoscaled.conf(5), FORECASTING). A sample short by more than the
+ * offset could still add to the headroom is left out: no offset in range
+ * would have served it. */
+void forecast_service(struct forecast *f, bool over, double excess);
 
 /* The forecast for the time T_MS + H_MS made at T_MS (after the sample of
  * T_MS). Returns 0, or -ENODATA before the first sample. */

@@ -64,11 +64,12 @@ start_daemon || { not_ok "the daemon restarts"; tap_done; exit 1; }
 check "the history is restored after a restart" grep -q "forecast: history of 1 signal restored" "$T/daemon.log"
 check "the restart is not seeded again" test "$(grep -c "seeded from" "$T/daemon.log")" -eq 1
 
-# A service level: a queue of 200 against the 80 the pool's max serves
-# keeps every sample above the target, so the forecaster moves its
-# quantiles up; the offset is in the record, the metrics and `autoscalectl
-# explain`, and outlives a restart.
-set_load 200
+# A service level: a queue of 90 against the 80 the pool's max serves
+# keeps every sample above the target by less than the headroom the
+# offset could add (the forecast's errors since the seed are tens), so the
+# forecaster moves its quantiles up; the offset is in the record, the
+# metrics and `autoscalectl explain`, and outlives a restart.
+set_load 90
 forecast_conf on "$MPORT" "service_level = 0.99;"
 kill -HUP "$DAEMON_PID"
 service() { ctl --json explain web | python3 -c 'import json, sys

@@ -686,10 +686,18 @@ static void test_profile_target_override(void **state)
 	assert_true(F.d.signals[cpu].target == 90);
 	/* What a forecast's service level counts: a sample at or above the
 	 * target in force when it was taken. */
-	assert_true(engine_sample_over_target(&F.g, cpu, T0 + F.wall_step, 60, 4));
-	assert_false(engine_sample_over_target(&F.g, cpu, T0 + F.wall_step, 59.9, 4));
-	assert_false(engine_sample_over_target(&F.g, cpu, T0 + S(3600) + F.wall_step, 80, 4));
-	assert_true(engine_sample_over_target(&F.g, cpu, T0 + S(3600) + F.wall_step, 90, 4));
+	{
+		double x;
+
+		assert_true(engine_sample_over_target(&F.g, cpu, T0 + F.wall_step, 60, 4, &x));
+		assert_true(x == 0);
+		assert_false(engine_sample_over_target(&F.g, cpu, T0 + F.wall_step, 59.5, 4, &x));
+		assert_true(x == -2);
+		assert_false(engine_sample_over_target(&F.g, cpu, T0 + S(3600) + F.wall_step, 80, 4, &x));
+		assert_true(engine_sample_over_target(&F.g, cpu, T0 + S(3600) + F.wall_step, 95, 4, &x));
+		/* 5 points over on 4 instances: 20 points of group total. */
+		assert_true(x == 20);
+	}
 }
 
 /* An average signal's group total against the ready instances' share:
@@ -697,17 +705,21 @@ static void test_profile_target_override(void **state)
  * and a signal without a target never does. */
 static void test_sample_over_target(void **state)
 {
+	double x;
 	int q, r;
 
 	(void)state;
 	fx_init(1, 20, 1);
 	q = fx_signal("queue", SIGNAL_AVERAGE, 5);
 	r = fx_signal("rules_only", SIGNAL_AVERAGE, 0);
-	assert_true(engine_sample_over_target(&F.g, q, T0, 40, 8));
-	assert_false(engine_sample_over_target(&F.g, q, T0, 39.5, 8));
-	assert_true(engine_sample_over_target(&F.g, q, T0, 1, 0));
-	assert_false(engine_sample_over_target(&F.g, q, T0, 0, 0));
-	assert_false(engine_sample_over_target(&F.g, r, T0, 1e9, 1));
+	assert_true(engine_sample_over_target(&F.g, q, T0, 40, 8, &x));
+	assert_true(x == 0);
+	assert_false(engine_sample_over_target(&F.g, q, T0, 39.5, 8, &x));
+	assert_true(engine_sample_over_target(&F.g, q, T0, 47, 8, &x));
+	assert_true(x == 7);
+	assert_true(engine_sample_over_target(&F.g, q, T0, 1, 0, &x));
+	assert_false(engine_sample_over_target(&F.g, q, T0, 0, 0, &x));
+	assert_false(engine_sample_over_target(&F.g, r, T0, 1e9, 1, &x));
 }
 
 /* A scale-out window holds the smallest recommendation inside it: a

@@ -237,7 +237,7 @@ static double share_above(double quantile, double level)
 		}
 		assert_int_equal(forecast_update(f, t, x, h, 0), 0);
 		if (t > T0)
-			forecast_service(f, above);
+			forecast_service(f, above, x - v.upper);
 		assert_int_equal(forecast_predict(f, t, h, &v), 0);
 	}
 	assert_true(forecast_state_valid(f));
@@ -264,25 +264,31 @@ static void test_service_level(void **unused)
 	 * with a level set; a level outside the range is none; another level
 	 * starts it again, the same one keeps it. */
 	forecast_init(f, 0.9);
-	assert_int_equal(forecast_update(f, T0, 1.0, 60 * SEC, 0), 0);
-	forecast_service(f, true);
+	for (int64_t t = T0; t < T0 + 3600 * SEC; t += 60 * SEC)
+		assert_int_equal(forecast_update(f, t, 100.0 + 10.0 * normal(), 60 * SEC, 0), 0);
+	assert_true(f->scale > 0);
+	forecast_service(f, true, 1.0);
 	assert_true(f->q_adjust == 0);
 	forecast_set_service(f, 1.0);
 	assert_true(f->service_level == 0);
 	forecast_set_service(f, 0.99);
-	forecast_service(f, true);
+	forecast_service(f, true, 1.0);
 	q = f->q_adjust;
 	assert_true(q > 0);
-	forecast_service(f, false);
+	forecast_service(f, false, 0);
 	assert_true(f->q_adjust < q && f->q_adjust > 0.9 * q);
 	q = f->q_adjust;
+	/* A jump far beyond what the offset could still add (4 typical
+	 * errors) is left out: neither up nor down. */
+	forecast_service(f, true, 100.0 * f->scale);
+	assert_true(f->q_adjust == q);
 	forecast_set_service(f, 0.99);
 	assert_true(f->q_adjust == q);
 	forecast_set_service(f, 0.995);
 	assert_true(f->q_adjust == 0);
 	/* Bounded: a service never met does not raise it without end. */
 	for (int i = 0; i < 10000; i++)
-		forecast_service(f, true);
+		forecast_service(f, true, 0);
 	assert_true(f->q_adjust == FORECAST_ADJUST_MAX);
 	assert_true(forecast_state_valid(f));
 	f->q_adjust = NAN;

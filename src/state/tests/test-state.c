@@ -859,7 +859,7 @@ static void test_forecast_persists(void **st)
 	for (int64_t t = NOW; t < NOW + 3 * 86400 * MS_PER_SEC; t += 60 * MS_PER_SEC) {
 		assert_int_equal(forecast_update(a, t, 50.0 + (double)(t / 60000 % 97), 120 * MS_PER_SEC,
 						 120 * MS_PER_SEC), 0);
-		forecast_service(a, t / 60000 % 97 > 90);
+		forecast_service(a, t / 60000 % 97 > 90, 0);
 	}
 	assert_true(a->q_adjust != 0);
 	assert_int_equal(forecast_file_save(dir, &g2, fa), 0);
