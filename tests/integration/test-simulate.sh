@@ -20,7 +20,7 @@ fi
 conf="$top_srcdir/bench/configs/hpa.conf"
 trace="$top_srcdir/tests/data/traces/ramp.csv"
 . "$top_srcdir/tests/integration/tap.sh"
-tap_plan 23
+tap_plan 24
 
 if sim -c "$conf" --group pool --trace "$trace" --format csv --capacity-per-instance 20 --boot-delay 60s \
 	--json --csv "$tmp/steps.csv" --svg "$tmp/plot.svg" >"$tmp/out.json" 2>"$tmp/err"; then
@@ -331,6 +331,24 @@ assert all(0 <= t <= 1.0 for t in short), short
 assert all(c > 0 for c in cost) and cost[0] <= cost[2], cost
 PY
 then ok "bench/evaluate bound prices knowing the future mean"; else not_ok "bound: $(cat "$tmp/err")"; fi
+
+# Other shapes: the synthetic traces are the same on every run, every
+# configuration runs on each, and the service level holds the web wave,
+# whose noise a forecast can learn, under 1 % short at both steps.
+if "$top_srcdir/bench/synthetic-traces" "$tmp/syn1" && "$top_srcdir/bench/synthetic-traces" "$tmp/syn2" &&
+	cmp -s "$tmp/syn1/batch.csv" "$tmp/syn2/batch.csv" && cmp -s "$tmp/syn1/web.csv" "$tmp/syn2/web.csv" &&
+	AUTOSCALED="${AUTOSCALED:-$top_builddir/bench/simulate-bench}" "$top_srcdir/bench/evaluate" shapes \
+	"$tmp/sout" >/dev/null 2>"$tmp/err" && python3 - "$tmp/sout/shapes.md" <<'PY' 2>>"$tmp/err"
+import sys
+rows = [[c.strip() for c in l.split("|")[1:-1]] for l in open(sys.argv[1]) if l.startswith("| ") and not l.startswith("| trace")]
+assert len(rows) == 3 * 2 * 5, len(rows)
+assert {r[0] for r in rows} == {"batch", "web", "spiky"}, rows
+assert {r[2] for r in rows} == {"hpa", "azure-rules", "aws-target-tracking", "ablation/forecast", "recommended"}, rows
+assert all(float(r[3]) > 0 for r in rows), rows
+web = [float(r[4]) for r in rows if r[0] == "web" and r[2] == "recommended"]
+assert len(web) == 2 and all(t < 1.0 for t in web), web
+PY
+then ok "bench/evaluate shapes runs every configuration on the synthetic traces"; else not_ok "shapes: $(cat "$tmp/err")"; fi
 
 # Rendered once: a rendering error (a bad path, a bad attribute) shows here.
 if command -v rsvg-convert >/dev/null 2>&1; then
