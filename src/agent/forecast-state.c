@@ -63,6 +63,8 @@ cJSON *forecast_to_json(const struct forecast *f)
 	    !cJSON_AddNumberToObject(o, "step_error", f->step_error) ||
 	    !cJSON_AddNumberToObject(o, "service_level", f->service_level) ||
 	    !cJSON_AddNumberToObject(o, "q_adjust", f->q_adjust) ||
+	    !cJSON_AddNumberToObject(o, "service_short", f->service_short) ||
+	    !cJSON_AddNumberToObject(o, "service_samples", f->n_service) ||
 	    !cJSON_AddItemToObject(o, "day", buckets_json(f->day, FORECAST_DAY_BUCKETS)) ||
 	    !cJSON_AddItemToObject(o, "week", buckets_json(f->week, FORECAST_WEEK_BUCKETS))) {
 		cJSON_Delete(o);
@@ -175,6 +177,16 @@ int forecast_from_json(const cJSON *j, struct forecast *f, char *why, size_t why
 		}
 		n->service_level = v[0];
 		n->q_adjust = v[1];
+	}
+	/* The measured share came after the offset. */
+	if (cJSON_GetObjectItemCaseSensitive(j, "service_short") ||
+	    cJSON_GetObjectItemCaseSensitive(j, "service_samples")) {
+		if (!get_num(j, "service_short", 0, 1, &v[0]) || !get_num(j, "service_samples", 0, UINT32_MAX, &v[1])) {
+			r = bad(why, why_len, "a forecaster's measured service is missing or out of range");
+			goto out;
+		}
+		n->service_short = v[0];
+		n->n_service = (uint32_t)v[1];
 	}
 	if (!get_buckets(j, "day", n->day, FORECAST_DAY_BUCKETS) ||
 	    !get_buckets(j, "week", n->week, FORECAST_WEEK_BUCKETS)) {

@@ -910,6 +910,7 @@ static void forecasts_feed(struct group_rt *g, struct clock_now t, int64_t boot_
 		in[i].forecast_valid = forecast_for_engine(s->fc, t.wall_ms, boot_ms, keep, &in[i].forecast_total,
 							   &in[i].forecast_keep_total) == 0;
 		in[i].forecast_offset = s->fc->q_adjust;
+		in[i].forecast_short = s->fc->service_short;
 	}
 	if (closed)
 		forecasts_save(g);

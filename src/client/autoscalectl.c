@@ -348,9 +348,17 @@ static void print_signal_forecast(const cJSON *d, const cJSON *s)
 	       num(f, "keep", e, sizeof(e)),
 	       strcmp(str(f, "mode", ""), "observe") == 0 ? " (observe: not acted on)"
 	       : cJSON_IsTrue(cJSON_GetObjectItem(f, "raised")) ? " (raised the count)" : "");
-	if (cJSON_IsNumber(cJSON_GetObjectItem(f, "service_level")))
-		printf("  %-12s service level %s: quantiles moved by %s typical errors\n", "",
-		       num(f, "service_level", a, sizeof(a)), num(f, "service_offset", b, sizeof(b)));
+	if (cJSON_IsNumber(cJSON_GetObjectItem(f, "service_level"))) {
+		const cJSON *sh = cJSON_GetObjectItem(f, "service_short");
+
+		if (cJSON_IsNumber(sh))
+			snprintf(c, sizeof(c), "%.2f %%", 100.0 * sh->valuedouble);
+		else
+			snprintf(c, sizeof(c), "-");
+		printf("  %-12s service level %s: short in %s of the samples (about a day), quantiles moved by %s "
+		       "typical errors\n",
+		       "", num(f, "service_level", a, sizeof(a)), c, num(f, "service_offset", b, sizeof(b)));
+	}
 }
 
 /* Forecast against actual: each recent decision's group total set against

@@ -312,6 +312,7 @@ static void apply_forecast(struct eval *e, size_t s, struct signal_decision *sd)
 	sd->forecast_recommendation = ceil_count(in->forecast_total / sd->target);
 	sd->keep_recommendation = ceil_count(in->forecast_keep_total / sd->target);
 	sd->forecast_offset = in->forecast_offset;
+	sd->forecast_short = in->forecast_short;
 	if (e->g->signals[s].forecast.mode != FORECAST_ON)
 		return;
 	if (sd->forecast_recommendation > sd->recommendation) {

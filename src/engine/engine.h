@@ -86,6 +86,7 @@ struct engine_signal_input {
 	double forecast_total;      /* upper quantile one boot time ahead */
 	double forecast_keep_total; /* upper quantile of the peak until a relaunch would pay off */
 	double forecast_offset;     /* what the service level moved the quantiles by (forecast.h) */
+	double forecast_short;      /* the share of samples short it measured, over about a day */
 };
 
 /* The most entries each of a group's histories keeps in memory: one
@@ -180,6 +181,7 @@ struct signal_decision {
 	int keep_recommendation;     /* instances the forecast needs before a relaunch would pay off */
 	bool forecast_raised;        /* mode on: the forecast, not the reactive value, set the recommendation */
 	double forecast_offset;      /* the service level's offset of its quantiles, in normalised errors */
+	double forecast_short;       /* the share of samples short the forecaster measured (about a day) */
 };
 
 struct rule_decision {

@@ -33,6 +33,8 @@
  * samples' spacing, so that the offset moves as fast in time whatever the
  * polling interval. */
 #define SERVICE_RATE 0.1
+/* The time constant of the measured share short (service_short). */
+#define SERVICE_SHARE_MS (INT64_C(86400) * 1000)
 #define PEAK_MAX_POINTS 256
 /* The short-term time constants, in horizons: the level averages a few
  * boot times of samples, so that noise from one sample to the next does
@@ -239,6 +241,14 @@ void forecast_service(struct forecast *f, bool over, double excess)
 
 	if (f->service_level == 0 || f->n_samples == 0 || f->horizon_ms <= 0)
 		return;
+	/* What the operator reads against the level: every sample counts,
+	 * those left out below too. */
+	if (f->n_service < UINT32_MAX)
+		f->n_service++;
+	w = f->rate_dt_ms > 0 ? (double)f->rate_dt_ms / (double)SERVICE_SHARE_MS : 0;
+	if (w < 1.0 / f->n_service)
+		w = 1.0 / f->n_service;
+	f->service_short += w * ((over ? 1.0 : 0.0) - f->service_short);
 	/* A sample short by more than the offset could still add is a jump
 	 * no headroom in range would have caught (a batch of work arriving
 	 * at once, a step in load): it says nothing of the quantiles, and
@@ -611,7 +621,7 @@ bool forecast_state_valid(const struct forecast *f)
 	       f->n_peaks <= FORECAST_PENDING && f->peaks_head < FORECAST_PENDING && isfinite(f->q_peak) &&
 	       f->keep_ms >= 0 && isfinite(f->q_norm) && isfinite(f->scale) && f->scale >= 0 && isfinite(f->cur_sum) &&
 	       isfinite(f->step_error) && f->step_error >= 0 && f->q_adjust >= FORECAST_ADJUST_MIN &&
-	       f->q_adjust <= FORECAST_ADJUST_MAX &&
+	       f->q_adjust <= FORECAST_ADJUST_MAX && f->service_short >= 0 && f->service_short <= 1 &&
 	       (f->service_level == 0 ||
 		(f->service_level >= CONFIG_SERVICE_LEVEL_MIN && f->service_level <= CONFIG_SERVICE_LEVEL_MAX)) &&
 	       f->quantile >= 0.5 && f->quantile <= 0.999 && f->horizon_ms >= 0 &&

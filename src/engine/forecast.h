@@ -96,6 +96,10 @@ struct forecast {
 	 * has moved both quantiles by (forecast_service). */
 	double service_level;
 	double q_adjust;
+	/* The share of the samples told that were short, over about a day
+	 * (a running mean over the first ones), and how many were told. */
+	double service_short;
+	uint32_t n_service;
 	/* The profile at the newest sample, and whether it knows it. */
 	double season_last;
 	bool season_last_known;

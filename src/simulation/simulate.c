@@ -531,6 +531,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 							    &inputs[s].forecast_total,
 							    &inputs[s].forecast_keep_total) == 0;
 				inputs[s].forecast_offset = fc[s].q_adjust;
+				inputs[s].forecast_short = fc[s].service_short;
 			}
 		}
 

@@ -79,8 +79,16 @@ offset_up() { set -- $(service); [ "$1" = 0.99 ] && python3 -c "import sys; sys.
 check "service level: the offset climbs while the group is above its target" wait_for 60 offset_up
 check "service level: the offset is in the metrics" eval '
 	scrape | grep -q "^autoscaled_signal_forecast_service_offset{group=\"web\",signal=\"queue\"} [0-9]*\.*[0-9]*[1-9]"'
+# Every sample since the reload was short: the share measured is near 1
+# (a running mean over the first samples), beside the level asked for.
+short_high() { ctl --json explain web | python3 -c 'import json, sys
+f = json.load(sys.stdin)["last_decision"]["signals"][0]["forecast"]
+sys.exit(not f["service_short"] > 0.5)'; }
+check "service level: the share short is in the record and the metrics" eval 'short_high &&
+	scrape | grep -q "^autoscaled_signal_forecast_service_level{group=\"web\",signal=\"queue\"} 0.99$" &&
+	scrape | grep -Eq "^autoscaled_signal_forecast_service_short_ratio\{group=\"web\",signal=\"queue\"\} (1|0\.[5-9][0-9]*)$"'
 check "autoscalectl explain shows the service level and its offset" eval \
-	'ctl explain web | grep -q "service level 0.99: quantiles moved by [0-9.]* typical errors" &&
+	'ctl explain web | grep -q "service level 0.99: short in [0-9.]* % of the samples (about a day), quantiles moved by [0-9.]* typical errors" &&
 	 ctl explain web | grep -q "service offset +"'
 check "the daemon stops cleanly" stop_daemon
 check "the offset is written with the history" python3 -c 'import json, sys

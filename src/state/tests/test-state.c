@@ -870,6 +870,8 @@ static void test_forecast_persists(void **st)
 	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), 1);
 	assert_true(b->service_level == 0.99);
 	assert_true(fabs(b->q_adjust - a->q_adjust) < 1e-9);
+	assert_true(a->service_short > 0 && a->n_service > 1000);
+	assert_true(fabs(b->service_short - a->service_short) < 1e-9 && b->n_service == a->n_service);
 	assert_int_equal(b->n_samples, a->n_samples);
 	assert_true(a->step_error > 0);
 	assert_true(fabs(b->step_error - a->step_error) < 1e-9 * a->step_error);
@@ -893,9 +895,11 @@ static void test_forecast_persists(void **st)
 		sigs[0].forecast.service_level = 0;
 		cJSON_DeleteItemFromObject(c, "service_level");
 		cJSON_DeleteItemFromObject(c, "q_adjust");
+		cJSON_DeleteItemFromObject(c, "service_short");
+		cJSON_DeleteItemFromObject(c, "service_samples");
 		forecast_init(b, 0.9);
 		assert_int_equal(forecast_group_from_json(j, &g2, fb, false, why, sizeof(why)), 1);
-		assert_true(b->service_level == 0 && b->q_adjust == 0);
+		assert_true(b->service_level == 0 && b->q_adjust == 0 && b->service_short == 0 && b->n_service == 0);
 		cJSON_AddNumberToObject(c, "service_level", 0.99);
 		cJSON_AddNumberToObject(c, "q_adjust", 1e6);
 		assert_int_equal(forecast_group_from_json(j, &g2, fb, false, why, sizeof(why)), -EINVAL);
