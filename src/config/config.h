@@ -136,7 +136,7 @@ enum forecast_mode {
 struct forecast_conf {
 	enum forecast_mode mode;
 	double quantile;        /* the upper quantile provisioned for, default 0.9 */
-	double service_level;   /* the share of samples within the target to adapt to; 0 = none */
+	double service_level;   /* the share of samples below the target to adapt to; 0 = none */
 	char *seed_file;        /* a trace to learn the profile from before the first sample; NULL = none */
 	char *seed_format;      /* its format (trace.h), default "csv" */
 	const char *file;       /* where the block is, for messages */

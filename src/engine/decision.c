@@ -123,7 +123,7 @@ static void sentence_signals(struct sbuf *sb, const struct decision *d, const st
 			sb_printf(sb, " (forecast %g -> %d%s", sd->forecast_value, sd->forecast_recommendation,
 				  sc->forecast.mode == FORECAST_ON ? (sd->forecast_raised ? ", raised" : "")
 								   : ", observed only");
-			if (sc->forecast.service_level > 0)
+			if (sc->forecast.mode == FORECAST_ON && sc->forecast.service_level > 0)
 				sb_printf(sb, ", service offset %+.2f, short %.2f %%", sd->forecast_offset,
 					  100.0 * sd->forecast_short);
 			sb_printf(sb, ")");
@@ -289,10 +289,12 @@ static bool add_number_or_null(cJSON *o, const char *key, bool known, double v)
  * time ahead, the instances that needs, those it keeps for the lazy
  * scale-in, whether it was acted on, and the service level with what it
  * moved the quantiles by and the share of samples short it measured over
- * about a day (null without one). */
+ * about a day (null without one, or in mode observe). */
 static bool add_forecast(cJSON *o, const struct decision *d, const struct signal_decision *sd,
 			 const struct signal_conf *sc)
 {
+	/* A service level acts in mode on only (autoscaled.conf(5)). */
+	bool service = sc->forecast.mode == FORECAST_ON && sc->forecast.service_level > 0;
 	cJSON *f;
 
 	if (!sd->forecast)
@@ -311,9 +313,9 @@ static bool add_forecast(cJSON *o, const struct decision *d, const struct signal
 	       cJSON_AddNumberToObject(f, "recommendation", sd->forecast_recommendation) &&
 	       cJSON_AddNumberToObject(f, "keep", sd->keep_recommendation) &&
 	       cJSON_AddBoolToObject(f, "raised", sd->forecast_raised) &&
-	       add_number_or_null(f, "service_level", sc->forecast.service_level > 0, sc->forecast.service_level) &&
-	       add_number_or_null(f, "service_offset", sc->forecast.service_level > 0, sd->forecast_offset) &&
-	       add_number_or_null(f, "service_short", sc->forecast.service_level > 0, sd->forecast_short);
+	       add_number_or_null(f, "service_level", service, sc->forecast.service_level) &&
+	       add_number_or_null(f, "service_offset", service, sd->forecast_offset) &&
+	       add_number_or_null(f, "service_short", service, sd->forecast_short);
 }
 
 static bool add_signals(cJSON *root, const struct decision *d, const struct group_conf *g)

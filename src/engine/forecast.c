@@ -237,23 +237,23 @@ void forecast_set_service(struct forecast *f, double level)
 
 void forecast_service(struct forecast *f, bool over, double excess)
 {
-	double w;
+	double r, w;
 
 	if (f->service_level == 0 || f->n_samples == 0 || f->horizon_ms <= 0)
 		return;
 	/* What the operator reads against the level: every sample counts,
-	 * those left out below too. */
+	 * those the offset leaves out below too. */
 	if (f->n_service < UINT32_MAX)
 		f->n_service++;
-	w = f->rate_dt_ms > 0 ? (double)f->rate_dt_ms / (double)SERVICE_SHARE_MS : 0;
-	if (w < 1.0 / f->n_service)
-		w = 1.0 / f->n_service;
-	f->service_short += w * ((over ? 1.0 : 0.0) - f->service_short);
+	r = f->rate_dt_ms > 0 ? (double)f->rate_dt_ms / (double)SERVICE_SHARE_MS : 0;
+	if (r < 1.0 / f->n_service)
+		r = 1.0 / f->n_service;
+	f->service_short += r * ((over ? 1.0 : 0.0) - f->service_short);
 	/* A sample short by more than the offset could still add is a jump
 	 * no headroom in range would have caught (a batch of work arriving
 	 * at once, a step in load): it says nothing of the quantiles, and
 	 * counting it would wind the offset up to its bound for nothing but
-	 * cost. Such samples are left out of the share. */
+	 * cost. The offset leaves such samples out. */
 	if (over && excess > (FORECAST_ADJUST_MAX - f->q_adjust) * error_scale_at(f, f->last_ms))
 		return;
 	/* The first sample has no spacing yet: it weighs one horizon. */

@@ -150,8 +150,9 @@ void forecast_set_service(struct forecast *f, double level);
  * at each other one, so that the share at or above the target settles at
  * 1 - level whatever the shape of the load (an adaptive conformal step;
  * autoscaled.conf(5), FORECASTING). A sample short by more than the
- * offset could still add to the headroom is left out: no offset in range
- * would have served it. */
+ * offset could still add to the headroom is left out of the offset's
+ * count (no offset in range would have served it), not of the share of
+ * samples short it measures (service_short). */
 void forecast_service(struct forecast *f, bool over, double excess);
 
 /* The forecast for the time T_MS + H_MS made at T_MS (after the sample of
