@@ -7,6 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <search.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -844,6 +845,25 @@ static void signal_family(FILE *f, const struct metrics *m, const char *name, co
 
 static void signal_labels(FILE *f, const char *name, const struct group_metrics *g, const struct signal_metric *s);
 
+/* The service level's gauges: a float member of struct signal_metric each. */
+struct service_gauge {
+	const char *name, *help;
+	size_t offset;
+	bool with_level; /* only for a signal with a service level (else any with a forecast) */
+};
+
+static const struct service_gauge service_gauges[] = {
+	{ "autoscaled_signal_forecast_service_offset",
+	  "What the forecast's service level moved its quantiles by, in typical errors (0 without one).",
+	  offsetof(struct signal_metric, forecast_offset), false },
+	{ "autoscaled_signal_forecast_service_level",
+	  "The share of samples the forecast's service level asks to be below the target.",
+	  offsetof(struct signal_metric, service_level), true },
+	{ "autoscaled_signal_forecast_service_short_ratio",
+	  "The share of samples at or above the target, over about a day, as the service level measures it.",
+	  offsetof(struct signal_metric, service_short), true },
+};
+
 /* The forecasts, beside the values they will be compared with: a signal
  * without a forecaster has no series. */
 static void forecast_families(FILE *f, const struct metrics *m)
@@ -866,36 +886,23 @@ static void forecast_families(FILE *f, const struct metrics *m)
 					      &m->groups[i]->signals[s]);
 				fprintf(f, "%d\n", m->groups[i]->signals[s].forecast_recommendation);
 			}
-	header(f, "autoscaled_signal_forecast_service_offset", "gauge",
-	       "What the forecast's service level moved its quantiles by, in typical errors (0 without one).");
-	for (size_t i = 0; i < m->n_groups; i++)
-		for (size_t s = 0; s < m->groups[i]->n_signals; s++)
-			if (m->groups[i]->signals[s].have_forecast) {
-				signal_labels(f, "autoscaled_signal_forecast_service_offset", m->groups[i],
-					      &m->groups[i]->signals[s]);
-				put_float(f, m->groups[i]->signals[s].forecast_offset);
-				fputc('\n', f);
+	/* The service level's, kept as floats: the offset for every signal
+	 * with a forecaster, the level and the share for those with one. */
+	for (size_t k = 0; k < sizeof(service_gauges) / sizeof(service_gauges[0]); k++) {
+		const struct service_gauge *sg = &service_gauges[k];
+
+		header(f, sg->name, "gauge", sg->help);
+		for (size_t i = 0; i < m->n_groups; i++)
+			for (size_t s = 0; s < m->groups[i]->n_signals; s++) {
+				const struct signal_metric *sm = &m->groups[i]->signals[s];
+
+				if (sg->with_level ? sm->service_level > 0 : sm->have_forecast) {
+					signal_labels(f, sg->name, m->groups[i], sm);
+					put_float(f, *(const float *)((const char *)sm + sg->offset));
+					fputc('\n', f);
+				}
 			}
-	header(f, "autoscaled_signal_forecast_service_level", "gauge",
-	       "The share of samples the forecast's service level asks to be below the target.");
-	for (size_t i = 0; i < m->n_groups; i++)
-		for (size_t s = 0; s < m->groups[i]->n_signals; s++)
-			if (m->groups[i]->signals[s].service_level > 0) {
-				signal_labels(f, "autoscaled_signal_forecast_service_level", m->groups[i],
-					      &m->groups[i]->signals[s]);
-				put_float(f, m->groups[i]->signals[s].service_level);
-				fputc('\n', f);
-			}
-	header(f, "autoscaled_signal_forecast_service_short_ratio", "gauge",
-	       "The share of samples at or above the target, over about a day, as the service level measures it.");
-	for (size_t i = 0; i < m->n_groups; i++)
-		for (size_t s = 0; s < m->groups[i]->n_signals; s++)
-			if (m->groups[i]->signals[s].service_level > 0) {
-				signal_labels(f, "autoscaled_signal_forecast_service_short_ratio", m->groups[i],
-					      &m->groups[i]->signals[s]);
-				put_float(f, m->groups[i]->signals[s].service_short);
-				fputc('\n', f);
-			}
+	}
 	header(f, "autoscaled_group_boot_seconds", "gauge",
 	       "Launch to ready: measured from the group's own scale-outs, else the configured boot_time.");
 	for (size_t i = 0; i < m->n_groups; i++)
