@@ -156,13 +156,8 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 				if (!b->fc[k])
 					continue;
 				if (forecast_update(b->fc[k], *now, smp->v * (k == 0 ? b->current : 1), BOOT_MS,
-						    engine_keep_ms(&b->g, BOOT_MS)) == 0) {
-					double excess;
-					bool over = engine_sample_over_target(&b->g, k, *now, smp->v, b->current,
-									      &excess);
-
-					forecast_service(b->fc[k], over, excess);
-				}
+						    engine_keep_ms(&b->g, BOOT_MS)) == 0)
+					engine_forecast_service(&b->g, k, b->fc[k], *now, smp->v, b->current);
 				b->in[k].forecast_valid = forecast_for_engine(b->fc[k], *now, BOOT_MS,
 									      engine_keep_ms(&b->g, BOOT_MS),
 									      &b->in[k].forecast_total,

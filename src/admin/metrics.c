@@ -700,26 +700,6 @@ static void put_label(FILE *f, const char *s)
 	}
 }
 
-static void put_value(FILE *f, double v);
-
-/* A gauge kept as a float: the shortest form that reads back as the same
- * float (0.993, not the double nearest to it, 0.99299997091293335). */
-static void put_float(FILE *f, float v)
-{
-	char buf[32];
-
-	if (!isfinite(v)) {
-		put_value(f, v);
-		return;
-	}
-	for (int digits = 6; digits <= 9; digits++) {
-		snprintf(buf, sizeof(buf), "%.*g", digits, (double)v);
-		if (strtof(buf, NULL) == v)
-			break;
-	}
-	fputs(buf, f);
-}
-
 static void put_value(FILE *f, double v)
 {
 	if (isnan(v))
@@ -738,6 +718,24 @@ static void put_value(FILE *f, double v)
 			snprintf(buf, sizeof(buf), "%.17g", v);
 		fputs(buf, f);
 	}
+}
+
+/* A gauge kept as a float: the shortest form that reads back as the same
+ * float (0.993, not the double nearest to it, 0.99299997091293335). */
+static void put_float(FILE *f, float v)
+{
+	char buf[32];
+
+	if (!isfinite(v)) {
+		put_value(f, v);
+		return;
+	}
+	for (int digits = 6; digits <= 9; digits++) {
+		snprintf(buf, sizeof(buf), "%.*g", digits, (double)v);
+		if (strtof(buf, NULL) == v)
+			break;
+	}
+	fputs(buf, f);
 }
 
 static void header(FILE *f, const char *name, const char *type, const char *help)

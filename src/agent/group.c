@@ -895,15 +895,9 @@ static void forecasts_feed(struct group_rt *g, struct clock_now t, int64_t boot_
 			if (s->sc->type != SIGNAL_UTILIZATION || n > 0) {
 				int64_t wall = clock_mono_to_wall(t, smp->t_ms);
 
-				if (forecast_update(s->fc, wall, total, boot_ms, keep) == 0 &&
-				    s->sc->forecast.mode == FORECAST_ON && s->fc->service_level > 0) {
-					double excess;
-					bool over = engine_sample_over_target(
-						g->gc, i, wall, smp->v, s->sc->type == SIGNAL_UTILIZATION ? n : ready,
-						&excess);
-
-					forecast_service(s->fc, over, excess);
-				}
+				if (forecast_update(s->fc, wall, total, boot_ms, keep) == 0)
+					engine_forecast_service(g->gc, i, s->fc, wall, smp->v,
+								s->sc->type == SIGNAL_UTILIZATION ? n : ready);
 				closed |= s->fc->n_samples > 1 && s->fc->cur_bucket != bucket;
 			}
 		}

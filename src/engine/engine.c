@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/forecast.h"
 #include "engine/schedule.h"
 
 /* Counts are computed in double and rounded once. A ratio that should be
@@ -216,6 +217,18 @@ bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wal
 	}
 	*excess = v - target * n;
 	return v >= target * n && v > 0;
+}
+
+void engine_forecast_service(const struct group_conf *g, size_t s, struct forecast *f, int64_t wall_ms, double v,
+			     int ready)
+{
+	double excess;
+	bool over;
+
+	if (g->signals[s].forecast.mode != FORECAST_ON || !(f->service_level > 0))
+		return;
+	over = engine_sample_over_target(g, s, wall_ms, v, ready, &excess);
+	forecast_service(f, over, excess);
 }
 
 /* Whether `value` is inside the tolerance band around `target`, both edges

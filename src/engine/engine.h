@@ -286,6 +286,15 @@ int64_t engine_keep_ms(const struct group_conf *g, int64_t boot_ms);
 bool engine_sample_over_target(const struct group_conf *g, size_t s, int64_t wall_ms, double v, int ready,
 			       double *excess);
 
+/* Tells signal S's forecaster F whether the sample V it has just learnt
+ * (forecast_update(), taken at WALL_MS over READY instances) was at or
+ * above the target, and by how much (forecast_service()): only in mode on
+ * and with a service level. The daemon and simulate both call it, so
+ * that they count the same samples. */
+struct forecast;
+void engine_forecast_service(const struct group_conf *g, size_t s, struct forecast *f, int64_t wall_ms, double v,
+			     int ready);
+
 /* Adds to DST's stabilization windows the recommendations of SRC made
  * after AFTER_MS (monotonic), in time order: the windows then say what
  * they would had DST's evaluations gone on through SRC's. DST's newest

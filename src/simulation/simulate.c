@@ -510,13 +510,8 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			if (g->signals[s].forecast.mode != FORECAST_OFF &&
 			    forecast_update(&fc[s], now, util ? prev_demand / p->capacity * 100.0 : prev_demand, horizon,
 					    engine_keep_ms(g, horizon)) == 0 &&
-			    g->signals[s].forecast.mode == FORECAST_ON && fc[s].service_level > 0 &&
-			    (!util || prev_ready > 0)) {
-				double excess;
-				bool over = engine_sample_over_target(g, s, now, v, prev_ready, &excess);
-
-				forecast_service(&fc[s], over, excess);
-			}
+			    (!util || prev_ready > 0))
+				engine_forecast_service(g, s, &fc[s], now, v, prev_ready);
 		}
 		/* Instances that became ready just now served nothing in the
 		 * step measured: they have no sample yet (HPA's rules apply). */

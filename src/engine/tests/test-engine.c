@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/engine.h"
+#include "engine/forecast.h"
 
 #define S(x) ((int64_t)(x) * MS_PER_SEC)
 #define T0 S(1000000)
@@ -720,6 +721,26 @@ static void test_sample_over_target(void **state)
 	assert_true(engine_sample_over_target(&F.g, q, T0, 1, 0, &x));
 	assert_false(engine_sample_over_target(&F.g, q, T0, 0, 0, &x));
 	assert_false(engine_sample_over_target(&F.g, r, T0, 1e9, 1, &x));
+
+	/* The forecaster hears of it in mode on with a service level only. */
+	{
+		struct forecast *fc = malloc(sizeof(*fc));
+
+		assert_non_null(fc);
+		forecast_init(fc, 0.9);
+		forecast_set_service(fc, 0.99);
+		assert_int_equal(forecast_update(fc, T0, 40, S(60), 0), 0);
+		F.sig[q].forecast.mode = FORECAST_OBSERVE;
+		engine_forecast_service(&F.g, q, fc, T0, 40, 8);
+		assert_true(fc->q_adjust == 0 && fc->n_service == 0);
+		F.sig[q].forecast.mode = FORECAST_ON;
+		engine_forecast_service(&F.g, q, fc, T0, 40, 8);
+		assert_true(fc->q_adjust > 0 && fc->n_service == 1);
+		forecast_set_service(fc, 0);
+		engine_forecast_service(&F.g, q, fc, T0, 40, 8);
+		assert_int_equal(fc->n_service, 1);
+		free(fc);
+	}
 }
 
 /* A scale-out window holds the smallest recommendation inside it: a
