@@ -333,8 +333,10 @@ PY
 then ok "bench/evaluate bound prices knowing the future mean"; else not_ok "bound: $(cat "$tmp/err")"; fi
 
 # Other shapes: the synthetic traces are the same on every run, every
-# configuration runs on each, and the service level holds the web wave,
-# whose noise a forecast can learn, under 1 % short at both steps.
+# configuration runs on each, and on the web wave, whose noise a forecast
+# can learn, the service level spends the shortfall it allows: short
+# between 0.3 and 1 % of the time at both steps (the fixed quantile is
+# short 0.1-0.2 %) and cheaper than the fixed quantile.
 if "$top_srcdir/bench/synthetic-traces" "$tmp/syn1" && "$top_srcdir/bench/synthetic-traces" "$tmp/syn2" &&
 	cmp -s "$tmp/syn1/batch.csv" "$tmp/syn2/batch.csv" && cmp -s "$tmp/syn1/web.csv" "$tmp/syn2/web.csv" &&
 	AUTOSCALED="${AUTOSCALED:-$top_builddir/bench/simulate-bench}" "$top_srcdir/bench/evaluate" shapes \
@@ -345,8 +347,12 @@ assert len(rows) == 3 * 2 * 5, len(rows)
 assert {r[0] for r in rows} == {"batch", "web", "spiky"}, rows
 assert {r[2] for r in rows} == {"hpa", "azure-rules", "aws-target-tracking", "ablation/forecast", "recommended"}, rows
 assert all(float(r[3]) > 0 for r in rows), rows
-web = [float(r[4]) for r in rows if r[0] == "web" and r[2] == "recommended"]
-assert len(web) == 2 and all(t < 1.0 for t in web), web
+for step in ("60s", "15s"):
+    ours = [r for r in rows if r[0] == "web" and r[1] == step and r[2] == "recommended"]
+    fixed = [r for r in rows if r[0] == "web" and r[1] == step and r[2] == "ablation/forecast"]
+    assert len(ours) == 1 and len(fixed) == 1, rows
+    assert 0.3 <= float(ours[0][4]) < 1.0, ours
+    assert float(ours[0][3]) < float(fixed[0][3]), (ours, fixed)
 PY
 then ok "bench/evaluate shapes runs every configuration on the synthetic traces"; else not_ok "shapes: $(cat "$tmp/err")"; fi
 
