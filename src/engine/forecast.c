@@ -87,20 +87,40 @@ static bool bucket_value(const struct forecast *f, int64_t bucket, double *v)
 	return true;
 }
 
+/* Two neighbouring buckets' profile values, between whose centres
+ * season_at() interpolates. An update asks for the profile at several
+ * times that mostly fall between the same two centres (the sample, one
+ * horizon ahead, the keep span's points): it keeps the pair it read last
+ * in one of these, for as long as the profile does not change. */
+struct segment {
+	int64_t b;  /* the first bucket; SEGMENT_NONE: nothing read yet */
+	double a, z;
+	bool ha, hz;
+};
+#define SEGMENT_NONE INT64_MIN
+
 /* The seasonal profile at T_MS, interpolated between the centres of the
- * neighbouring buckets so that it has no steps. */
-static bool season_at(const struct forecast *f, int64_t t_ms, double *v)
+ * neighbouring buckets so that it has no steps. SG: the pair read last
+ * (see struct segment), or NULL. */
+static bool season_at(const struct forecast *f, int64_t t_ms, struct segment *sg, double *v)
 {
 	int64_t c = t_ms - FORECAST_BUCKET_MS / 2, b = bucket_of(c);
-	double frac = (double)(c - b * FORECAST_BUCKET_MS) / (double)FORECAST_BUCKET_MS, a, z;
-	bool ha = bucket_value(f, b, &a), hz = bucket_value(f, b + 1, &z);
+	double frac = (double)(c - b * FORECAST_BUCKET_MS) / (double)FORECAST_BUCKET_MS;
+	struct segment local;
 
-	if (ha && hz)
-		*v = a + (z - a) * frac;
-	else if (ha)
-		*v = a;
-	else if (hz)
-		*v = z;
+	if (!sg)
+		sg = &local;
+	if (sg == &local || sg->b != b) {
+		sg->b = b;
+		sg->ha = bucket_value(f, b, &sg->a);
+		sg->hz = bucket_value(f, b + 1, &sg->z);
+	}
+	if (sg->ha && sg->hz)
+		*v = sg->a + (sg->z - sg->a) * frac;
+	else if (sg->ha)
+		*v = sg->a;
+	else if (sg->hz)
+		*v = sg->z;
 	else
 		return false;
 	return true;
@@ -109,7 +129,7 @@ static bool season_at(const struct forecast *f, int64_t t_ms, double *v)
 /* The profile's change from A_MS to B_MS; 0 where it does not know both.
  * The profile at the newest sample is kept (season_last), as nearly every
  * forecast starts there. */
-static double season_delta(const struct forecast *f, int64_t a_ms, int64_t b_ms, bool *known)
+static double season_delta(const struct forecast *f, int64_t a_ms, int64_t b_ms, struct segment *sg, bool *known)
 {
 	double sa, sb;
 
@@ -117,30 +137,30 @@ static double season_delta(const struct forecast *f, int64_t a_ms, int64_t b_ms,
 		*known = f->season_last_known;
 		sa = f->season_last;
 	} else {
-		*known = season_at(f, a_ms, &sa);
+		*known = season_at(f, a_ms, sg, &sa);
 	}
 	if (*known && b_ms == a_ms)
 		return 0.0;
-	*known = *known && season_at(f, b_ms, &sb);
+	*known = *known && season_at(f, b_ms, sg, &sb);
 	return *known ? sb - sa : 0.0;
 }
 
-static void cache_season(struct forecast *f)
+static void cache_season(struct forecast *f, struct segment *sg)
 {
-	f->season_last_known = season_at(f, f->last_ms, &f->season_last);
+	f->season_last_known = season_at(f, f->last_ms, sg, &f->season_last);
 }
 
-static double point_at(const struct forecast *f, int64_t target_ms, bool *seasonal);
+static double point_at(const struct forecast *f, int64_t target_ms, struct segment *sg, bool *seasonal);
 
 /* Fills the memo of point_at() for the newest sample plus HORIZON_MS; to
  * be called whenever the level, the trend or the profile has changed. */
-static void cache_ahead(struct forecast *f, int64_t horizon_ms)
+static void cache_ahead(struct forecast *f, int64_t horizon_ms, struct segment *sg)
 {
 	bool seasonal;
 	double v;
 
 	f->ahead_valid = false;
-	v = point_at(f, f->last_ms + horizon_ms, &seasonal);
+	v = point_at(f, f->last_ms + horizon_ms, sg, &seasonal);
 	f->ahead_t_ms = f->last_ms + horizon_ms;
 	f->ahead_point = v;
 	f->ahead_seasonal = seasonal;
@@ -171,7 +191,7 @@ static double error_scale_at(const struct forecast *f, int64_t t_ms)
 	return s;
 }
 
-static double point_at(const struct forecast *f, int64_t target_ms, bool *seasonal)
+static double point_at(const struct forecast *f, int64_t target_ms, struct segment *sg, bool *seasonal)
 {
 	double ahead = (double)(target_ms - f->last_ms);
 
@@ -182,7 +202,7 @@ static double point_at(const struct forecast *f, int64_t target_ms, bool *season
 		return f->ahead_point;
 	}
 
-	return f->level + f->trend * ahead + season_delta(f, f->last_ms, target_ms, seasonal);
+	return f->level + f->trend * ahead + season_delta(f, f->last_ms, target_ms, sg, seasonal);
 }
 
 /* The normal quantile by Acklam's rational approximation (relative error
@@ -297,11 +317,10 @@ static void score(struct forecast *f, int64_t t_ms, double err)
 	struct forecast_bucket *b = &f->day[day_index(bucket_of(t_ms))];
 	double a = fabs(err), s = b->scale > 0 ? b->scale : f->scale;
 
-	if (s > 0) {
-		double u = err / s;
-
-		f->q_norm += QUANTILE_RATE * (f->quantile - (u < f->q_norm ? 1.0 : 0.0));
-	}
+	/* err / s < q_norm without the division (s > 0): a division's
+	 * latency was the slowest step of an update (bench/engine). */
+	if (s > 0)
+		f->q_norm += QUANTILE_RATE * (f->quantile - (err < f->q_norm * s ? 1.0 : 0.0));
 	/* A time of day's first error is one draw, not its typical error:
 	 * its scale starts from the global one and moves to its own. */
 	if (!(b->scale > 0))
@@ -349,20 +368,25 @@ static void add_pending(struct forecast *f, int64_t t_ms, int64_t horizon_ms, in
 	}
 	p = &f->pending[(f->pending_head + f->n_pending) % FORECAST_PENDING];
 	p->t_ms = t_ms + horizon_ms;
-	p->point = point_at(f, t_ms + horizon_ms, &seasonal);
+	p->point = point_at(f, t_ms + horizon_ms, NULL, &seasonal);
 	f->n_pending++;
 	f->pending_every_ms = every;
 }
 
-/* The highest point prediction over [T_MS, T_MS + SPAN_MS]. */
-static double point_peak(const struct forecast *f, int64_t t_ms, int64_t span_ms)
+/* The highest point prediction over [T_MS, T_MS + SPAN_MS]; *SEASONAL:
+ * whether the profile held T_MS. SG: see struct segment (may be NULL). */
+static double point_peak(const struct forecast *f, int64_t t_ms, int64_t span_ms, struct segment *sg,
+			 bool *seasonal_start)
 {
+	struct segment local = { .b = SEGMENT_NONE };
 	int64_t step = FORECAST_BUCKET_MS / 2, tau;
 	double best, v;
 	bool seasonal;
 	int n = 0;
 
-	best = point_at(f, t_ms, &seasonal);
+	if (!sg)
+		sg = &local;
+	best = point_at(f, t_ms, sg, seasonal_start);
 	if (span_ms <= 0)
 		return best;
 	if (span_ms / step >= PEAK_MAX_POINTS)
@@ -370,7 +394,7 @@ static double point_peak(const struct forecast *f, int64_t t_ms, int64_t span_ms
 	for (tau = step; n < PEAK_MAX_POINTS; tau += step, n++) {
 		if (tau > span_ms)
 			tau = span_ms;
-		v = point_at(f, t_ms + tau, &seasonal);
+		v = point_at(f, t_ms + tau, sg, &seasonal);
 		if (v > best)
 			best = v;
 		if (tau == span_ms)
@@ -406,7 +430,7 @@ static void score_peaks(struct forecast *f, int64_t t_ms, double x)
 			break;
 		s = error_scale_at(f, p->end_ms);
 		if (p->any && s > 0) {
-			f->q_peak += QUANTILE_RATE * (f->quantile - ((p->seen - p->point) / s < f->q_peak ? 1.0 : 0.0));
+			f->q_peak += QUANTILE_RATE * (f->quantile - (p->seen - p->point < f->q_peak * s ? 1.0 : 0.0));
 			f->n_peak_scored++;
 		}
 		f->peaks_head = (f->peaks_head + 1) % FORECAST_PENDING;
@@ -414,17 +438,18 @@ static void score_peaks(struct forecast *f, int64_t t_ms, double x)
 	}
 }
 
-static void add_peak(struct forecast *f, int64_t t_ms, int64_t keep_ms, int64_t dt_ms)
+static void add_peak(struct forecast *f, int64_t t_ms, int64_t keep_ms, int64_t dt_ms, struct segment *sg)
 {
 	struct forecast_pending_peak *p;
 	int64_t every = keep_ms / (FORECAST_PENDING / 2);
 
 	double peak;
+	bool seasonal;
 
 	if (keep_ms <= 0)
 		return;
 	/* The evaluation after this sample asks for the same peak. */
-	peak = point_peak(f, t_ms, keep_ms);
+	peak = point_peak(f, t_ms, keep_ms, sg, &seasonal);
 	f->peak_memo_valid = true;
 	f->peak_memo_span_ms = keep_ms;
 	f->peak_memo_point = peak;
@@ -445,6 +470,7 @@ static void add_peak(struct forecast *f, int64_t t_ms, int64_t keep_ms, int64_t 
 
 int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_ms, int64_t keep_ms)
 {
+	struct segment sg = { .b = SEGMENT_NONE };
 	int64_t dt, b;
 	double tau_l, tau_t, al, bt, pred, level, ds, s_t = 0;
 	bool known, closed;
@@ -462,10 +488,10 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 		f->n_samples = 1;
 		f->horizon_ms = horizon_ms;
 		f->keep_ms = keep_ms;
-		cache_season(f);
-		cache_ahead(f, horizon_ms);
+		cache_season(f, &sg);
+		cache_ahead(f, horizon_ms, &sg);
 		add_pending(f, t_ms, horizon_ms, 0);
-		add_peak(f, t_ms, keep_ms, 0);
+		add_peak(f, t_ms, keep_ms, 0, &sg);
 		return 0;
 	}
 	dt = t_ms - f->last_ms;
@@ -487,23 +513,24 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 		f->rate_horizon_ms = horizon_ms;
 		f->rate_level = 1.0 - exp(-(double)dt / tau_l);
 		f->rate_trend = 1.0 - exp(-(double)dt / tau_t);
+		f->rate_per_ms = 1.0 / (double)dt;
 	}
 	al = f->rate_level;
 	bt = f->rate_trend;
 	/* The profile at this sample, once: its change since the last one,
 	 * and the newest profile value unless a visit closes below. */
-	known = season_at(f, t_ms, &s_t);
+	known = season_at(f, t_ms, &sg, &s_t);
 	ds = known && f->season_last_known ? s_t - f->season_last : 0.0;
 	pred = f->level + f->trend * (double)dt + ds;
 	/* The error of this one-sample-ahead prediction: the cold-start
 	 * prior (error_scale_at). */
 	{
-		double r = 1.0 / (double)f->n_samples;
+		double r = f->n_samples * STEP_RATE < 1.0 ? 1.0 / (double)f->n_samples : STEP_RATE;
 
-		f->step_error += (r > STEP_RATE ? r : STEP_RATE) * (fabs(x - pred) - f->step_error);
+		f->step_error += r * (fabs(x - pred) - f->step_error);
 	}
 	level = pred + al * (x - pred);
-	f->trend += bt * ((level - f->level - ds) / (double)dt - f->trend);
+	f->trend += bt * ((level - f->level - ds) * f->rate_per_ms - f->trend);
 	f->level = level;
 
 	b = bucket_of(t_ms);
@@ -511,18 +538,19 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 	if (closed) {
 		close_visit(f);
 		f->cur_bucket = b;
+		sg.b = SEGMENT_NONE; /* the profile changed */
 	}
 	f->cur_sum += x;
 	f->cur_n++;
 	f->last_ms = t_ms;
 	f->n_samples++;
 	if (closed) {
-		cache_season(f);
+		cache_season(f, &sg);
 	} else {
 		f->season_last = s_t;
 		f->season_last_known = known;
 	}
-	cache_ahead(f, horizon_ms);
+	cache_ahead(f, horizon_ms, &sg);
 	if (horizon_ms != f->horizon_ms) {
 		/* Predictions for another horizon would score the wrong thing. */
 		f->n_pending = 0;
@@ -533,49 +561,49 @@ int forecast_update(struct forecast *f, int64_t t_ms, double x, int64_t horizon_
 		f->keep_ms = keep_ms;
 	}
 	add_pending(f, t_ms, horizon_ms, dt);
-	add_peak(f, t_ms, keep_ms, dt);
+	add_peak(f, t_ms, keep_ms, dt, &sg);
 	return 0;
+}
+
+/* POINT plus Q typical errors of T_MS. The quantile never goes below the
+ * point forecast: an upper bound that sits under the mean would be no
+ * bound at all. */
+static double upper_at(const struct forecast *f, int64_t t_ms, double point, double q)
+{
+	return point + (q > 0 ? q : 0) * error_scale_at(f, t_ms);
 }
 
 int forecast_predict(const struct forecast *f, int64_t t_ms, int64_t h_ms, struct forecast_value *out)
 {
 	int64_t target = t_ms + (h_ms > 0 ? h_ms : 0);
-	double q;
 
 	if (!f || !out || f->n_samples == 0)
 		return -ENODATA;
 	if (target < f->last_ms)
 		target = f->last_ms;
-	out->point = point_at(f, target, &out->seasonal);
-	/* The quantile never goes below the point forecast: an upper bound
-	 * that sits under the mean would be no bound at all. */
-	q = f->q_norm + f->q_adjust;
-	if (q < 0)
-		q = 0;
-	out->upper = out->point + q * error_scale_at(f, target);
+	out->point = point_at(f, target, NULL, &out->seasonal);
+	out->upper = upper_at(f, target, out->point, f->q_norm + f->q_adjust);
 	return 0;
 }
 
 int forecast_predict_peak(const struct forecast *f, int64_t t_ms, int64_t span_ms, struct forecast_value *out)
 {
-	int r = forecast_predict(f, t_ms, 0, out);
-	double q;
-
-	if (r < 0)
-		return r;
 	if (span_ms <= 0)
-		return 0;
+		return forecast_predict(f, t_ms, 0, out);
+	if (!f || !out || f->n_samples == 0)
+		return -ENODATA;
 	if (t_ms < f->last_ms)
 		t_ms = f->last_ms;
-	if (f->peak_memo_valid && t_ms == f->last_ms && span_ms == f->peak_memo_span_ms)
+	if (f->peak_memo_valid && t_ms == f->last_ms && span_ms == f->peak_memo_span_ms) {
 		out->point = f->peak_memo_point;
-	else
-		out->point = point_peak(f, t_ms, span_ms);
+		/* Whether the profile speaks at the span's start, as
+		 * forecast_predict() says it. */
+		out->seasonal = f->season_last_known;
+	} else {
+		out->point = point_peak(f, t_ms, span_ms, NULL, &out->seasonal);
+	}
 	/* Until a span has been scored, the point quantile stands in. */
-	q = (f->n_peak_scored > 0 ? f->q_peak : f->q_norm) + f->q_adjust;
-	if (q < 0)
-		q = 0;
-	out->upper = out->point + q * error_scale_at(f, t_ms);
+	out->upper = upper_at(f, t_ms, out->point, (f->n_peak_scored > 0 ? f->q_peak : f->q_norm) + f->q_adjust);
 	return 0;
 }
 
@@ -601,8 +629,10 @@ void forecast_refresh(struct forecast *f)
 	f->ahead_valid = false;
 	f->peak_memo_valid = false;
 	if (f->n_samples > 0) {
-		cache_season(f);
-		cache_ahead(f, f->horizon_ms);
+		struct segment sg = { .b = SEGMENT_NONE };
+
+		cache_season(f, &sg);
+		cache_ahead(f, f->horizon_ms, &sg);
 	}
 }
 

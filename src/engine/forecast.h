@@ -68,8 +68,6 @@ struct forecast {
 	int64_t cur_bucket;       /* absolute bucket number (time / FORECAST_BUCKET_MS) */
 	double cur_sum;
 	uint32_t cur_n;
-	struct forecast_bucket day[FORECAST_DAY_BUCKETS];
-	struct forecast_bucket week[FORECAST_WEEK_BUCKETS];
 	/* The quantile of normalised errors being tracked, and the global
 	 * typical error (the fallback for a time of day not scored yet). */
 	double q_norm;
@@ -80,7 +78,6 @@ struct forecast {
 	double step_error;
 	double quantile;          /* the one q_norm tracks */
 	int64_t horizon_ms;       /* the horizon of the pending predictions */
-	struct forecast_pending pending[FORECAST_PENDING];
 	uint32_t n_pending, pending_head;
 	int64_t pending_every_ms; /* spacing of the pending predictions */
 	/* The same for the peak over the keep span (lazy scale-in): the
@@ -89,7 +86,6 @@ struct forecast {
 	double q_peak;
 	uint64_t n_peak_scored;
 	int64_t keep_ms;
-	struct forecast_pending_peak peaks[FORECAST_PENDING];
 	uint32_t n_peaks, peaks_head;
 	/* The service level asked for (forecast_set_service; 0 = none) and
 	 * the offset, in normalised units, that the group's measured service
@@ -114,7 +110,15 @@ struct forecast {
 	double peak_memo_point;
 	/* The smoothing weights for the last sample spacing and horizon. */
 	int64_t rate_dt_ms, rate_horizon_ms;
-	double rate_level, rate_trend;
+	double rate_level, rate_trend, rate_per_ms; /* rate_per_ms: 1 / rate_dt_ms */
+	/* The arrays last: an update reads the fields above and a few
+	 * entries of these, so the fields share a few cache lines (at 10,000
+	 * groups with three forecasters each, most reads of a forecaster miss
+	 * the cache). */
+	struct forecast_bucket day[FORECAST_DAY_BUCKETS];
+	struct forecast_pending pending[FORECAST_PENDING];
+	struct forecast_pending_peak peaks[FORECAST_PENDING];
+	struct forecast_bucket week[FORECAST_WEEK_BUCKETS];
 };
 
 /* A forecast: point is the expected value at the target time, upper the
