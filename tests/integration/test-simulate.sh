@@ -337,7 +337,7 @@ then ok "bench/evaluate bound prices knowing the future mean"; else not_ok "boun
 # can learn, the service level spends the shortfall it allows: short
 # between 0.3 and 1 % of the time at both steps (the fixed quantile is
 # short 0.1-0.2 %) and cheaper than the fixed quantile. On the growing wave,
-# whose level jumps by 60 % for good on its eighth day, the forecast follows
+# whose level jumps by 60 % for good after eight days, the forecast follows
 # the new level: short under 1 % of the time, and cheaper than HPA.
 if "$top_srcdir/bench/synthetic-traces" "$tmp/syn1" && "$top_srcdir/bench/synthetic-traces" "$tmp/syn2" &&
 	(cd "$tmp/syn1" && for f in *.csv; do cmp -s "$f" "../syn2/$f" || exit 1; done) &&
