@@ -149,6 +149,8 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		for (i = 0; i < n; i++) {
 			struct bench_group *b = &groups[i];
+			/* Once a group, as the daemon reads it (forecasts_feed()). */
+			int64_t keep = engine_keep_ms(&b->g, BOOT_MS);
 
 			for (size_t k = 0; k < N_SIGNALS; k++) {
 				const struct sample *smp = window_newest(&b->win[k]);
@@ -156,10 +158,9 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 				if (!b->fc[k])
 					continue;
 				if (forecast_update(b->fc[k], *now, smp->v * (k == 0 ? b->current : 1), BOOT_MS,
-						    engine_keep_ms(&b->g, BOOT_MS)) == 0)
+						    keep) == 0)
 					engine_forecast_service(&b->g, k, b->fc[k], *now, smp->v, b->current);
-				b->in[k].forecast_valid = forecast_for_engine(b->fc[k], *now, BOOT_MS,
-									      engine_keep_ms(&b->g, BOOT_MS),
+				b->in[k].forecast_valid = forecast_for_engine(b->fc[k], *now, BOOT_MS, keep,
 									      &b->in[k].forecast_total,
 									      &b->in[k].forecast_keep_total) == 0;
 			}
