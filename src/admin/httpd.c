@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -15,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
+#include <zlib.h>
 
 #include "admin/httpd.h"
 #include "log/log.h"
@@ -45,6 +47,7 @@ struct httpd {
 	size_t shared_len;
 	char shared_path[64];
 	char shared_host[64];   /* and with this Host header ("" for none): a handler may answer by it */
+	bool shared_gzip;       /* and from a client that takes gzip (httpd_request.gzip), or not */
 	uint64_t shared_until;
 };
 
@@ -83,6 +86,8 @@ void httpd_error(struct httpd_response *resp, int status, const char *fmt, ...)
 	resp->content_type = "application/json";
 	free(resp->body);
 	resp->body = NULL;
+	resp->body_len = 0;
+	resp->gzip = false; /* an error is never compressed */
 	o = cJSON_CreateObject();
 	if (o && cJSON_AddStringToObject(o, "error", msg))
 		resp->body = cJSON_PrintUnformatted(o);
@@ -150,6 +155,238 @@ static char *utf8_repair(const char *s)
 	return out;
 }
 
+/* A body compressed as it is written (httpd_body_open()). The text goes
+ * through STAGE, where it is checked for UTF-8 a stage at a time: a
+ * sequence that the end of a stage cuts waits there for the rest. */
+#define GZIP_STAGE (64 * 1024)
+
+struct gzip_body {
+	struct httpd_response *resp;
+	z_stream z;
+	char *out;
+	size_t out_cap;
+	size_t n_stage;
+	unsigned char stage[GZIP_STAGE + 1];   /* +1: room for a terminating NUL */
+	unsigned char fixed[3 * GZIP_STAGE];   /* a stage with its bad bytes replaced */
+};
+
+/* Deflates N bytes at P (FLUSH: Z_NO_FLUSH or Z_FINISH); -1 when out of
+ * memory or when zlib fails. */
+static int gzip_put(struct gzip_body *g, const unsigned char *p, size_t n, int flush)
+{
+	int r;
+
+	g->z.next_in = (unsigned char *)p;
+	g->z.avail_in = (uInt)n;
+	for (;;) {
+		if (g->z.avail_out == 0) {
+			size_t used = g->out_cap, cap = g->out_cap ? 2 * g->out_cap : 64 * 1024;
+			char *o = realloc(g->out, cap);
+
+			if (!o)
+				return -1;
+			g->out = o;
+			g->out_cap = cap;
+			g->z.next_out = (unsigned char *)o + used;
+			g->z.avail_out = (uInt)(cap - used);
+		}
+		r = deflate(&g->z, flush);
+		if (r == Z_STREAM_END)
+			return 0;
+		if (r != Z_OK && r != Z_BUF_ERROR)
+			return -1;
+		/* Done when all went in and zlib did not run out of room
+		 * (Z_FINISH goes on until the stream's end). */
+		if (flush == Z_NO_FLUSH && g->z.avail_in == 0 && g->z.avail_out > 0)
+			return 0;
+	}
+}
+
+/* Compresses the stage, all of it at the end (FINAL), else up to the start
+ * of a sequence it cuts short, which stays for the next write. */
+static int gzip_stage(struct gzip_body *g, bool final)
+{
+	size_t end = g->n_stage, i, k, n;
+	unsigned char held;
+	bool clean = true;
+	int r;
+
+	if (!final) {
+		/* The last lead byte within the last four, and whether the
+		 * bytes after it complete its sequence. */
+		for (i = end, k = 0; i > 0 && k < 4 && (g->stage[i - 1] & 0xc0) == 0x80; i--, k++)
+			;
+		if (i > 0) {
+			unsigned c = g->stage[i - 1];
+			size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+
+			if (end - (i - 1) < need)
+				end = i - 1;
+		}
+	}
+	/* utf8_seq_len() reads a NUL-terminated string: the byte after the
+	 * part compressed now is held aside meanwhile. */
+	held = g->stage[end];
+	g->stage[end] = '\0';
+	for (i = 0; i < end; i += n) {
+		n = utf8_seq_len(g->stage + i);
+		if (!n) {
+			clean = false;
+			break;
+		}
+	}
+	if (clean) {
+		r = gzip_put(g, g->stage, end, Z_NO_FLUSH);
+	} else {
+		unsigned char *o = g->fixed;
+
+		for (i = 0; i < end; i += n ? n : 1) {
+			n = utf8_seq_len(g->stage + i);
+			if (n) {
+				memcpy(o, g->stage + i, n);
+				o += n;
+			} else {
+				memcpy(o, "\xef\xbf\xbd", 3);
+				o += 3;
+			}
+		}
+		r = gzip_put(g, g->fixed, (size_t)(o - g->fixed), Z_NO_FLUSH);
+	}
+	g->stage[end] = held;
+	memmove(g->stage, g->stage + end, g->n_stage - end);
+	g->n_stage -= end;
+	return r;
+}
+
+static ssize_t gzip_write(void *cookie, const char *buf, size_t size)
+{
+	struct gzip_body *g = cookie;
+	size_t done = 0, n;
+
+	while (done < size) {
+		n = GZIP_STAGE - g->n_stage;
+		if (n > size - done)
+			n = size - done;
+		memcpy(g->stage + g->n_stage, buf + done, n);
+		g->n_stage += n;
+		done += n;
+		if (g->n_stage == GZIP_STAGE && gzip_stage(g, false) < 0) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	return (ssize_t)size;
+}
+
+static int gzip_close(void *cookie)
+{
+	struct gzip_body *g = cookie;
+	int r = gzip_stage(g, true);
+
+	if (r == 0)
+		r = gzip_put(g, NULL, 0, Z_FINISH);
+	if (r == 0) {
+		/* The buffer grew by doubling: what it did not fill goes. */
+		char *o = realloc(g->out, g->z.total_out ? g->z.total_out : 1);
+
+		if (o)
+			g->out = o;
+		free(g->resp->body);
+		g->resp->body = g->out;
+		g->resp->body_len = g->z.total_out;
+		g->resp->gzip = true;
+	} else {
+		free(g->out);
+	}
+	deflateEnd(&g->z);
+	free(g);
+	return r == 0 ? 0 : EOF;
+}
+
+FILE *httpd_body_open(const struct httpd_request *req, struct httpd_response *resp)
+{
+	struct gzip_body *g;
+	FILE *f;
+
+	free(resp->body);
+	resp->body = NULL;
+	resp->body_len = 0;
+	resp->gzip = false;
+	resp->vary = true;
+	if (!req->gzip)
+		return open_memstream(&resp->body, &resp->body_len);
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->resp = resp;
+	/* The fastest level: the text is repetitive (label sets), so it
+	 * still comes to about a tenth, and the loop's time is what it
+	 * costs. 15 + 16: a gzip header and trailer around the deflate
+	 * stream. */
+	if (deflateInit2(&g->z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(g);
+		return NULL;
+	}
+	f = fopencookie(g, "w", (cookie_io_functions_t){.write = gzip_write, .close = gzip_close});
+	if (!f) {
+		deflateEnd(&g->z);
+		free(g);
+	}
+	return f;
+}
+
+/* Whether the weight at P (RFC 9110, 12.4.2: "1", or "0" with up to three
+ * decimals) is above 0; a weight that is not one counts as 0. Read by
+ * hand: strtod() would follow the locale's decimal point. */
+static bool qvalue_positive(const char *p)
+{
+	if (*p == '1')
+		return true;
+	if (*p != '0')
+		return false;
+	if (*++p != '.')
+		return false;
+	for (p++; *p >= '0' && *p <= '9'; p++)
+		if (*p != '0')
+			return true;
+	return false;
+}
+
+/* Whether an Accept-Encoding header takes gzip (RFC 9110, 12.5.3): named,
+ * as gzip or x-gzip, or by "*" when not named, with a weight above 0. */
+static bool accepts_gzip(const char *v)
+{
+	int star = -1, named = -1;
+
+	while (v && *v) {
+		const char *tok, *end;
+		size_t len;
+		bool positive = true;
+
+		v += strspn(v, " \t,");
+		if (!*v)
+			break;
+		tok = v;
+		len = strcspn(v, " \t;,");
+		end = v + strcspn(v, ",");
+		for (const char *p = v + len; p < end; p++) {
+			if (*p == ';') {
+				p += strspn(p + 1, " \t") + 1;
+				if ((*p == 'q' || *p == 'Q') && p[1] == '=') {
+					positive = qvalue_positive(p + 2);
+					break;
+				}
+			}
+		}
+		if ((len == 4 && strncasecmp(tok, "gzip", 4) == 0) || (len == 6 && strncasecmp(tok, "x-gzip", 6) == 0))
+			named = positive;
+		else if (len == 1 && *tok == '*')
+			star = positive;
+		v = end;
+	}
+	return named >= 0 ? named == 1 : star == 1;
+}
+
 /* MHD's response for RESP (its body taken over, its length in *LEN), or
  * NULL. */
 static struct MHD_Response *response_of(struct httpd_response *resp, size_t *len)
@@ -160,6 +397,17 @@ static struct MHD_Response *response_of(struct httpd_response *resp, size_t *len
 	resp->body = NULL;
 	if (!body)
 		return NULL;
+	if (resp->gzip) {
+		/* Checked for UTF-8 as it was written (gzip_stage()). */
+		*len = resp->body_len;
+		r = MHD_create_response_from_buffer(*len, body, MHD_RESPMEM_MUST_FREE);
+		if (!r) {
+			free(body);
+			return NULL;
+		}
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+		goto headers;
+	}
 	/* Replies are JSON or Prometheus text, both UTF-8. A value quoted in
 	 * them (a command's stderr, a driver's message, a label) may not be:
 	 * such bytes become U+FFFD rather than make the reply unreadable. */
@@ -177,8 +425,11 @@ static struct MHD_Response *response_of(struct httpd_response *resp, size_t *len
 		free(body);
 		return NULL;
 	}
+headers:
 	if (resp->content_type)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+	if (resp->vary)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	return r;
 }
 
@@ -231,7 +482,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct MHD_Response *r;
 	size_t len = 0;
 	const char *cl, *host;
-	bool shareable;
+	bool shareable, gzip;
 	char *p;
 
 	(void)version;
@@ -280,15 +531,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return queue(c, &resp);
 	}
 	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	gzip = accepts_gzip(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
 	shareable = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 	if (shareable && h->shared && loop_now(h) < h->shared_until && strcmp(url, h->shared_path) == 0 &&
-	    strcmp(host ? host : "", h->shared_host) == 0) {
+	    strcmp(host ? host : "", h->shared_host) == 0 && gzip == h->shared_gzip) {
 		allow_reply(c, h->shared_len);
 		return MHD_queue_response(c, MHD_HTTP_OK, h->shared);
 	}
 	h->handler(h->userdata,
 		   &(struct httpd_request){.method = method, .path = url, .body = k->body ? k->body : "",
-					   .body_len = k->len, .peer = k->peer, .host = host},
+					   .body_len = k->len, .peer = k->peer, .host = host, .gzip = gzip},
 		   &resp);
 	if (!shareable || !resp.share_ms || resp.status != MHD_HTTP_OK || strlen(url) >= sizeof(h->shared_path) ||
 	    (host && strlen(host) >= sizeof(h->shared_host)))
@@ -305,6 +557,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	h->shared_until = loop_now(h) + (uint64_t)resp.share_ms * 1000;
 	snprintf(h->shared_path, sizeof(h->shared_path), "%s", url);
 	snprintf(h->shared_host, sizeof(h->shared_host), "%s", host ? host : "");
+	h->shared_gzip = gzip;
 	return MHD_queue_response(c, MHD_HTTP_OK, r);
 }
 

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include <systemd/sd-event.h>
 
@@ -58,6 +59,8 @@ struct httpd_request {
 	size_t body_len;
 	struct httpd_peer peer;
 	const char *host;     /* the Host header; NULL when there is none */
+	bool gzip;            /* Accept-Encoding takes gzip: a body written through httpd_body_open() is
+			       * compressed as it is written */
 };
 
 struct httpd_response {
@@ -65,8 +68,22 @@ struct httpd_response {
 	const char *content_type;
 	char *body;           /* malloc'ed; httpd frees it */
 	unsigned share_ms;    /* a 200 to a GET or HEAD: the same reply, made once, is given to every
-			       * request for the same path and Host in the next share_ms; 0: made for each */
+			       * request for the same path and Host (and the same Accept-Encoding as
+			       * far as gzip goes) in the next share_ms; 0: made for each */
+	/* Set by httpd_body_open() and its stream's fclose(), not by handlers. */
+	size_t body_len;      /* the body's length when `gzip` */
+	bool gzip;            /* `body` is gzip data (of well-formed UTF-8) */
+	bool vary;            /* the body depends on Accept-Encoding */
 };
+
+/* A stream for the body of RESP, a reply to REQ, or NULL when out of
+ * memory; fclose() puts what was written in resp->body (it returns EOF,
+ * leaving no body, when it failed). A client that takes gzip gets the body
+ * compressed as it is written, so a long one (the metrics of 10,000 groups
+ * are tens of MB of text) is never in memory whole, and is a tenth of the
+ * bytes on the wire; bytes that start no well-formed UTF-8 sequence are
+ * replaced by U+FFFD on the way, as in any other reply. */
+FILE *httpd_body_open(const struct httpd_request *req, struct httpd_response *resp);
 
 /* Fills `resp` for `req`. Runs on the loop's thread. A handler that leaves
  * resp->body NULL gets an empty body. */

@@ -1184,7 +1184,6 @@ int metrics_write(const struct metrics *m, FILE *f)
 static void on_request(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
 {
 	struct metrics *m = userdata;
-	size_t len = 0;
 	FILE *f;
 
 	if (m->page && strncmp(req->path, m->page_prefix, strlen(m->page_prefix)) == 0 &&
@@ -1200,7 +1199,7 @@ static void on_request(void *userdata, const struct httpd_request *req, struct h
 		httpd_error(resp, 405, "method '%s' not allowed on /metrics", req->method);
 		return;
 	}
-	f = open_memstream(&resp->body, &len);
+	f = httpd_body_open(req, resp);
 	if (!f) {
 		httpd_error(resp, 500, "out of memory");
 		return;

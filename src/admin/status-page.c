@@ -160,7 +160,6 @@ void status_page_serve(void *page, const struct httpd_request *req, struct httpd
 {
 	const struct status_page *p = page;
 	const char *path = req->path + strlen(STATUS_PAGE_PREFIX);
-	size_t len = 0;
 	FILE *f;
 
 	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
@@ -189,7 +188,7 @@ void status_page_serve(void *page, const struct httpd_request *req, struct httpd
 		httpd_error(resp, 404, "no such path '%s'; the status page is at " STATUS_PAGE_PREFIX, req->path);
 		return;
 	}
-	f = open_memstream(&resp->body, &len);
+	f = httpd_body_open(req, resp);
 	if (!f) {
 		httpd_error(resp, 500, "out of memory");
 		return;

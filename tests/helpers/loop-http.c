@@ -1,11 +1,14 @@
 /* See loop-http.h. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <zlib.h>
 
 #include "base/clock.h"
 #include "loop-http.h"
@@ -29,10 +32,40 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata)
 	return size * n;
 }
 
+/* Copies the value of header NAME from LINE into OUT, if LINE is that
+ * header. */
+static void header_value(const char *line, size_t n, const char *name, char *out, size_t size)
+{
+	size_t k = strlen(name), len;
+
+	if (n <= k || strncasecmp(line, name, k) != 0 || line[k] != ':')
+		return;
+	line += k + 1;
+	n -= k + 1;
+	while (n > 0 && (*line == ' ' || *line == '\t'))
+		line++, n--;
+	while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == '\n' || line[n - 1] == ' '))
+		n--;
+	len = n < size - 1 ? n : size - 1;
+	memcpy(out, line, len);
+	out[len] = '\0';
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *userdata)
+{
+	struct loop_http *c = userdata;
+
+	header_value(p, size * n, "Content-Encoding", c->content_encoding, sizeof(c->content_encoding));
+	header_value(p, size * n, "Vary", c->vary, sizeof(c->vary));
+	return size * n;
+}
+
 static void *call_thread(void *arg)
 {
 	struct loop_http *c = arg;
 	CURL *h = curl_easy_init();
+	struct curl_slist *headers = NULL;
+	char accept[128];
 
 	if (h) {
 		curl_easy_setopt(h, CURLOPT_URL, c->url);
@@ -41,6 +74,13 @@ static void *call_thread(void *arg)
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
 		if (c->body)
 			curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
+		if (c->accept_encoding) {
+			snprintf(accept, sizeof(accept), "Accept-Encoding: %s", c->accept_encoding);
+			headers = curl_slist_append(NULL, accept);
+			curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+		}
+		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+		curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
 		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 		curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT, 5L);
@@ -48,6 +88,7 @@ static void *call_thread(void *arg)
 			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->status);
 		curl_easy_cleanup(h);
 	}
+	curl_slist_free_all(headers);
 	c->done = 1;
 	return NULL;
 }
@@ -376,4 +417,33 @@ void loop_http_reader_free(struct loop_http_reader *r)
 		close(r->fd);
 	free(r->buf);
 	free(r);
+}
+
+int loop_http_gunzip(const char *in, size_t len, char **out, size_t *out_len)
+{
+	z_stream z = {0};
+	size_t cap = 1 << 20;
+	int r;
+
+	*out = malloc(cap);
+	*out_len = 0;
+	if (!*out || inflateInit2(&z, 15 + 16) != Z_OK)
+		return -1;
+	z.next_in = (unsigned char *)in;
+	z.avail_in = (uInt)len;
+	do {
+		if (*out_len + 1 >= cap) {
+			cap *= 2;
+			*out = realloc(*out, cap);
+			if (!*out)
+				return -1;
+		}
+		z.next_out = (unsigned char *)*out + *out_len;
+		z.avail_out = (uInt)(cap - 1 - *out_len);
+		r = inflate(&z, Z_NO_FLUSH);
+		*out_len = z.total_out;
+	} while (r == Z_OK);
+	inflateEnd(&z);
+	(*out)[*out_len] = '\0';
+	return r == Z_STREAM_END && z.avail_in == 0 ? 0 : -1;
 }

@@ -15,9 +15,12 @@ struct loop_http {
 	const char *unix_socket; /* NULL for TCP */
 	const char *method;
 	const char *body;        /* request body, or NULL */
+	const char *accept_encoding; /* an Accept-Encoding header to send, or NULL; the reply is kept as sent */
 	long status;             /* 0 when no answer came */
 	char *reply;             /* the reply body, NUL-terminated or NULL; the caller frees it */
 	size_t len;
+	char content_encoding[32]; /* the reply's Content-Encoding header, "" when none */
+	char vary[64];             /* and its Vary header */
 	volatile int done;
 };
 
@@ -75,5 +78,10 @@ int loop_http_reader_start(sd_event *event, const struct sockaddr *sa, socklen_t
  * included) and when it closed, in usec from the start. */
 int loop_http_reader_closed(const struct loop_http_reader *r, size_t *bytes, uint64_t *took_usec);
 void loop_http_reader_free(struct loop_http_reader *r);
+
+/* LEN bytes of gzip data at IN inflated into *OUT (malloc'ed,
+ * NUL-terminated, *OUT_LEN bytes before the NUL). Returns 0, or -1 when
+ * they are not one whole gzip stream. */
+int loop_http_gunzip(const char *in, size_t len, char **out, size_t *out_len);
 
 #endif

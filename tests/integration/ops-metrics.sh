@@ -44,6 +44,16 @@ if command -v promtool >/dev/null; then
 else
 	ok "# SKIP promtool is not installed"
 fi
+# A scraper that takes gzip, as Prometheus does, gets the exposition
+# compressed: every family a plain scrape just showed is in it (a family
+# may be added between the two, none goes).
+curl -sf "http://127.0.0.1:$MPORT/metrics" | grep '^# TYPE ' | sort > "$T/families.plain"
+gz_headers=$(curl -sf -H 'Accept-Encoding: gzip' -D - -o "$T/scrape.gz" "http://127.0.0.1:$MPORT/metrics")
+check "a scrape that takes gzip gets it, with every family" eval \
+	'echo "$gz_headers" | grep -qi "^content-encoding: gzip" &&
+	gzip -dc "$T/scrape.gz" | grep "^# TYPE " | sort > "$T/families.gzip" &&
+	test -z "$(comm -23 "$T/families.plain" "$T/families.gzip")" &&
+	test "$(wc -l < "$T/families.plain")" -gt 20'
 # The series an operator alerts on.
 has() { echo "$body" | grep -q "$1"; }
 check "build info with the version" has "^autoscaled_build_info{version=\"$(

@@ -826,6 +826,132 @@ static void test_shared_reply_let_go(void **st)
 	rmdir(path);
 }
 
+/* The text a handler writes through httpd_body_open(), and what a client
+ * must read: pieces repeated past several of the gzip stream's 64 KiB
+ * stages, so that multibyte sequences fall across their ends, with bytes
+ * that start no well-formed sequence (each becomes U+FFFD). */
+struct piece {
+	const char *in, *out;
+};
+static const struct piece pieces[] = {
+	{"autoscaled_group_desired_instances{group=\"web-", "autoscaled_group_desired_instances{group=\"web-"},
+	{"\xe2\x82\xac", "\xe2\x82\xac"},                 /* U+20AC, three bytes */
+	{"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"},         /* U+1F600, four */
+	{"\xc3\xa9", "\xc3\xa9"},                         /* U+00E9, two */
+	{"\xff", "\xef\xbf\xbd"},                         /* never in UTF-8 */
+	{"\xe2\x82-", "\xef\xbf\xbd\xef\xbf\xbd-"},       /* cut short */
+	{"\x80", "\xef\xbf\xbd"},                         /* a lone continuation */
+	{"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* a surrogate */
+	{"\"} 7\n", "\"} 7\n"},
+};
+#define N_PIECES (sizeof(pieces) / sizeof(pieces[0]))
+/* Enough for several stages; a count prime to the pieces' length, so that
+ * each piece meets a stage's end somewhere. */
+#define STREAM_ROUNDS 4099
+
+static void stream_text(FILE *f, bool in, size_t *len)
+{
+	*len = 0;
+	for (unsigned r = 0; r < STREAM_ROUNDS; r++)
+		for (size_t i = 0; i < N_PIECES; i++) {
+			/* Pieces of one to three at a time: stdio hands the
+			 * stream its buffer at other points each round. */
+			const char *t = in ? pieces[(i + r) % N_PIECES].in : pieces[(i + r) % N_PIECES].out;
+
+			*len += strlen(t);
+			if (f)
+				fputs(t, f);
+		}
+	/* A sequence cut short by the end of the body. */
+	*len += in ? 1 : 3;
+	if (f)
+		fputs(in ? "\xe2" : "\xef\xbf\xbd", f);
+}
+
+static void stream_reply(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
+{
+	size_t len;
+	FILE *f = httpd_body_open(req, resp);
+
+	(void)userdata;
+	if (!f) {
+		httpd_error(resp, 500, "out of memory");
+		return;
+	}
+	stream_text(f, true, &len);
+	if (fclose(f) != 0) {
+		httpd_error(resp, 500, "cannot write");
+		return;
+	}
+	resp->content_type = "text/plain; charset=utf-8";
+}
+
+/* A client that takes gzip gets the body compressed as it was written,
+ * with the same repairs of UTF-8 as a client that does not; which one
+ * takes it is read from Accept-Encoding as RFC 9110 says. */
+static void test_gzip_reply(void **st)
+{
+	static const struct {
+		const char *accept;
+		bool gzip;
+	} cases[] = {
+		{NULL, false}, {"gzip", true}, {"GZIP", true}, {"deflate, x-gzip;q=0.5", true},
+		{"gzip;q=0", false}, {"gzip; q=0.000", false}, {"*", true}, {"br, *;q=0.1", true},
+		{"identity, *;q=0", false}, {"gzip;q=0, *", false}, {"identity", false}, {"gzipper", false},
+		{"gzip;q=1.000", true}, {"gzip;q=0.001", true}, {"gzip;q=0.", false}, {"gzip;q=half", false},
+	};
+	char path[] = "/tmp/test-admin-gzip.XXXXXX", sockp[64], *want, *got;
+	struct httpd *h;
+	size_t want_len, got_len;
+	FILE *f;
+	int fd;
+
+	(void)st;
+	f = open_memstream(&want, &want_len);
+	assert_non_null(f);
+	stream_text(f, false, &got_len);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(got_len, want_len);
+	stream_text(NULL, true, &got_len);
+	assert_true(got_len > 3 * 64 * 1024);
+	assert_non_null(mkdtemp(path));
+	snprintf(sockp, sizeof(sockp), "%s/s", path);
+	fd = httpd_listen_unix(sockp, 0600, NULL);
+	assert_true(fd >= 0);
+	assert_int_equal(httpd_new(event, fd, "gzip", 0, stream_reply, NULL, &h), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct loop_http q = {.method = "GET", .url = "http://localhost/x", .unix_socket = sockp,
+				      .accept_encoding = cases[i].accept};
+
+		assert_int_equal(loop_http(event, &q), 0);
+		assert_int_equal(q.status, 200);
+		assert_string_equal(q.vary, "Accept-Encoding");
+		if (cases[i].gzip) {
+			if (strcmp(q.content_encoding, "gzip") != 0)
+				fail_msg("Accept-Encoding '%s': Content-Encoding '%s'", cases[i].accept,
+					 q.content_encoding);
+			assert_int_equal(loop_http_gunzip(q.reply, q.len, &got, &got_len), 0);
+			/* The text repeats: it comes to a small part of itself. */
+			assert_true(q.len < want_len / 8);
+		} else {
+			if (strcmp(q.content_encoding, "") != 0)
+				fail_msg("Accept-Encoding '%s': Content-Encoding '%s'",
+					 cases[i].accept ? cases[i].accept : "(none)", q.content_encoding);
+			got = q.reply;
+			got_len = q.len;
+			q.reply = NULL;
+		}
+		assert_int_equal(got_len, want_len);
+		assert_memory_equal(got, want, want_len);
+		free(got);
+		free(q.reply);
+	}
+	free(want);
+	httpd_free(h);
+	unlink(sockp);
+	rmdir(path);
+}
+
 /* Idle clients that hold every connection and never go: the server makes
  * room for a new one by closing the oldest, so a request is answered at
  * once, not after the idle ones' timeout. */
@@ -966,6 +1092,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_long_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_reply_let_go, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_clients_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gzip_reply, setup, teardown),
 		cmocka_unit_test(test_status_page_read_only),
 		cmocka_unit_test(test_status_page_host),
 		cmocka_unit_test(test_status_page_escapes),

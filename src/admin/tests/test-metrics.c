@@ -511,6 +511,33 @@ static void test_endpoint(void **st)
 	assert_memory_equal(out, "HTTP/1.1 413 ", 13);
 	loop_http_trickle_free(t);
 
+	/* A scraper that takes gzip (Prometheus does) gets the exposition
+	 * compressed. The one shared with plain scrapers within the second
+	 * is not given to it, nor its own to them. */
+	struct loop_http p1 = {.method = "GET", .url = url}, p2 = p1,
+			 z = {.method = "GET", .url = url, .accept_encoding = "gzip"};
+	char *text;
+	size_t text_len;
+
+	assert_int_equal(loop_http(e, &p1), 0);
+	assert_int_equal(loop_http(e, &z), 0);
+	assert_int_equal(loop_http(e, &p2), 0);
+	assert_int_equal(p1.status, 200);
+	assert_int_equal(z.status, 200);
+	assert_int_equal(p2.status, 200);
+	assert_string_equal(p1.content_encoding, "");
+	assert_string_equal(z.content_encoding, "gzip");
+	assert_string_equal(z.vary, "Accept-Encoding");
+	assert_string_equal(p2.content_encoding, "");
+	assert_int_equal(loop_http_gunzip(z.reply, z.len, &text, &text_len), 0);
+	assert_non_null(strstr(text, "autoscaled_group_desired_instances{group=\"web\"} 7\n"));
+	assert_string_equal(text, p1.reply);
+	assert_string_equal(p2.reply, p1.reply);
+	free(text);
+	free(p1.reply);
+	free(p2.reply);
+	free(z.reply);
+
 	/* A second registry cannot take the same port, and says so. */
 	struct metrics *m2 = NULL;
 
