@@ -669,6 +669,23 @@ static const struct group_conf *shared_with(const struct config *c, const struct
 	return NULL;
 }
 
+/* Frees what the reader's tree holds under group E, once it is read: the
+ * configuration copies what it keeps, and the checks after the groups
+ * work on the copies. libconfig's tree of a file is about six times the
+ * file (10,000 groups: 36 MB for 6 MB), and a reload builds the new
+ * configuration beside the old one: let go a group at a time, the tree
+ * and the new groups are not both whole in memory at once. From the last
+ * member back, so that no member is moved. */
+static void release_members(const config_setting_t *e)
+{
+	config_setting_t *g = (config_setting_t *)e;
+	int n;
+
+	while ((n = config_setting_length(g)) > 0)
+		if (config_setting_remove_elem(g, (unsigned)(n - 1)) != CONFIG_TRUE)
+			break;
+}
+
 static void read_groups(struct config_ctx *x, const config_setting_t *list, GHashTable *names, GHashTable *targets)
 {
 	struct config *c = x->c;
@@ -715,6 +732,7 @@ static void read_groups(struct config_ctx *x, const config_setting_t *list, GHas
 			cfg_error(x, o ? o : e, "group '%s' drives the same %s as group '%s' (defined at %s:%d): "
 				  "two controllers would fight", g->name, what, f->name, f->file, f->line);
 		}
+		release_members(e);
 	}
 }
 
