@@ -32,6 +32,15 @@ struct link {
 	bool cut;             /* shut down by us; MHD has yet to close it */
 };
 
+/* A reply given to every GET of PATH until UNTIL. */
+struct shared {
+	struct MHD_Response *r; /* NULL: none held */
+	size_t len;
+	char path[64];
+	char host[64];          /* and with this Host header ("" for none): a handler may answer by it */
+	uint64_t until;
+};
+
 struct httpd {
 	sd_event *event;
 	struct MHD_Daemon *mhd;
@@ -43,12 +52,10 @@ struct httpd {
 	void *userdata;
 	struct link *links;   /* oldest first */
 	unsigned n_live;      /* links not cut */
-	struct MHD_Response *shared; /* the reply given to a GET of shared_path until shared_until */
-	size_t shared_len;
-	char shared_path[64];
-	char shared_host[64];   /* and with this Host header ("" for none): a handler may answer by it */
-	bool shared_gzip;       /* and from a client that takes gzip (httpd_request.gzip), or not */
-	uint64_t shared_until;
+	/* The replies shared for a while (httpd_response.share_ms): one for
+	 * the clients that take gzip and one for the others, so that a flood
+	 * of requests that alternate the two still costs one of each. */
+	struct shared shared[2];
 };
 
 /* What is known of one request between MHD's calls. */
@@ -458,11 +465,11 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct httpd_response *re
 	return ret;
 }
 
-static void shared_drop(struct httpd *h)
+static void shared_drop(struct shared *sh)
 {
-	if (h->shared)
-		MHD_destroy_response(h->shared);
-	h->shared = NULL;
+	if (sh->r)
+		MHD_destroy_response(sh->r);
+	sh->r = NULL;
 }
 
 static uint64_t loop_now(struct httpd *h)
@@ -482,6 +489,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct MHD_Response *r;
 	size_t len = 0;
 	const char *cl, *host;
+	struct shared *sh;
 	bool shareable, gzip;
 	char *p;
 
@@ -533,17 +541,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 	gzip = accepts_gzip(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
 	shareable = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-	if (shareable && h->shared && loop_now(h) < h->shared_until && strcmp(url, h->shared_path) == 0 &&
-	    strcmp(host ? host : "", h->shared_host) == 0 && gzip == h->shared_gzip) {
-		allow_reply(c, h->shared_len);
-		return MHD_queue_response(c, MHD_HTTP_OK, h->shared);
+	sh = &h->shared[gzip];
+	if (shareable && sh->r && loop_now(h) < sh->until && strcmp(url, sh->path) == 0 &&
+	    strcmp(host ? host : "", sh->host) == 0) {
+		allow_reply(c, sh->len);
+		return MHD_queue_response(c, MHD_HTTP_OK, sh->r);
 	}
 	h->handler(h->userdata,
 		   &(struct httpd_request){.method = method, .path = url, .body = k->body ? k->body : "",
 					   .body_len = k->len, .peer = k->peer, .host = host, .gzip = gzip},
 		   &resp);
-	if (!shareable || !resp.share_ms || resp.status != MHD_HTTP_OK || strlen(url) >= sizeof(h->shared_path) ||
-	    (host && strlen(host) >= sizeof(h->shared_host)))
+	if (!shareable || !resp.share_ms || resp.status != MHD_HTTP_OK || strlen(url) >= sizeof(sh->path) ||
+	    (host && strlen(host) >= sizeof(sh->host)))
 		return queue(c, &resp);
 	/* One reply for every client that asks within share_ms: MHD counts
 	 * its users, so however many read it, slowly or not, it is in memory
@@ -551,13 +560,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	r = response_of(&resp, &len);
 	if (!r)
 		return MHD_NO;
-	shared_drop(h);
-	h->shared = r;
-	h->shared_len = len;
-	h->shared_until = loop_now(h) + (uint64_t)resp.share_ms * 1000;
-	snprintf(h->shared_path, sizeof(h->shared_path), "%s", url);
-	snprintf(h->shared_host, sizeof(h->shared_host), "%s", host ? host : "");
-	h->shared_gzip = gzip;
+	shared_drop(sh);
+	sh->r = r;
+	sh->len = len;
+	sh->until = loop_now(h) + (uint64_t)resp.share_ms * 1000;
+	snprintf(sh->path, sizeof(sh->path), "%s", url);
+	snprintf(sh->host, sizeof(sh->host), "%s", host ? host : "");
 	return MHD_queue_response(c, MHD_HTTP_OK, r);
 }
 
@@ -703,8 +711,9 @@ static void run(struct httpd *h)
 	const uint64_t timeout = (uint64_t)HTTPD_REQUEST_TIMEOUT_S * 1000000;
 	unsigned before;
 
-	if (h->shared && now >= h->shared_until)
-		shared_drop(h);
+	for (size_t i = 0; i < 2; i++)
+		if (h->shared[i].r && now >= h->shared[i].until)
+			shared_drop(&h->shared[i]);
 	for (struct link *l = h->links; l; l = l->next)
 		if (!l->cut && now >= l->since + timeout + l->reply_us)
 			link_cut(h, l, "its request and reply took longer than the time allowed");
@@ -722,8 +731,9 @@ static void run(struct httpd *h)
 	/* The shared reply goes when its time is up, not at the next request:
 	 * a scrape of 10,000 groups is 30 MB, and Prometheus asks once a
 	 * minute. */
-	if (h->shared && h->shared_until < next)
-		next = h->shared_until;
+	for (size_t i = 0; i < 2; i++)
+		if (h->shared[i].r && h->shared[i].until < next)
+			next = h->shared[i].until;
 	if (next == UINT64_MAX) {
 		sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
 		return;
@@ -811,13 +821,14 @@ void httpd_free(struct httpd *h)
 	sd_event_source_disable_unref(h->timer);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
-	shared_drop(h);
+	shared_drop(&h->shared[0]);
+	shared_drop(&h->shared[1]);
 	free(h);
 }
 
 size_t httpd_shared_len(const struct httpd *h)
 {
-	return h->shared ? h->shared_len : 0;
+	return (h->shared[0].r ? h->shared[0].len : 0) + (h->shared[1].r ? h->shared[1].len : 0);
 }
 
 int httpd_listen_unix(const char *path, unsigned mode, const char *group)

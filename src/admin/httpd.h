@@ -68,8 +68,8 @@ struct httpd_response {
 	const char *content_type;
 	char *body;           /* malloc'ed; httpd frees it */
 	unsigned share_ms;    /* a 200 to a GET or HEAD: the same reply, made once, is given to every
-			       * request for the same path and Host (and the same Accept-Encoding as
-			       * far as gzip goes) in the next share_ms; 0: made for each */
+			       * request for the same path and Host in the next share_ms (one such
+			       * reply for clients that take gzip, one for the others); 0: made for each */
 	/* Set by httpd_body_open() and its stream's fclose(), not by handlers. */
 	size_t body_len;      /* the body's length when `gzip` */
 	bool gzip;            /* `body` is gzip data (of well-formed UTF-8) */
@@ -99,9 +99,10 @@ int httpd_new(sd_event *event, int listen_fd, const char *name, size_t max_body,
 /* Stops serving and closes the socket; NULL is fine. */
 void httpd_free(struct httpd *h);
 
-/* The length of the reply held for the clients that ask within its
- * share_ms, 0 when none is: it is let go when that time is up, whether or
- * not anyone asks again. */
+/* The length of the replies held for the clients that ask within their
+ * share_ms (one for clients that take gzip, one for the others), 0 when
+ * none is: each is let go when its time is up, whether or not anyone asks
+ * again. */
 size_t httpd_shared_len(const struct httpd *h);
 
 /* Creates a listening Unix socket at `path` (an old socket file there is

@@ -1185,6 +1185,7 @@ static void on_request(void *userdata, const struct httpd_request *req, struct h
 {
 	struct metrics *m = userdata;
 	FILE *f;
+	int r;
 
 	if (m->page && strncmp(req->path, m->page_prefix, strlen(m->page_prefix)) == 0 &&
 	    (req->path[strlen(m->page_prefix)] == '\0' || req->path[strlen(m->page_prefix)] == '/')) {
@@ -1204,7 +1205,9 @@ static void on_request(void *userdata, const struct httpd_request *req, struct h
 		httpd_error(resp, 500, "out of memory");
 		return;
 	}
-	if (metrics_write(m, f) < 0 || fclose(f) != 0) {
+	/* Closed in any case: the stream holds the body's memory. */
+	r = metrics_write(m, f);
+	if (fclose(f) != 0 || r < 0) {
 		httpd_error(resp, 500, "cannot format the metrics");
 		return;
 	}

@@ -161,6 +161,7 @@ void status_page_serve(void *page, const struct httpd_request *req, struct httpd
 	const struct status_page *p = page;
 	const char *path = req->path + strlen(STATUS_PAGE_PREFIX);
 	FILE *f;
+	int r;
 
 	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
 		httpd_error(resp, 405, "method '%s' not allowed on '%s': the status page is read-only", req->method,
@@ -193,7 +194,9 @@ void status_page_serve(void *page, const struct httpd_request *req, struct httpd
 		httpd_error(resp, 500, "out of memory");
 		return;
 	}
-	if (status_page_write(p, f) < 0 || fclose(f) != 0) {
+	/* Closed in any case: the stream holds the body's memory. */
+	r = status_page_write(p, f);
+	if (fclose(f) != 0 || r < 0) {
 		httpd_error(resp, 500, "cannot render the status page");
 		return;
 	}

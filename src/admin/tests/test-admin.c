@@ -811,6 +811,23 @@ static void test_shared_reply_let_go(void **st)
 	assert_int_equal(b.status, 200);
 	if (loop_http_now() < asked + SHARED_MS * 1000)
 		assert_int_equal(calls, 1);
+	/* A client that takes gzip has a reply of its own kind, which does
+	 * not replace the other: requests that alternate the two cost one
+	 * of each. */
+	struct loop_http z = {.method = "GET", .url = a.url, .unix_socket = sockp, .accept_encoding = "gzip"};
+	struct loop_http d = {.method = "GET", .url = a.url, .unix_socket = sockp};
+
+	assert_int_equal(loop_http(event, &z), 0);
+	assert_int_equal(z.status, 200);
+	if (loop_http_now() < asked + SHARED_MS * 1000)
+		assert_int_equal(calls, 2);
+	assert_int_equal(loop_http(event, &d), 0);
+	assert_int_equal(d.status, 200);
+	assert_string_equal(d.reply, "/metrics");
+	if (loop_http_now() < asked + SHARED_MS * 1000)
+		assert_int_equal(calls, 2);
+	free(z.reply);
+	free(d.reply);
 	/* Then nobody asks; it goes once its time is up. */
 	deadline = loop_http_now() + 5000000;
 	while (httpd_shared_len(h) != 0 && loop_http_now() < deadline)
