@@ -127,38 +127,55 @@ static size_t utf8_seq_len(const unsigned char *p)
 	return n + 1;
 }
 
-static bool utf8_valid(const char *s)
+/* Whether the N bytes at P are well-formed UTF-8. P[N] must be readable
+ * and no continuation byte (a NUL, or the byte after a stage's end held
+ * aside as one): a sequence is never read past it. */
+static bool utf8_valid_n(const unsigned char *p, size_t n)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n;
+	size_t k;
 
-	for (; *p; p += n)
-		if (!(n = utf8_seq_len(p)))
+	for (size_t i = 0; i < n; i += k)
+		if (!(k = utf8_seq_len(p + i)))
 			return false;
 	return true;
+}
+
+static bool utf8_valid(const char *s)
+{
+	return utf8_valid_n((const unsigned char *)s, strlen(s));
+}
+
+/* Copies the N bytes at P (P[N] as for utf8_valid_n()) to OUT, which has
+ * room for 3 N, with each byte that starts no well-formed sequence
+ * replaced by U+FFFD; returns the bytes written. */
+static size_t utf8_repair_n(const unsigned char *p, size_t n, unsigned char *out)
+{
+	unsigned char *o = out;
+	size_t k;
+
+	for (size_t i = 0; i < n; i += k ? k : 1) {
+		k = utf8_seq_len(p + i);
+		if (k) {
+			memcpy(o, p + i, k);
+			o += k;
+		} else {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+		}
+	}
+	return (size_t)(o - out);
 }
 
 /* A copy of S with each byte that starts no well-formed sequence replaced
  * by U+FFFD; NULL when out of memory. */
 static char *utf8_repair(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	char *out = malloc(strlen(s) * 3 + 1), *o = out;
-	size_t n;
+	size_t n = strlen(s);
+	char *out = malloc(n * 3 + 1);
 
 	if (!out)
 		return NULL;
-	for (; *p; p += n ? n : 1) {
-		n = utf8_seq_len(p);
-		if (n) {
-			memcpy(o, p, n);
-			o += n;
-		} else {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
-		}
-	}
-	*o = '\0';
+	out[utf8_repair_n((const unsigned char *)s, n, (unsigned char *)out)] = '\0';
 	return out;
 }
 
@@ -213,9 +230,8 @@ static int gzip_put(struct gzip_body *g, const unsigned char *p, size_t n, int f
  * of a sequence it cuts short, which stays for the next write. */
 static int gzip_stage(struct gzip_body *g, bool final)
 {
-	size_t end = g->n_stage, i, k, n;
+	size_t end = g->n_stage, i, k;
 	unsigned char held;
-	bool clean = true;
 	int r;
 
 	if (!final) {
@@ -231,34 +247,14 @@ static int gzip_stage(struct gzip_body *g, bool final)
 				end = i - 1;
 		}
 	}
-	/* utf8_seq_len() reads a NUL-terminated string: the byte after the
-	 * part compressed now is held aside meanwhile. */
+	/* The byte after the part compressed now is held aside meanwhile:
+	 * a NUL in its place ends any sequence that would run past it. */
 	held = g->stage[end];
 	g->stage[end] = '\0';
-	for (i = 0; i < end; i += n) {
-		n = utf8_seq_len(g->stage + i);
-		if (!n) {
-			clean = false;
-			break;
-		}
-	}
-	if (clean) {
+	if (utf8_valid_n(g->stage, end))
 		r = gzip_put(g, g->stage, end, Z_NO_FLUSH);
-	} else {
-		unsigned char *o = g->fixed;
-
-		for (i = 0; i < end; i += n ? n : 1) {
-			n = utf8_seq_len(g->stage + i);
-			if (n) {
-				memcpy(o, g->stage + i, n);
-				o += n;
-			} else {
-				memcpy(o, "\xef\xbf\xbd", 3);
-				o += 3;
-			}
-		}
-		r = gzip_put(g, g->fixed, (size_t)(o - g->fixed), Z_NO_FLUSH);
-	}
+	else
+		r = gzip_put(g, g->fixed, utf8_repair_n(g->stage, end, g->fixed), Z_NO_FLUSH);
 	g->stage[end] = held;
 	memmove(g->stage, g->stage + end, g->n_stage - end);
 	g->n_stage -= end;

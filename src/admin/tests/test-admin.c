@@ -871,8 +871,8 @@ static void stream_text(FILE *f, bool in, size_t *len)
 	*len = 0;
 	for (unsigned r = 0; r < STREAM_ROUNDS; r++)
 		for (size_t i = 0; i < N_PIECES; i++) {
-			/* Pieces of one to three at a time: stdio hands the
-			 * stream its buffer at other points each round. */
+			/* Each round starts one piece further on, so that
+			 * the pieces fall at other offsets of the stages. */
 			const char *t = in ? pieces[(i + r) % N_PIECES].in : pieces[(i + r) % N_PIECES].out;
 
 			*len += strlen(t);
