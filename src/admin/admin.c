@@ -5,12 +5,14 @@
  * pin and reload, and nobody else can even read. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <zlib.h>
 
 #include "admin/admin.h"
 #include "config/config.h"
@@ -45,16 +47,105 @@ bool admin_add_time(cJSON *o, const char *key, int64_t ms)
 	return cJSON_AddStringToObject(o, key, buf) != NULL;
 }
 
-/* A record's share of the budget: its text and what malloc keeps beside
- * it (a chunk header and rounding, about 16 bytes with glibc). */
-static size_t text_bytes(size_t len)
+/* The records are raw deflate streams (no header: the ring is in memory
+ * only) with an 8 KiB window, set off against this dictionary: one
+ * record as decision_to_json() writes it, with a forecast, a signal
+ * without data and a rule, so that each name and most words of a record
+ * are a reference into it. A record of another shape only compresses
+ * less. */
+#define RING_WINDOW_BITS 13
+#define RING_MEM_LEVEL 6
+static const char ring_dictionary[] =
+	"{\"time\":\"2026-01-01T00:00:00.000Z\",\"group\":\"\",\"profile\":\"default\",\"current\":1,\"ready\":1,"
+	"\"min\":1,\"max\":10,\"default\":1,\"signals\":[{\"name\":\"cpu\",\"type\":\"utilization\",\"valid\":true,"
+	"\"value\":0.5,\"target\":0.6,\"recommendation\":1,\"within_tolerance\":false,\"counted_as_zero\":0,"
+	"\"counted_at_target\":0,\"reason\":null,\"forecast\":{\"mode\":\"on\",\"made_ms\":1,\"for_ms\":1,\"now\":1,"
+	"\"value\":1,\"recommendation\":1,\"keep\":1,\"raised\":false,\"service_level\":null,\"service_offset\":null,"
+	"\"service_short\":null}},{\"name\":\"queue\",\"type\":\"average\",\"valid\":false,\"value\":null,"
+	"\"target\":10,\"recommendation\":null,\"within_tolerance\":true,\"counted_as_zero\":0,"
+	"\"counted_at_target\":0,\"reason\":\"no data\",\"forecast\":null}],\"rules\":[{\"index\":0,"
+	"\"signal\":\"cpu\",\"direction\":\"out\",\"fired\":false,\"in_cooldown\":false,\"value\":null,"
+	"\"proposal\":null}],\"inputs\":{\"stable\":true,\"in_flight\":null,\"busy\":false,\"partial\":false,"
+	"\"paused\":false,\"host_room\":null,\"pin\":null},\"on_missing_applied\":false,\"combined\":1,"
+	"\"clamped\":1,\"stabilized\":1,\"rate_limited\":1,\"flap_guarded\":1,\"final\":1,\"desired\":1,"
+	"\"action\":\"none\",\"hold\":\"none\",\"override\":null,\"victims\":null,\"driver_signal\":null,"
+	"\"driver_rule\":null,\"boot_time_s\":120,\"keep_s\":null,\"explanation\":\" vs /instance -> ; max of "
+	"signals; scale out  -> \",\"dry_run\":false,\"last_error\":null}";
+
+struct ring_record {
+	uint32_t len;  /* of the text */
+	uint32_t zlen; /* of the deflated text that follows */
+	unsigned char z[];
+};
+
+/* A record's share of the budget: what it takes and what malloc keeps
+ * beside it (a chunk header and rounding, about 16 bytes with glibc). */
+static size_t record_bytes(const struct ring_record *rec)
 {
-	return len + 1 + 16;
+	return sizeof(*rec) + rec->zlen + 16;
 }
 
-static size_t record_bytes(const char *json)
+/* JSON deflated into a record; NULL on ENOMEM. */
+static struct ring_record *record_pack(const char *json)
 {
-	return text_bytes(strlen(json));
+	size_t len = strlen(json);
+	struct ring_record *rec = NULL, *shrunk;
+	z_stream z = { 0 };
+	uLong bound;
+
+	if (len > UINT32_MAX / 2 ||
+	    deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, -RING_WINDOW_BITS, RING_MEM_LEVEL, Z_DEFAULT_STRATEGY) != Z_OK)
+		return NULL;
+	bound = deflateBound(&z, (uLong)len);
+	if (bound <= UINT32_MAX && (rec = malloc(sizeof(*rec) + bound)) &&
+	    deflateSetDictionary(&z, (const Bytef *)ring_dictionary, sizeof(ring_dictionary) - 1) == Z_OK) {
+		z.next_in = (Bytef *)(uintptr_t)json;
+		z.avail_in = (uInt)len;
+		z.next_out = rec->z;
+		z.avail_out = (uInt)bound;
+		if (deflate(&z, Z_FINISH) == Z_STREAM_END) {
+			rec->len = (uint32_t)len;
+			rec->zlen = (uint32_t)(bound - z.avail_out);
+			if ((shrunk = realloc(rec, sizeof(*rec) + rec->zlen)))
+				rec = shrunk;
+		} else {
+			free(rec);
+			rec = NULL;
+		}
+	} else {
+		free(rec);
+		rec = NULL;
+	}
+	deflateEnd(&z);
+	return rec;
+}
+
+/* A record's text (malloc'ed); NULL on ENOMEM. */
+static char *record_text(const struct ring_record *rec)
+{
+	char *text = malloc((size_t)rec->len + 1);
+	z_stream z = { 0 };
+	int r;
+
+	if (!text || inflateInit2(&z, -RING_WINDOW_BITS) != Z_OK) {
+		free(text);
+		return NULL;
+	}
+	r = inflateSetDictionary(&z, (const Bytef *)ring_dictionary, sizeof(ring_dictionary) - 1);
+	z.next_in = (Bytef *)(uintptr_t)rec->z;
+	z.avail_in = rec->zlen;
+	z.next_out = (Bytef *)text;
+	z.avail_out = rec->len;
+	if (r == Z_OK)
+		r = inflate(&z, Z_FINISH);
+	inflateEnd(&z);
+	/* Only memory can fail: the ring deflated the text itself. */
+	if (r != Z_STREAM_END || z.avail_out != 0) {
+		free(text);
+		return NULL;
+	}
+	text[rec->len] = '\0';
+	return text;
 }
 
 static void drop_oldest(struct admin_ring *r)
@@ -71,7 +162,7 @@ static void drop_oldest(struct admin_ring *r)
 static bool grow(struct admin_ring *r)
 {
 	size_t cap = r->cap ? r->cap * 2 : 2;
-	char **v;
+	struct ring_record **v;
 
 	if (cap > ADMIN_RING_SIZE)
 		cap = ADMIN_RING_SIZE;
@@ -86,38 +177,45 @@ static bool grow(struct admin_ring *r)
 	return true;
 }
 
-void admin_ring_push(struct admin_ring *r, char *json, size_t limit)
+size_t admin_ring_push(struct admin_ring *r, char *json, size_t limit)
 {
+	struct ring_record *rec;
+	size_t b;
+
 	if (!json)
-		return;
+		return 0;
+	rec = record_pack(json);
+	free(json);
+	if (!rec)
+		return 0;
 	if (r->n == r->cap && (r->cap == ADMIN_RING_SIZE || !grow(r))) {
 		if (r->n == 0) {
-			free(json);
-			return;
+			free(rec);
+			return 0;
 		}
 		drop_oldest(r);
 	}
-	r->v[(r->head + r->n) % r->cap] = json;
+	r->v[(r->head + r->n) % r->cap] = rec;
 	r->n++;
-	r->bytes += record_bytes(json);
+	b = record_bytes(rec);
+	r->bytes += b;
 	while (limit && r->n > 1 && r->bytes > limit)
 		drop_oldest(r);
+	return b;
 }
 
-bool admin_ring_pass_over(struct admin_ring *r, size_t len, size_t limit)
+bool admin_ring_pass_over(struct admin_ring *r, size_t bytes, size_t limit)
 {
-	size_t b = text_bytes(len);
-
-	if (!limit || 2 * b <= limit)
+	if (!limit || 2 * bytes <= limit)
 		return true;
-	while (r->n && (r->n == ADMIN_RING_SIZE || r->bytes + b > limit))
+	while (r->n && (r->n == ADMIN_RING_SIZE || r->bytes + bytes > limit))
 		drop_oldest(r);
 	return false;
 }
 
-const char *admin_ring_newest(const struct admin_ring *r)
+char *admin_ring_newest(const struct admin_ring *r)
 {
-	return r->n ? r->v[(r->head + r->n - 1) % r->cap] : NULL;
+	return r->n ? record_text(r->v[(r->head + r->n - 1) % r->cap]) : NULL;
 }
 
 cJSON *admin_ring_json(const struct admin_ring *r)
@@ -130,10 +228,15 @@ cJSON *admin_ring_json(const struct admin_ring *r)
 		return NULL;
 	}
 	for (size_t i = 0; i < r->n; i++) {
-		cJSON *d = cJSON_Parse(r->v[(r->head + i) % r->cap]);
+		char *text = record_text(r->v[(r->head + i) % r->cap]);
+		cJSON *d = text ? cJSON_Parse(text) : NULL;
 
-		if (d)
-			cJSON_AddItemToArray(a, d);
+		free(text);
+		if (!d) {
+			cJSON_Delete(o);
+			return NULL;
+		}
+		cJSON_AddItemToArray(a, d);
 	}
 	return o;
 }

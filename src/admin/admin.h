@@ -109,28 +109,35 @@ bool admin_add_time(struct cJSON *o, const char *key, int64_t ms);
 /* A bounded ring of decision records (JSON text), for the decisions
  * endpoint: at most ADMIN_RING_SIZE records, and at most the bytes its
  * owner gives it with each record. Its array grows with the records it
- * keeps (ten thousand groups keep one or two each). All zeroes is an
- * empty ring. */
+ * keeps (ten thousand groups keep a few each). The records are kept
+ * deflated against a dictionary of a record's names and words (a record
+ * of 1.2 KB keeps in about 200 bytes), and the budget counts what they
+ * take so. All zeroes is an empty ring. */
 #define ADMIN_RING_SIZE 100
+struct ring_record;
 struct admin_ring {
-	char **v;       /* cap slots, n records from head on, wrapping */
+	struct ring_record **v; /* cap slots, n records from head on, wrapping */
 	size_t cap;
 	size_t head, n;
-	size_t bytes;   /* what the records hold, allocator overhead included */
+	size_t bytes;   /* what the records take, allocator overhead included */
 };
 
-/* Adds a record (takes ownership of the malloc'ed text), then drops the
- * oldest while there are more than ADMIN_RING_SIZE or they hold more than
- * `limit` bytes (0: no limit); the newest record always stays. */
-void admin_ring_push(struct admin_ring *r, char *json, size_t limit);
+/* Adds a record (takes the malloc'ed text and frees it), then drops the
+ * oldest while there are more than ADMIN_RING_SIZE or they take more than
+ * `limit` bytes (0: no limit); the newest record always stays. Returns
+ * the bytes the record takes (its share of the budget), 0 when it is not
+ * kept (NULL text, or no memory to keep it). */
+size_t admin_ring_push(struct admin_ring *r, char *json, size_t limit);
 /* For an owner that makes its newest record only when something reads
- * it: a record of LEN bytes that a newer one is replacing before it was
- * made. Returns true when the ring would keep it beside a newer one of the
- * same length (make it and push it); otherwise drops what pushing it would
- * have dropped and returns false (it need not be made). */
-bool admin_ring_pass_over(struct admin_ring *r, size_t len, size_t limit);
-/* The newest record's text; NULL when there is none. */
-const char *admin_ring_newest(const struct admin_ring *r);
+ * it: a record taking BYTES (as admin_ring_push() said of the one before)
+ * that a newer one is replacing before it was made. Returns true when the
+ * ring would keep it beside a newer one of its size (make it and push
+ * it); otherwise drops what pushing it would have dropped and returns
+ * false (it need not be made). */
+bool admin_ring_pass_over(struct admin_ring *r, size_t bytes, size_t limit);
+/* The newest record's text (malloc'ed); NULL when there is none, or on
+ * ENOMEM. */
+char *admin_ring_newest(const struct admin_ring *r);
 /* The records, oldest first, as {"decisions": [...]}; NULL on ENOMEM. */
 struct cJSON *admin_ring_json(const struct admin_ring *r);
 void admin_ring_clear(struct admin_ring *r);

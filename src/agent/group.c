@@ -657,15 +657,15 @@ static char *make_record(const struct group_rt *g, const struct decision *d, boo
 	return json;
 }
 
-/* make_record() for a record that goes into the ring: its length is noted
- * for the ring's next question (record_flush()). */
-static char *make_ring_record(struct group_rt *g, const struct decision *d, bool dry_run, char *sentence, size_t len)
+/* Pushes a record (JSON text, taken) into the history ring; what it takes
+ * there is what the ring is asked about before the next is made
+ * (record_flush()). */
+static void ring_push(struct group_rt *g, char *json)
 {
-	char *json = make_record(g, d, dry_run, sentence, len);
+	size_t b = admin_ring_push(&g->ring, json, g->ctx->history_bytes);
 
-	if (json)
-		g->record_len = strlen(json);
-	return json;
+	if (b)
+		g->record_bytes = b;
 }
 
 /* Logs the decision and returns its record as JSON text (malloc'ed), or
@@ -699,7 +699,7 @@ static char *log_decision(struct group_rt *g, const struct decision *d, bool dry
 	g->last_had_error = g->last_error.time_ms != 0;
 	if (!log_enabled(prio))
 		return NULL;
-	json = make_ring_record(g, d, dry_run, sentence, sizeof(sentence));
+	json = make_record(g, d, dry_run, sentence, sizeof(sentence));
 	fields[0] = (struct log_field){"DECISION", json ? json : "{}"};
 	n_fields = 1 + decision_journal_fields(d, &buf, fields + 1);
 	log_fields(prio, g->gc->name, LOG_ID_DECISION, fields, n_fields, "%s%s",
@@ -755,10 +755,10 @@ static void record_flush(struct group_rt *g, bool superseded)
 	if (!g->record_pending)
 		return;
 	g->record_pending = false;
-	if (superseded && g->record_len && !admin_ring_pass_over(&g->ring, g->record_len, g->ctx->history_bytes))
+	if (superseded && g->record_bytes && !admin_ring_pass_over(&g->ring, g->record_bytes, g->ctx->history_bytes))
 		return;
-	json = make_ring_record(g, group_rt_last(g, &last), g->record_dry_run, sentence, sizeof(sentence));
-	admin_ring_push(&g->ring, json, g->ctx->history_bytes);
+	json = make_record(g, group_rt_last(g, &last), g->record_dry_run, sentence, sizeof(sentence));
+	ring_push(g, json);
 }
 
 /* ------------------------------------------------------------ forecasts */
@@ -986,7 +986,7 @@ static void group_evaluate(struct group_rt *g)
 	if (!json && borrows_signal_errors(g, &d)) {
 		char sentence[1024];
 
-		json = make_ring_record(g, &d, dry, sentence, sizeof(sentence));
+		json = make_record(g, &d, dry, sentence, sizeof(sentence));
 	}
 	g->have_last = true;
 	g->record_pending = keep_last(g, &d) && !json;
@@ -1003,7 +1003,7 @@ static void group_evaluate(struct group_rt *g)
 					.evaluation_seconds = (double)(m1 - m0) / 1e9,
 				});
 	if (d.action == DIR_NONE || dry || g->job || g->drain) {
-		admin_ring_push(&g->ring, json, g->ctx->history_bytes);
+		ring_push(g, json);
 		group_save_later(g);
 		return;
 	}
@@ -1023,10 +1023,10 @@ static void group_evaluate(struct group_rt *g)
 	if (json && g->ctx->notifier)
 		notify_action(g->ctx->notifier, &g->gc->notify, g->gc->name, json);
 	if (d.action == DIR_IN && group_start_drain(g, d.current - d.desired, json ? json : "{}")) {
-		admin_ring_push(&g->ring, json, g->ctx->history_bytes);
+		ring_push(g, json);
 		return;
 	}
-	admin_ring_push(&g->ring, json, g->ctx->history_bytes);
+	ring_push(g, json);
 	group_start_scale_job(g, d.action == DIR_OUT ? JOB_SCALE_OUT : JOB_SCALE_IN,
 			d.action == DIR_OUT ? d.desired : d.current - d.desired, d.current, NULL, 0);
 }
@@ -1739,12 +1739,10 @@ char *group_rt_newest_record(const struct group_rt *g)
 {
 	struct decision last;
 	char sentence[1024];
-	const char *newest;
 
 	if (g->record_pending)
 		return make_record(g, group_rt_last(g, &last), g->record_dry_run, sentence, sizeof(sentence));
-	newest = admin_ring_newest(&g->ring);
-	return newest ? strdup(newest) : NULL;
+	return admin_ring_newest(&g->ring);
 }
 
 cJSON *group_rt_records_json(const struct group_rt *g)

@@ -332,8 +332,8 @@ struct agent_conf {
 	/* Limits that replace the daemon's defaults, per driver named. */
 	struct driver_limit *driver_concurrency;
 	size_t n_driver_concurrency;
-	/* MiB that the decision history of all groups may hold, shared
-	 * equally (autoscalectl history); 1 to 65536, default 16. */
+	/* MiB that the decision history of all groups may take (deflated),
+	 * shared equally (autoscalectl history); 1 to 65536, default 4. */
 	int history_memory_mib;
 };
 

@@ -410,78 +410,155 @@ static void test_ring(void **st)
 	free(out);
 }
 
-/* A byte budget: records of 26 bytes each (9 of text, its NUL, 16 of the
- * allocator's) fit 3 to 100 bytes; the oldest go first, and the newest
- * stays even when it alone is over the budget. */
+/* The newest record's text, compared and let go. */
+static void assert_newest(const struct admin_ring *r, const char *want)
+{
+	char *text = admin_ring_newest(r);
+
+	assert_non_null(text);
+	assert_string_equal(text, want);
+	free(text);
+}
+
+/* A byte budget: records of B bytes each (what the ring says a record
+ * takes) fit 3 to 3 B + B / 2; the oldest go first, and the newest stays
+ * even when it alone is over the budget. */
 static void test_ring_budget(void **st)
 {
 	struct admin_ring r = { 0 };
-	char buf[64];
+	size_t b, limit;
+	char buf[64], big[256];
 	cJSON *o;
 
 	(void)st;
-	for (int i = 0; i < 10; i++) {
+	b = admin_ring_push(&r, strdup("{\"n\":000}"), 0);
+	assert_true(b > 0);
+	limit = 3 * b + b / 2;
+	for (int i = 1; i < 10; i++) {
 		snprintf(buf, sizeof(buf), "{\"n\":%03d}", i);
-		admin_ring_push(&r, strdup(buf), 100);
-		assert_true(r.bytes <= 100);
+		assert_int_equal(admin_ring_push(&r, strdup(buf), limit), b);
+		assert_true(r.bytes <= limit);
 	}
 	assert_int_equal(r.n, 3);
-	assert_int_equal(r.bytes, 3 * 26);
+	assert_int_equal(r.bytes, 3 * b);
 	/* Its array holds what the budget keeps, not ADMIN_RING_SIZE. */
 	assert_true(r.cap <= 4);
-	assert_string_equal(admin_ring_newest(&r), "{\"n\":009}");
+	assert_newest(&r, "{\"n\":009}");
 	o = admin_ring_json(&r);
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "decisions"), 0), "n")->valueint,
 			 7);
 	cJSON_Delete(o);
-	admin_ring_push(&r, strdup("{\"n\":\"a record longer than the whole budget of this ring, kept\"}"), 100);
+	/* Random bytes do not deflate: this one takes more than the budget. */
+	for (size_t i = 0, x = 1; i < sizeof(big) - 1; i++) {
+		x = x * 1103515245 + 12345;
+		big[i] = (char)('!' + (x >> 16) % 90);
+	}
+	big[sizeof(big) - 1] = '\0';
+	assert_true(admin_ring_push(&r, strdup(big), limit) > limit);
 	assert_int_equal(r.n, 1);
+	assert_newest(&r, big);
 	/* The oversized record goes as soon as a newer one comes. */
-	admin_ring_push(&r, strdup("{\"n\":1}"), 100);
+	admin_ring_push(&r, strdup("{\"n\":001}"), limit);
 	assert_int_equal(r.n, 1);
-	admin_ring_push(&r, strdup("{\"n\":2}"), 100);
+	admin_ring_push(&r, strdup("{\"n\":002}"), limit);
 	assert_int_equal(r.n, 2);
 	/* A smaller budget (a reload with more groups) applies at the next
-	 * record: 40 bytes hold one record of 24. */
-	admin_ring_push(&r, strdup("{\"n\":3}"), 40);
+	 * record: one and a half records hold one. */
+	admin_ring_push(&r, strdup("{\"n\":003}"), b + b / 2);
 	assert_int_equal(r.n, 1);
-	assert_int_equal(r.bytes, 24);
+	assert_int_equal(r.bytes, b);
 	admin_ring_clear(&r);
 	assert_int_equal(r.bytes, 0);
 	assert_null(admin_ring_newest(&r));
 }
 
+/* The records are kept deflated against the ring's dictionary, and come
+ * back as they went in: a decision record of three signals, as the daemon
+ * writes one, in a quarter of its text; text the dictionary does not know
+ * (every UTF-8 length, control characters) byte for byte. */
+static void test_ring_deflated(void **st)
+{
+	static const char record[] =
+		"{\"time\":\"2026-12-05T22:27:13.541Z\",\"group\":\"web-frontend\",\"profile\":\"business-hours\","
+		"\"current\":4,\"ready\":4,\"min\":2,\"max\":20,\"default\":2,\"signals\":[{\"name\":\"cpu\",\"type\":"
+		"\"utilization\",\"valid\":true,\"value\":0.71,\"target\":0.6,\"recommendation\":5,\"within_tolerance\":"
+		"false,\"counted_as_zero\":0,\"counted_at_target\":0,\"reason\":null,\"forecast\":null},{\"name\":"
+		"\"queue\",\"type\":\"average\",\"valid\":true,\"value\":14,\"target\":10,\"recommendation\":6,"
+		"\"within_tolerance\":false,\"counted_as_zero\":0,\"counted_at_target\":0,\"reason\":null,\"forecast\":"
+		"null},{\"name\":\"rps\",\"type\":\"average\",\"valid\":false,\"value\":null,\"target\":100,"
+		"\"recommendation\":null,\"within_tolerance\":false,\"counted_as_zero\":0,\"counted_at_target\":0,"
+		"\"reason\":\"prometheus: connection refused\",\"forecast\":null}],\"rules\":[],\"inputs\":{\"stable\":"
+		"true,\"in_flight\":null,\"busy\":false,\"partial\":false,\"paused\":false,\"host_room\":null,\"pin\":"
+		"null},\"on_missing_applied\":false,\"combined\":6,\"clamped\":6,\"stabilized\":6,\"rate_limited\":6,"
+		"\"flap_guarded\":6,\"final\":6,\"desired\":6,\"action\":\"scale_out\",\"hold\":\"none\",\"override\":"
+		"null,\"victims\":null,\"driver_signal\":\"queue\",\"driver_rule\":null,\"boot_time_s\":120,\"keep_s\":"
+		"null,\"explanation\":\"cpu 71% vs target 60% -> 5; queue 14 vs 10/instance -> 6; rps no data; max of "
+		"signals; scale out 4 -> 6\",\"dry_run\":false,\"last_error\":null}";
+	static const char odd[] = "{\"s\":\"\x01\t\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 \\u0000 \\\"\"}";
+	struct admin_ring r = { 0 };
+	size_t b;
+	char *text;
+
+	(void)st;
+	b = admin_ring_push(&r, strdup(record), 0);
+	assert_true(b > 0);
+	assert_true(b <= (sizeof(record) - 1) / 4);
+	assert_newest(&r, record);
+	assert_int_equal(r.bytes, b);
+	admin_ring_push(&r, strdup(odd), 0);
+	assert_newest(&r, odd);
+	text = malloc(64 * 1024 + 1);
+	assert_non_null(text);
+	/* Longer than the window: references past it are not made. */
+	for (size_t i = 0; i < 64 * 1024; i++)
+		text[i] = record[(i * 7) % (sizeof(record) - 1)];
+	text[64 * 1024] = '\0';
+	admin_ring_push(&r, strdup(text), 0);
+	{
+		char *back = admin_ring_newest(&r);
+
+		assert_non_null(back);
+		assert_memory_equal(back, text, 64 * 1024 + 1);
+		free(back);
+	}
+	free(text);
+	assert_int_equal(r.n, 3);
+	admin_ring_clear(&r);
+}
+
 /* A record its owner had not made yet, that a newer one replaces: the
- * ring says whether it would keep it beside a newer one of its length,
- * and when not, drops what pushing it would have dropped. */
+ * ring says whether it would keep it beside a newer one of its size, and
+ * when not, drops what pushing it would have dropped. */
 static void test_ring_pass_over(void **st)
 {
 	struct admin_ring r = { 0 };
+	size_t b = 0;
 	char buf[32];
 
 	(void)st;
-	/* No budget, or room for two records of 24 bytes: keep it. */
-	assert_true(admin_ring_pass_over(&r, 7, 0));
-	assert_true(admin_ring_pass_over(&r, 7, 48));
+	/* No budget, or room for two records: keep it. */
+	assert_true(admin_ring_pass_over(&r, 20, 0));
+	assert_true(admin_ring_pass_over(&r, 20, 40));
 	for (int i = 0; i < 3; i++) {
 		snprintf(buf, sizeof(buf), "{\"n\":%d}", i);
-		admin_ring_push(&r, strdup(buf), 72);
+		b = admin_ring_push(&r, strdup(buf), 3 * 40);
+		assert_true(b > 0 && b <= 40);
 	}
 	assert_int_equal(r.n, 3);
-	assert_true(admin_ring_pass_over(&r, 7, 72));
+	assert_true(admin_ring_pass_over(&r, b, 3 * b));
 	assert_int_equal(r.n, 3);
-	/* A record of 47 bytes: two do not fit in 72, and pushing it would
-	 * have left one record of 24 beside it. */
-	assert_false(admin_ring_pass_over(&r, 30, 72));
+	/* A record of 2 B + 1: two do not fit in 3 B + 1, and pushing it
+	 * would have left one record of B beside it. */
+	assert_false(admin_ring_pass_over(&r, 2 * b + 1, 3 * b + 1));
 	assert_int_equal(r.n, 1);
-	assert_int_equal(r.bytes, 24);
-	assert_string_equal(admin_ring_newest(&r), "{\"n\":2}");
+	assert_int_equal(r.bytes, b);
+	assert_newest(&r, "{\"n\":2}");
 	/* Nothing beside it: everything older goes. */
-	assert_false(admin_ring_pass_over(&r, 60, 72));
+	assert_false(admin_ring_pass_over(&r, 3 * b, 3 * b + 1));
 	assert_int_equal(r.n, 0);
 	assert_int_equal(r.bytes, 0);
-	admin_ring_push(&r, strdup("{\"n\":3}"), 72);
-	assert_string_equal(admin_ring_newest(&r), "{\"n\":3}");
+	admin_ring_push(&r, strdup("{\"n\":3}"), 3 * b + 1);
+	assert_newest(&r, "{\"n\":3}");
 	admin_ring_clear(&r);
 }
 
@@ -490,13 +567,15 @@ static void test_ring_pass_over(void **st)
 static void test_ring_grows_wrapped(void **st)
 {
 	struct admin_ring r = { 0 };
+	size_t b;
 	char buf[32];
 	cJSON *o, *a;
 
 	(void)st;
-	for (int i = 0; i < 7; i++) {
+	b = admin_ring_push(&r, strdup("{\"n\":0}"), 0);
+	for (int i = 1; i < 7; i++) {
 		snprintf(buf, sizeof(buf), "{\"n\":%d}", i);
-		admin_ring_push(&r, strdup(buf), 2 * 24); /* two records of 24 */
+		admin_ring_push(&r, strdup(buf), 2 * b); /* two records */
 	}
 	assert_int_equal(r.n, 2);
 	assert_true(r.head != 0);
@@ -510,7 +589,7 @@ static void test_ring_grows_wrapped(void **st)
 	assert_int_equal(cJSON_GetArraySize(a), 7);
 	for (int i = 0; i < 7; i++)
 		assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(a, i), "n")->valueint, 5 + i);
-	assert_string_equal(admin_ring_newest(&r), "{\"n\":11}");
+	assert_newest(&r, "{\"n\":11}");
 	cJSON_Delete(o);
 	admin_ring_clear(&r);
 }
@@ -1100,6 +1179,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ring, setup, teardown),
 		cmocka_unit_test(test_ring_budget),
 		cmocka_unit_test(test_ring_grows_wrapped),
+		cmocka_unit_test(test_ring_deflated),
 		cmocka_unit_test(test_ring_pass_over),
 		cmocka_unit_test_setup_teardown(test_socket_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_paths, setup, teardown),
