@@ -163,7 +163,7 @@ static void agent_defaults(struct config_ctx *x)
 	struct agent_conf *a = &x->c->agent;
 
 	a->interval_ms = 15 * MS_PER_SEC;
-	a->history_memory_mib = 4;
+	a->history_memory_mib = 3;
 	cfg_notify_defaults(&a->notify);
 	/* configure's paths (/var/lib/autoscaled and /run/autoscaled by
 	 * default, the unit's StateDirectory= and RuntimeDirectory=), the same

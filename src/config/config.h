@@ -333,7 +333,7 @@ struct agent_conf {
 	struct driver_limit *driver_concurrency;
 	size_t n_driver_concurrency;
 	/* MiB that the decision history of all groups may take (deflated),
-	 * shared equally (autoscalectl history); 1 to 65536, default 4. */
+	 * shared equally (autoscalectl history); 1 to 65536, default 3. */
 	int history_memory_mib;
 };
 

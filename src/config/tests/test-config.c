@@ -1119,7 +1119,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c->agent.interval_ms, 1500);
 	assert_int_equal(c->groups[0].interval_ms, 1500);
 	assert_int_equal(c->agent.n_driver_concurrency, 0);
-	assert_int_equal(c->agent.history_memory_mib, 4);
+	assert_int_equal(c->agent.history_memory_mib, 3);
 	config_free(c);
 	c = load_ok("agent = { history_memory = 256; };\n");
 	assert_int_equal(c->agent.history_memory_mib, 256);
