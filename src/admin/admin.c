@@ -97,27 +97,24 @@ static struct ring_record *record_pack(const char *json)
 	    deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, -RING_WINDOW_BITS, RING_MEM_LEVEL, Z_DEFAULT_STRATEGY) != Z_OK)
 		return NULL;
 	bound = deflateBound(&z, (uLong)len);
-	if (bound <= UINT32_MAX && (rec = malloc(sizeof(*rec) + bound)) &&
-	    deflateSetDictionary(&z, (const Bytef *)ring_dictionary, sizeof(ring_dictionary) - 1) == Z_OK) {
-		z.next_in = (Bytef *)(uintptr_t)json;
-		z.avail_in = (uInt)len;
-		z.next_out = rec->z;
-		z.avail_out = (uInt)bound;
-		if (deflate(&z, Z_FINISH) == Z_STREAM_END) {
-			rec->len = (uint32_t)len;
-			rec->zlen = (uint32_t)(bound - z.avail_out);
-			if ((shrunk = realloc(rec, sizeof(*rec) + rec->zlen)))
-				rec = shrunk;
-		} else {
-			free(rec);
-			rec = NULL;
-		}
-	} else {
-		free(rec);
-		rec = NULL;
-	}
+	if (bound > UINT32_MAX || !(rec = malloc(sizeof(*rec) + bound)) ||
+	    deflateSetDictionary(&z, (const Bytef *)ring_dictionary, sizeof(ring_dictionary) - 1) != Z_OK)
+		goto fail;
+	z.next_in = (Bytef *)(uintptr_t)json;
+	z.avail_in = (uInt)len;
+	z.next_out = rec->z;
+	z.avail_out = (uInt)bound;
+	if (deflate(&z, Z_FINISH) != Z_STREAM_END)
+		goto fail;
 	deflateEnd(&z);
-	return rec;
+	rec->len = (uint32_t)len;
+	rec->zlen = (uint32_t)(bound - z.avail_out);
+	shrunk = realloc(rec, sizeof(*rec) + rec->zlen);
+	return shrunk ? shrunk : rec;
+fail:
+	deflateEnd(&z);
+	free(rec);
+	return NULL;
 }
 
 /* A record's text (malloc'ed); NULL on ENOMEM. */

@@ -109,7 +109,7 @@ bool admin_add_time(struct cJSON *o, const char *key, int64_t ms);
 /* A bounded ring of decision records (JSON text), for the decisions
  * endpoint: at most ADMIN_RING_SIZE records, and at most the bytes its
  * owner gives it with each record. Its array grows with the records it
- * keeps (ten thousand groups keep a few each). The records are kept
+ * keeps (ten thousand groups keep one each). The records are kept
  * deflated against a dictionary of a record's names and words (a record
  * of 1.2 KB keeps in about 200 bytes), and the budget counts what they
  * take so. All zeroes is an empty ring. */

@@ -164,8 +164,8 @@ struct group_rt {
 	 * decision replaces it and the ring would keep it, or before what a
 	 * record shows besides the decision changes (record_flush() in
 	 * group.c). Making every evaluation's record as JSON was most of the
-	 * daemon's work at 10,000 groups, where the history budget keeps a
-	 * few records a group; a record the log wants (INFO, or DEBUG with
+	 * daemon's work at 10,000 groups, where the history budget keeps one
+	 * record a group; a record the log wants (INFO, or DEBUG with
 	 * --verbose) is made at once, as is one that points at a signal's
 	 * error text (which goes when the error changes). record_bytes:
 	 * what the last one pushed takes in the ring (deflated), what the
