@@ -24,21 +24,6 @@ static const char *const cluster_keys[] = { "etcd", "prefix", "lease_ttl", "tls"
 static const struct enum_name observe_names[] = { { "owned", 0 }, { "all", 1 } };
 static const char *const tls_keys[] = { "ca_file", "cert_file", "key_file" };
 
-void cfg_cluster_free(struct cluster_conf *k)
-{
-	if (!k)
-		return;
-	for (size_t i = 0; i < k->n_etcd; i++)
-		free(k->etcd[i]);
-	free(k->etcd);
-	free(k->prefix);
-	free(k->name);
-	free(k->ca_file);
-	free(k->cert_file);
-	free(k->key_file);
-	free(k);
-}
-
 /* What an endpoint must look like: the scheme, a host, no blanks or
  * control characters (it goes into request lines), no path (the client
  * adds /v3/...). */
@@ -81,11 +66,9 @@ static void read_endpoints(struct config_ctx *x, const config_setting_t *s, stru
 		cfg_error(x, m, "'etcd' must list 1 to %d endpoints", CONFIG_MAX_ETCD_ENDPOINTS);
 		return;
 	}
-	k->etcd = calloc((size_t)n, sizeof(*k->etcd));
-	if (!k->etcd) {
-		x->oom = true;
+	k->etcd = cfg_alloc(x, (size_t)n, sizeof(*k->etcd));
+	if (!k->etcd)
 		return;
-	}
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(m, (unsigned)i);
 		const char *v = config_setting_get_string(e);
@@ -98,11 +81,9 @@ static void read_endpoints(struct config_ctx *x, const config_setting_t *s, stru
 			cfg_error(x, e, "invalid etcd endpoint '%s' (use http://HOST:PORT or https://HOST:PORT)", v);
 			continue;
 		}
-		k->etcd[k->n_etcd] = strdup(v);
-		if (!k->etcd[k->n_etcd]) {
-			x->oom = true;
+		k->etcd[k->n_etcd] = cfg_strdup(x, v);
+		if (!k->etcd[k->n_etcd])
 			return;
-		}
 		k->n_etcd++;
 	}
 }
@@ -145,25 +126,23 @@ static void read_tls(struct config_ctx *x, const config_setting_t *s, struct clu
 }
 
 /* The agent's name by default: the host's name up to its first dot. */
-static char *default_name(void)
+static char *default_name(struct config_ctx *x)
 {
 	char host[256] = "";
 
 	if (gethostname(host, sizeof(host) - 1) < 0)
 		return NULL;
 	host[strcspn(host, ".")] = '\0';
-	return strdup(host);
+	return cfg_strdup(x, host);
 }
 
 static void read_cluster(struct config_ctx *x, const config_setting_t *s)
 {
-	struct cluster_conf *k = calloc(1, sizeof(*k));
+	struct cluster_conf *k = cfg_alloc(x, 1, sizeof(*k));
 	const config_setting_t *m;
 
-	if (!k) {
-		x->oom = true;
+	if (!k)
 		return;
-	}
 	x->c->cluster = k;
 	k->file = cfg_file_name(x, s);
 	k->line = (int)s->line;
@@ -172,9 +151,7 @@ static void read_cluster(struct config_ctx *x, const config_setting_t *s)
 	cfg_check_keys(x, s, cluster_keys, sizeof(cluster_keys) / sizeof(cluster_keys[0]));
 	read_endpoints(x, s, k);
 	if (cfg_get_string(x, s, "prefix", &k->prefix) == 0) {
-		k->prefix = strdup("/autoscaled");
-		if (!k->prefix)
-			x->oom = true;
+		k->prefix = cfg_strdup(x, "/autoscaled");
 	} else if (k->prefix && !prefix_valid(k->prefix))
 		cfg_error(x, config_setting_get_member(s, "prefix"),
 			  "invalid 'prefix' '%s': it must start with '/', not end with '/', have no empty component "
@@ -195,7 +172,7 @@ static void read_cluster(struct config_ctx *x, const config_setting_t *s)
 				  "letter or digit)",
 				  k->name);
 	} else {
-		k->name = default_name();
+		k->name = default_name(x);
 		if (!k->name)
 			x->oom = true;
 		else if (!cfg_name_valid(k->name))

@@ -19,11 +19,13 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/config-private.h"
+#include "base/region.h"
 
 #define CONFIG_MAX_OPTION_LIST 256
 #define NAME_MAX_LEN 64
@@ -37,10 +39,32 @@ const char *cfg_format_duration(char buf[32], int64_t ms)
 	return buf;
 }
 
-static char *dup_or_oom(struct config_ctx *x, const char *s)
+void *cfg_alloc(struct config_ctx *x, size_t n, size_t size)
 {
-	char *d = strdup(s);
+	void *p = region_calloc(x->c->mem, n, size);
 
+	if (!p)
+		x->oom = true;
+	return p;
+}
+
+char *cfg_strdup(struct config_ctx *x, const char *s)
+{
+	char *d = region_strdup(x->c->mem, s);
+
+	if (!d)
+		x->oom = true;
+	return d;
+}
+
+char *cfg_printf(struct config_ctx *x, const char *fmt, ...)
+{
+	va_list ap;
+	char *d;
+
+	va_start(ap, fmt);
+	d = region_vprintf(x->c->mem, fmt, ap);
+	va_end(ap);
 	if (!d)
 		x->oom = true;
 	return d;
@@ -87,10 +111,9 @@ int cfg_get_string(struct config_ctx *x, const config_setting_t *s, const char *
 		cfg_error(x, m, "'%s' must be a string", key);
 		return -1;
 	}
-	d = dup_or_oom(x, config_setting_get_string(m));
+	d = cfg_strdup(x, config_setting_get_string(m));
 	if (!d)
 		return -1;
-	free(*out);
 	*out = d;
 	return 1;
 }
@@ -308,22 +331,18 @@ static int option_list(struct config_ctx *x, const config_setting_t *m, struct c
 			return -1;
 		}
 	}
-	o->list = calloc(n ? n : 1, sizeof(char *));
-	if (!o->list) {
-		x->oom = true;
+	o->list = cfg_alloc(x, n, sizeof(char *));
+	if (!o->list)
 		return -1;
-	}
 	for (size_t i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(m, (unsigned)i);
 
 		if (!numbers)
-			o->list[i] = dup_or_oom(x, config_setting_get_string(e));
-		else if (config_setting_type(e) == CONFIG_TYPE_FLOAT &&
-			 asprintf(&o->list[i], "%.17g", config_setting_get_float(e)) < 0)
-			o->list[i] = NULL, x->oom = true;
-		else if (config_setting_type(e) != CONFIG_TYPE_FLOAT &&
-			 asprintf(&o->list[i], "%lld", (long long)config_setting_get_int64(e)) < 0)
-			o->list[i] = NULL, x->oom = true;
+			o->list[i] = cfg_strdup(x, config_setting_get_string(e));
+		else if (config_setting_type(e) == CONFIG_TYPE_FLOAT)
+			o->list[i] = cfg_printf(x, "%.17g", config_setting_get_float(e));
+		else
+			o->list[i] = cfg_printf(x, "%lld", (long long)config_setting_get_int64(e));
 		if (!o->list[i])
 			return -1;
 		o->n_list++;
@@ -336,27 +355,25 @@ static int option_value(struct config_ctx *x, const config_setting_t *m, struct 
 	switch (config_setting_type(m)) {
 	case CONFIG_TYPE_STRING:
 		o->type = OPTION_STRING;
-		o->str = dup_or_oom(x, config_setting_get_string(m));
+		o->str = cfg_strdup(x, config_setting_get_string(m));
 		return o->str ? 0 : -1;
 	case CONFIG_TYPE_INT:
 	case CONFIG_TYPE_INT64:
 		o->type = OPTION_INT;
 		o->i = config_setting_get_int64(m);
 		o->f = (double)o->i;
-		if (asprintf(&o->str, "%lld", (long long)o->i) < 0)
-			o->str = NULL, x->oom = true;
+		o->str = cfg_printf(x, "%lld", (long long)o->i);
 		return o->str ? 0 : -1;
 	case CONFIG_TYPE_FLOAT:
 		o->type = OPTION_FLOAT;
 		o->f = config_setting_get_float(m);
-		if (asprintf(&o->str, "%.17g", o->f) < 0)
-			o->str = NULL, x->oom = true;
+		o->str = cfg_printf(x, "%.17g", o->f);
 		return o->str ? 0 : -1;
 	case CONFIG_TYPE_BOOL:
 		o->type = OPTION_BOOL;
 		o->i = config_setting_get_bool(m) != 0;
 		o->f = (double)o->i;
-		o->str = dup_or_oom(x, o->i ? "true" : "false");
+		o->str = cfg_strdup(x, o->i ? "true" : "false");
 		return o->str ? 0 : -1;
 	case CONFIG_TYPE_ARRAY:
 	case CONFIG_TYPE_LIST:
@@ -381,18 +398,16 @@ int cfg_get_options(struct config_ctx *x, const config_setting_t *s, const char 
 		cfg_error(x, g, "'%s' has %zu entries; at most %d are allowed", key, n, CONFIG_MAX_OPTIONS);
 		return -1;
 	}
-	o->v = calloc(n ? n : 1, sizeof(*o->v));
-	if (!o->v) {
-		x->oom = true;
+	o->v = cfg_alloc(x, n, sizeof(*o->v));
+	if (!o->v)
 		return -1;
-	}
 	o->file = cfg_file_name(x, g);
 	o->line = (int)g->line;
 	for (size_t i = 0; i < n; i++) {
 		const config_setting_t *m = config_setting_get_elem(g, (unsigned)i);
 		struct config_option *v = &o->v[o->n];
 
-		v->key = dup_or_oom(x, config_setting_name(m));
+		v->key = cfg_strdup(x, config_setting_name(m));
 		if (!v->key)
 			return -1;
 		v->file = cfg_file_name(x, m);
@@ -427,7 +442,6 @@ int cfg_get_name(struct config_ctx *x, const config_setting_t *s, const char *wh
 		cfg_error(x, config_setting_get_member(s, "name"),
 			  "invalid %s name '%s' (use 1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit)",
 			  what, *out, NAME_MAX_LEN);
-		free(*out);
 		*out = NULL;
 		return -1;
 	}

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "config/config-private.h"
+#include "base/region.h"
 #include "base/file.h"
 #include "config/schedule-tz.h"
 
@@ -67,76 +68,20 @@ static char *path_dir(const char *path)
 
 /* ---------------------------------------------------------------- freeing */
 
-static void options_clear(struct options *o)
-{
-	for (size_t i = 0; i < o->n; i++) {
-		struct config_option *v = &o->v[i];
-
-		free(v->key);
-		free(v->str);
-		for (size_t j = 0; j < v->n_list; j++)
-			free(v->list[j]);
-		free(v->list);
-	}
-	free(o->v);
-	o->v = NULL;
-	o->n = 0;
-}
-
-void cfg_group_clear(struct group_conf *g)
-{
-	free(g->name);
-	free(g->driver);
-	options_clear(&g->driver_options);
-	for (size_t i = 0; i < g->n_signals; i++) {
-		free(g->signals[i].name);
-		free(g->signals[i].source);
-		free(g->signals[i].forecast.seed_file);
-		free(g->signals[i].forecast.seed_format);
-		options_clear(&g->signals[i].source_options);
-	}
-	free(g->signals);
-	for (size_t i = 0; i < g->n_profiles; i++) {
-		struct profile_conf *p = &g->profiles[i];
-
-		free(p->name);
-		free(p->timezone);
-		schedule_tz_close(p->tz);
-		for (size_t j = 0; j < p->n_rules; j++)
-			free(p->rules[j].signal);
-		free(p->rules);
-		for (size_t j = 0; j < p->n_targets; j++)
-			free(p->targets[j].signal);
-		free(p->targets);
-	}
-	free(g->profiles);
-	cfg_notify_clear(&g->notify);
-	cfg_strv_clear(&g->warm_pool.reseed_command, &g->warm_pool.n_reseed_command);
-	free(g->owner);
-	memset(g, 0, sizeof(*g));
-}
-
 void config_free(struct config *c)
 {
 	if (!c)
 		return;
+	/* Everything else is in the region; GLib's zones are not. */
 	for (size_t i = 0; i < c->n_groups; i++)
-		cfg_group_clear(&c->groups[i]);
+		for (size_t j = 0; j < c->groups[i].n_profiles; j++)
+			schedule_tz_close(c->groups[i].profiles[j].tz);
 	free(c->groups);
-	free(c->agent.state_directory);
-	free(c->agent.admin_socket);
-	free(c->agent.admin_group);
-	free(c->agent.metrics_listen);
-	free(c->agent.driver_directory);
-	for (size_t i = 0; i < c->agent.n_driver_concurrency; i++)
-		free(c->agent.driver_concurrency[i].driver);
-	free(c->agent.driver_concurrency);
-	cfg_notify_clear(&c->agent.notify);
-	cfg_cluster_free(c->cluster);
 	for (size_t i = 0; i < c->n_files; i++)
 		free(c->files[i]);
 	free(c->files);
 	free(c->path);
+	region_free(c->mem);
 	free(c);
 }
 
@@ -619,8 +564,9 @@ int config_load(const char *path, struct config **ret, struct config_errors *err
 	if (!x.c)
 		return -ENOMEM;
 	x.c->path = strdup(path);
-	if (!x.c->path) {
-		free(x.c);
+	x.c->mem = region_new();
+	if (!x.c->path || !x.c->mem) {
+		config_free(x.c);
 		return -ENOMEM;
 	}
 	r = load_unit(&x, &ld, path, 0, 0, 0);

@@ -23,49 +23,12 @@ static const char *const notifications_keys[] = {"webhook", "command", "command_
 static const char *const webhook_keys[] = {"url", "secret_file", "timeout", "retries"};
 static const char *const hooks_keys[] = {"pre_scale_in", "deadline"};
 
-static char **strv_dup(char *const *v, size_t n, bool *oom)
-{
-	char **c;
-
-	if (!v)
-		return NULL;
-	c = calloc(n + 1, sizeof(*c));
-	for (size_t i = 0; c && i < n; i++)
-		if (!(c[i] = strdup(v[i]))) {
-			for (size_t k = 0; k < i; k++)
-				free(c[k]);
-			free(c);
-			c = NULL;
-		}
-	if (!c)
-		*oom = true;
-	return c;
-}
-
-static void strv_clear(char ***v, size_t *n)
-{
-	for (size_t i = 0; *v && i < *n; i++)
-		free((*v)[i]);
-	free(*v);
-	*v = NULL;
-	*n = 0;
-}
-
 void cfg_notify_defaults(struct notify_conf *n)
 {
 	n->webhook_timeout_ms = 10 * MS_PER_SEC;
 	n->webhook_retries = 3;
 	n->command_timeout_ms = 30 * MS_PER_SEC;
 	n->pre_scale_in_deadline_ms = 300 * MS_PER_SEC;
-}
-
-void cfg_notify_clear(struct notify_conf *n)
-{
-	free(n->webhook_url);
-	free(n->webhook_secret_file);
-	strv_clear(&n->command, &n->n_command);
-	strv_clear(&n->pre_scale_in, &n->n_pre_scale_in);
-	memset(n, 0, sizeof(*n));
 }
 
 /* An argv: a non-empty list or array of strings whose first is an absolute
@@ -95,15 +58,10 @@ static int get_argv(struct config_ctx *x, const config_setting_t *s, const char 
 			  config_setting_get_string_elem(m, 0));
 		return -1;
 	}
-	v = calloc((size_t)n + 1, sizeof(*v));
+	v = cfg_alloc(x, (size_t)n + 1, sizeof(*v));
 	for (int i = 0; v && i < n; i++)
-		if (!(v[i] = strdup(config_setting_get_string_elem(m, i)))) {
-			x->oom = true;
+		if (!(v[i] = cfg_strdup(x, config_setting_get_string_elem(m, i))))
 			break;
-		}
-	if (!v)
-		x->oom = true;
-	strv_clear(out, n_out);
 	*out = v;
 	*n_out = v ? (size_t)n : 0;
 	return 1;
@@ -136,21 +94,20 @@ void cfg_read_notify(struct config_ctx *x, const config_setting_t *s, struct not
 
 	memset(n, 0, sizeof(*n));
 	cfg_notify_defaults(n);
+	/* A group without its own settings shares the agent's strings: both
+	 * live in the configuration's region, and go with it. */
 	if (defaults && !nt) {
-		n->webhook_url = defaults->webhook_url ? strdup(defaults->webhook_url) : NULL;
-		n->webhook_secret_file = defaults->webhook_secret_file ? strdup(defaults->webhook_secret_file) : NULL;
-		if ((defaults->webhook_url && !n->webhook_url) ||
-		    (defaults->webhook_secret_file && !n->webhook_secret_file))
-			x->oom = true;
+		n->webhook_url = defaults->webhook_url;
+		n->webhook_secret_file = defaults->webhook_secret_file;
 		n->webhook_timeout_ms = defaults->webhook_timeout_ms;
 		n->webhook_retries = defaults->webhook_retries;
-		n->command = strv_dup(defaults->command, defaults->n_command, &x->oom);
-		n->n_command = n->command ? defaults->n_command : 0;
+		n->command = defaults->command;
+		n->n_command = defaults->n_command;
 		n->command_timeout_ms = defaults->command_timeout_ms;
 	}
 	if (defaults && !hk) {
-		n->pre_scale_in = strv_dup(defaults->pre_scale_in, defaults->n_pre_scale_in, &x->oom);
-		n->n_pre_scale_in = n->pre_scale_in ? defaults->n_pre_scale_in : 0;
+		n->pre_scale_in = defaults->pre_scale_in;
+		n->n_pre_scale_in = defaults->n_pre_scale_in;
 		n->pre_scale_in_deadline_ms = defaults->pre_scale_in_deadline_ms;
 	}
 	if (nt) {
@@ -174,9 +131,4 @@ void cfg_read_notify(struct config_ctx *x, const config_setting_t *s, struct not
 int cfg_get_argv(struct config_ctx *x, const config_setting_t *s, const char *key, char ***out, size_t *n_out)
 {
 	return get_argv(x, s, key, out, n_out);
-}
-
-void cfg_strv_clear(char ***v, size_t *n)
-{
-	strv_clear(v, n);
 }

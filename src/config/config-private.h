@@ -47,6 +47,13 @@ struct config_ctx {
 	bool oom;
 };
 
+/* Blocks of the configuration being read, from its region (x->c->mem):
+ * everything config_free() frees but the struct, its groups and its files.
+ * Zeroed; NULL with x->oom set on ENOMEM. None is freed on its own. */
+void *cfg_alloc(struct config_ctx *x, size_t n, size_t size);
+char *cfg_strdup(struct config_ctx *x, const char *s);
+char *cfg_printf(struct config_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Reports an error at a setting of the current unit, or at a file and line. */
 /* config-error.c: the files read, the errors found, near misses. */
 size_t cfg_intern_file(struct config_ctx *x, const char *path);
@@ -146,20 +153,14 @@ void cfg_read_units(struct config_ctx *x);
  * the section does not set it (config-notify.c). */
 void cfg_read_notify(struct config_ctx *x, const config_setting_t *s, struct notify_conf *n,
 			const struct notify_conf *defaults);
-void cfg_notify_clear(struct notify_conf *n);
 /* An argv as hooks take it: a list of 1 to 64 strings, the
  * first an absolute path; returns as the getters do. */
 int cfg_get_argv(struct config_ctx *x, const config_setting_t *s, const char *key, char ***out, size_t *n_out);
-void cfg_strv_clear(char ***v, size_t *n);
 void cfg_notify_defaults(struct notify_conf *n);
 
 /* Reads the top-level `cluster` section into x->c->cluster, and a group's
  * `owner` pin, which needs it (config-cluster.c). */
 void cfg_read_cluster(struct config_ctx *x);
 void cfg_read_owner(struct config_ctx *x, const config_setting_t *s, struct group_conf *g);
-void cfg_cluster_free(struct cluster_conf *k);
-
-/* Frees what one group owns (not the group itself). */
-void cfg_group_clear(struct group_conf *g);
 
 #endif

@@ -110,11 +110,9 @@ static void read_bounds(struct config_ctx *x, const config_setting_t *s, struct 
 
 static int read_zone(struct config_ctx *x, const config_setting_t *s, struct profile_conf *p)
 {
-	p->timezone = strdup("UTC");
-	if (!p->timezone) {
-		x->oom = true;
+	p->timezone = cfg_strdup(x, "UTC");
+	if (!p->timezone)
 		return -1;
-	}
 	if (cfg_get_string(x, s, "timezone", &p->timezone) < 0)
 		return -1;
 	if (schedule_tz_open(p->timezone, &p->tz) < 0) {
@@ -153,7 +151,6 @@ static int read_time_of_day(struct config_ctx *x, const config_setting_t *s, con
 		cfg_error(x, config_setting_get_member(s, key), "'%s' must be a time of day \"HH:MM\", not '%s'", key, v);
 		r = -1;
 	}
-	free(v);
 	return r;
 }
 
@@ -219,7 +216,6 @@ static int read_datetime(struct config_ctx *x, const config_setting_t *s, const 
 			  "'%s' must be a date and time such as \"2026-11-27T08:00:00\", not '%s'", key, v);
 		r = -1;
 	}
-	free(v);
 	return r;
 }
 
@@ -321,20 +317,16 @@ static void read_targets(struct config_ctx *x, const config_setting_t *s, const 
 		cfg_error(x, t, "'targets' has %zu entries; at most %d are allowed", n, CONFIG_MAX_SIGNALS);
 		return;
 	}
-	p->targets = calloc(n ? n : 1, sizeof(*p->targets));
-	if (!p->targets) {
-		x->oom = true;
+	p->targets = cfg_alloc(x, n, sizeof(*p->targets));
+	if (!p->targets)
 		return;
-	}
 	for (size_t i = 0; i < n; i++) {
 		const config_setting_t *m = config_setting_get_elem(t, (unsigned)i);
 		struct target_override *o = &p->targets[p->n_targets];
 
-		o->signal = strdup(config_setting_name(m));
-		if (!o->signal) {
-			x->oom = true;
+		o->signal = cfg_strdup(x, config_setting_name(m));
+		if (!o->signal)
 			return;
-		}
 		p->n_targets++;
 		o->signal_index = resolve_signal(x, m, g, o->signal, "target override for");
 		cfg_get_positive(x, t, o->signal, &o->target);
@@ -372,11 +364,9 @@ static void read_profile(struct config_ctx *x, const config_setting_t *s, const 
 	read_bounds(x, s, p);
 	rules = cfg_get_list(x, s, "rules", CONFIG_MAX_RULES, &n);
 	if (rules && n > 0) {
-		p->rules = calloc(n, sizeof(*p->rules));
-		if (!p->rules) {
-			x->oom = true;
+		p->rules = cfg_alloc(x, n, sizeof(*p->rules));
+		if (!p->rules)
 			return;
-		}
 		for (size_t i = 0; i < n; i++) {
 			const config_setting_t *e = cfg_list_group(x, rules, i);
 
@@ -449,11 +439,9 @@ void cfg_read_profiles(struct config_ctx *x, const config_setting_t *s, struct g
 	const struct profile_conf *def;
 	bool shorthand = false;
 
-	g->profiles = calloc(n + 1, sizeof(*g->profiles));
-	if (!g->profiles) {
-		x->oom = true;
+	g->profiles = cfg_alloc(x, n + 1, sizeof(*g->profiles));
+	if (!g->profiles)
 		return;
-	}
 	for (size_t i = 0; i < n; i++) {
 		const config_setting_t *e = cfg_list_group(x, list, i);
 
@@ -483,9 +471,7 @@ void cfg_read_profiles(struct config_ctx *x, const config_setting_t *s, struct g
 	{
 		struct profile_conf *p = &g->profiles[g->n_profiles++];
 
-		p->name = strdup("default");
-		if (!p->name)
-			x->oom = true;
+		p->name = cfg_strdup(x, "default");
 		p->kind = PROFILE_DEFAULT;
 		p->file = g->file;
 		p->line = g->line;

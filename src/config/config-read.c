@@ -109,10 +109,8 @@ static bool listen_valid(const char *v)
 
 static void empty_is_null(char **s)
 {
-	if (*s && !**s) {
-		free(*s);
+	if (*s && !**s)
 		*s = NULL;
-	}
 }
 
 static void read_driver_concurrency(struct config_ctx *x, const config_setting_t *s, struct agent_conf *a);
@@ -168,10 +166,8 @@ static void agent_defaults(struct config_ctx *x)
 	/* configure's paths (/var/lib/autoscaled and /run/autoscaled by
 	 * default, the unit's StateDirectory= and RuntimeDirectory=), the same
 	 * autoscalectl looks for. */
-	a->state_directory = strdup(AUTOSCALED_STATE_DIRECTORY);
-	a->admin_socket = strdup(AUTOSCALED_ADMIN_SOCKET);
-	if (!a->state_directory || !a->admin_socket)
-		x->oom = true;
+	a->state_directory = cfg_strdup(x, AUTOSCALED_STATE_DIRECTORY);
+	a->admin_socket = cfg_strdup(x, AUTOSCALED_ADMIN_SOCKET);
 }
 
 /* ---------------------------------------------------------------- drivers */
@@ -196,11 +192,9 @@ static void read_driver_concurrency(struct config_ctx *x, const config_setting_t
 	if (!g)
 		return;
 	n = (size_t)config_setting_length(g);
-	a->driver_concurrency = calloc(n ? n : 1, sizeof(*a->driver_concurrency));
-	if (!a->driver_concurrency) {
-		x->oom = true;
+	a->driver_concurrency = cfg_alloc(x, n, sizeof(*a->driver_concurrency));
+	if (!a->driver_concurrency)
 		return;
-	}
 	for (size_t i = 0; i < n; i++) {
 		const config_setting_t *m = config_setting_get_elem(g, (unsigned)i);
 		const char *name = config_setting_name(m);
@@ -224,11 +218,9 @@ static void read_driver_concurrency(struct config_ctx *x, const config_setting_t
 				  CONFIG_MAX_DRIVER_CONCURRENCY, v);
 			continue;
 		}
-		a->driver_concurrency[a->n_driver_concurrency].driver = strdup(name);
-		if (!a->driver_concurrency[a->n_driver_concurrency].driver) {
-			x->oom = true;
+		a->driver_concurrency[a->n_driver_concurrency].driver = cfg_strdup(x, name);
+		if (!a->driver_concurrency[a->n_driver_concurrency].driver)
 			return;
-		}
 		a->driver_concurrency[a->n_driver_concurrency++].limit = (int)v;
 	}
 }
@@ -350,11 +342,9 @@ static void read_signals(struct config_ctx *x, const config_setting_t *s, struct
 
 	if (!list || n == 0)
 		return;
-	g->signals = calloc(n, sizeof(*g->signals));
-	if (!g->signals) {
-		x->oom = true;
+	g->signals = cfg_alloc(x, n, sizeof(*g->signals));
+	if (!g->signals)
 		return;
-	}
 	for (size_t i = 0; i < n; i++) {
 		const config_setting_t *e = cfg_list_group(x, list, i);
 		struct signal_conf *sig = &g->signals[g->n_signals];

@@ -97,6 +97,8 @@ enum option_type {
 };
 
 /* Named config_option because <getopt.h> owns `struct option`. */
+struct region;
+
 struct config_option {
 	char *key;
 	enum option_type type;
@@ -339,6 +341,10 @@ struct agent_conf {
 
 struct config {
 	char *path;
+	/* Where every string and array below is kept but the groups and the
+	 * files tables (base/region.h): freed whole by config_free(), so that
+	 * a reload's old configuration leaves no holes in the heap. */
+	struct region *mem;
 	struct agent_conf agent;
 	struct cluster_conf *cluster; /* NULL: one agent manages every group */
 	struct group_conf *groups;
