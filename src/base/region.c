@@ -89,8 +89,8 @@ static struct chunk *chunk_map(size_t size)
 
 void *region_alloc(struct region *r, size_t n)
 {
-	size_t need, page = (size_t)sysconf(_SC_PAGESIZE);
 	struct chunk *c = r->head;
+	size_t need;
 	char *p;
 
 	if (n > SIZE_MAX / 2)
@@ -98,6 +98,8 @@ void *region_alloc(struct region *r, size_t n)
 	need = ((n ? n : 1) + REDZONE + ALIGNMENT - 1) & ~(ALIGNMENT - 1);
 	if (!c || c->size - c->used < need) {
 		if (need > (CHUNK_BYTES - HEADER) / 4) {
+			size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
 			/* A mapping of its own, behind the one blocks are
 			 * bumped from, which keeps its free rest. */
 			c = chunk_map((HEADER + need + page - 1) / page * page);
