@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib.h>
+
 #include "config/config-private.h"
 #include "base/region.h"
 
@@ -50,10 +52,15 @@ void *cfg_alloc(struct config_ctx *x, size_t n, size_t size)
 
 char *cfg_strdup(struct config_ctx *x, const char *s)
 {
-	char *d = region_strdup(x->c->mem, s);
+	char *d = x->strings ? g_hash_table_lookup(x->strings, s) : NULL;
 
+	if (d)
+		return d;
+	d = region_strdup(x->c->mem, s);
 	if (!d)
 		x->oom = true;
+	else if (x->strings)
+		g_hash_table_add(x->strings, d);
 	return d;
 }
 

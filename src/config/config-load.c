@@ -42,6 +42,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <glib.h>
+
 #include "config/config-private.h"
 #include "base/region.h"
 #include "base/file.h"
@@ -550,6 +552,9 @@ static void ctx_clear(struct config_ctx *x)
 	}
 	free(x->units);
 	cfg_errors_free(x);
+	if (x->strings)
+		g_hash_table_destroy(x->strings);
+	x->strings = NULL;
 }
 
 int config_load(const char *path, struct config **ret, struct config_errors *errs)
@@ -565,6 +570,7 @@ int config_load(const char *path, struct config **ret, struct config_errors *err
 		return -ENOMEM;
 	x.c->path = strdup(path);
 	x.c->mem = region_new();
+	x.strings = g_hash_table_new(g_str_hash, g_str_equal);
 	if (!x.c->path || !x.c->mem) {
 		config_free(x.c);
 		return -ENOMEM;

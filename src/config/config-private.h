@@ -45,11 +45,16 @@ struct config_ctx {
 	struct config_error *errs;
 	size_t n_errs;
 	bool oom;
+	/* The strings already in the region, so that a value written in every
+	 * group (a source, an option's key, a file) is kept once: at 10,000
+	 * groups most strings are such repeats. A GHashTable; NULL copies. */
+	void *strings;
 };
 
 /* Blocks of the configuration being read, from its region (x->c->mem):
  * everything config_free() frees but the struct, its groups and its files.
- * Zeroed; NULL with x->oom set on ENOMEM. None is freed on its own. */
+ * Zeroed; NULL with x->oom set on ENOMEM. None is freed on its own, and
+ * none may be written to: cfg_strdup() gives equal strings one copy. */
 void *cfg_alloc(struct config_ctx *x, size_t n, size_t size);
 char *cfg_strdup(struct config_ctx *x, const char *s);
 char *cfg_printf(struct config_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
