@@ -74,7 +74,8 @@ void config_free(struct config *c)
 {
 	if (!c)
 		return;
-	/* Everything else is in the region; GLib's zones are not. */
+	/* The strings and arrays below the groups are in the region; the
+	 * profiles' zones are GLib's. */
 	for (size_t i = 0; i < c->n_groups; i++)
 		for (size_t j = 0; j < c->groups[i].n_profiles; j++)
 			schedule_tz_close(c->groups[i].profiles[j].tz);
@@ -570,11 +571,11 @@ int config_load(const char *path, struct config **ret, struct config_errors *err
 		return -ENOMEM;
 	x.c->path = strdup(path);
 	x.c->mem = region_new();
-	x.strings = g_hash_table_new(g_str_hash, g_str_equal);
 	if (!x.c->path || !x.c->mem) {
 		config_free(x.c);
 		return -ENOMEM;
 	}
+	x.strings = g_hash_table_new(g_str_hash, g_str_equal);
 	r = load_unit(&x, &ld, path, 0, 0, 0);
 	free(ld.seen);
 	if (r < 0 && r != -ENOMEM && x.n_units == 0) {
