@@ -134,9 +134,20 @@ static bool utf8_valid_n(const unsigned char *p, size_t n)
 {
 	size_t k;
 
-	for (size_t i = 0; i < n; i += k)
+	for (size_t i = 0; i < n; i += k) {
+		uint64_t w;
+
+		/* Eight bytes of ASCII at a time: a response is mostly that. */
+		if (n - i >= sizeof(w)) {
+			memcpy(&w, p + i, sizeof(w));
+			if (!(w & UINT64_C(0x8080808080808080))) {
+				k = sizeof(w);
+				continue;
+			}
+		}
 		if (!(k = utf8_seq_len(p + i)))
 			return false;
+	}
 	return true;
 }
 

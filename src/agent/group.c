@@ -513,14 +513,20 @@ enum save_kind {
 	 * newest recommendations' times changed or refresh_ms() has passed
 	 * since the last write; in place when only_history(). */
 	SAVE_ROUTINE,
-	/* The end of an action's driver call: in the writer's turn, renamed
-	 * over the file but not synced. The file it replaces holds the action
-	 * in flight, synced before the call (SAVE_WAIT): if a power loss
-	 * takes this save, the restart matches that action against what it
-	 * observes (group_reconcile_in_flight()) and records it, as for a
-	 * crash during the call. Not waiting spares the loop a sync, and the
-	 * disk one of the two an action cost. In a cluster it is a SAVE_WAIT:
-	 * the group's record in etcd is what the next owner starts from. */
+	/* The end of an action's driver call: in the writer's turn, not
+	 * synced, and in place when only_history() (as a routine save; a new
+	 * file renamed over the old one cost ten times the CPU, and an action
+	 * ends this way at every action). The file it replaces holds the
+	 * action in flight, synced before the call (SAVE_WAIT): if a power
+	 * loss takes this save, the restart matches that action against what
+	 * it observes (group_reconcile_in_flight()) and records it, as for a
+	 * crash during the call; if it tears it, the group makes a safe start
+	 * (no scale-in for a window) with the action done and nothing left
+	 * in flight, and forgets that action's place in the rate limits, as
+	 * for a torn routine save. Not waiting spares the loop a sync, and
+	 * the disk one of the two an action cost. In a cluster it is a
+	 * SAVE_WAIT: the group's record in etcd is what the next owner starts
+	 * from. */
 	SAVE_SETTLED,
 	/* At once, synced, and the caller waits: an action in flight, an
 	 * operator's override, a settled action from before a restart. */
@@ -586,7 +592,7 @@ static void save_state(struct group_rt *g, enum save_kind kind)
 	else if (wait)
 		r = state_writer_save_now(dir, path, name, text);
 	else
-		r = state_writer_save(dir, path, name, text, kind != SAVE_SETTLED && only_history(&g->st));
+		r = state_writer_save(dir, path, name, text, only_history(&g->st));
 	if (r < 0) {
 		save_failed(g, dir, (int)r);
 		g->save_retry = true;

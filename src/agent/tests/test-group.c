@@ -1036,6 +1036,45 @@ static void test_routine_saves_in_place(void **state)
 	assert_int_not_equal(state_inode(), ino);
 }
 
+/* The save when an action's call ends holds no action in flight any more:
+ * in place when it holds nothing but history, like a routine save;
+ * renamed over the file when it holds an operator's override, which a
+ * torn page could lose. */
+static void test_settled_save_in_place(void **state)
+{
+	struct fixture *fx = *state;
+	const struct decision *d;
+	ino_t ino;
+
+	fake.hold_scale = true;
+	d = start(fx, 2, 190);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_true(run_until(scale_waiting, NULL));
+	assert_int_equal(file_in_flight(fx), DIR_OUT);
+	ino = state_inode();
+	fake_release();
+	assert_true(run_until(idle, fx->g));
+	assert_int_equal(file_in_flight(fx), DIR_NONE);
+	assert_int_equal(state_inode(), ino);
+	assert_int_equal(FAKE(n_set_capacity), 1);
+
+	/* The next action ends with a pin set (as the admin API would, but
+	 * without its save): renamed. */
+	fake_set(&fake.load, 300);
+	d = tick(fx->g, 15000);
+	assert_int_equal(d->action, DIR_OUT);
+	assert_true(run_until(scale_waiting, NULL));
+	assert_int_equal(file_in_flight(fx), DIR_OUT);
+	ino = state_inode();
+	fx->g->st.pin.active = true;
+	fx->g->st.pin.count = d->desired;
+	fake_release();
+	assert_true(run_until(idle, fx->g));
+	assert_int_equal(file_in_flight(fx), DIR_NONE);
+	assert_int_not_equal(state_inode(), ino);
+	assert_int_equal(FAKE(n_set_capacity), 2);
+}
+
 static void test_failing_scale_out_retried(void **state)
 {
 	struct fixture *fx = *state;
@@ -1333,6 +1372,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_scale_in_after_stabilization, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_steady_saves_refresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_routine_saves_in_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_settled_save_in_place, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records_made_when_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pending_record_keeps_its_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failing_scale_out_retried, setup, teardown),
