@@ -126,12 +126,14 @@ int state_path(const char *dir, const char *group, char *buf, size_t len);
  * does not log (the caller knows whether a failure is worth repeating). */
 /* How state_write_file() writes. */
 enum state_write {
-	/* Atomically (a temporary file named after NAME, renamed over PATH),
-	 * the file synced before the rename and the directory after it, so
-	 * that a power loss too leaves the old text or the new one. */
+	/* Atomically: the group's spare file ".NAME.spare" in DIR, written
+	 * and swapped with PATH in one rename (RENAME_EXCHANGE), or where it
+	 * cannot be, a temporary file named after NAME renamed over PATH; the
+	 * file synced before the rename and the directory after it, so that
+	 * a power loss too leaves the old text or the new one. */
 	STATE_WRITE_DURABLE,
-	/* The same rename, unsynced: a power loss may lose the save (the
-	 * kernel writes it back within its writeback interval). */
+	/* The same, unsynced: a power loss may lose the save (the kernel
+	 * writes it back within its writeback interval). */
 	STATE_WRITE_RENAME,
 	/* A file of at most STATE_IN_PLACE_MAX bytes whose new text fits too
 	 * is overwritten in place, padded with spaces to its old length: a

@@ -175,18 +175,22 @@ static void test_round_trip(void **st)
 			 STATE_RESTORED);
 	assert_same(&a, &b);
 
-	/* Saving again replaces the file and leaves no temporary behind. */
+	/* Saving again replaces the file and leaves no temporary behind: the
+	 * state it replaced is the group's spare file now. */
 	a.pin.count = 6;
 	assert_int_equal(state_save(dir, "web", &a, clock_virtual(NOW + 1000)), 0);
 	assert_int_equal(state_load(dir, &gc, clock_virtual(NOW + 2000), &b), STATE_RESTORED);
 	assert_int_equal(b.pin.count, 6);
 	d = opendir(dir);
 	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' || strncmp(e->d_name, ".web", 4) == 0)
+		if (e->d_name[0] != '.' || (strncmp(e->d_name, ".web", 4) == 0 && strcmp(e->d_name, ".web.state.spare")))
 			n++;
 	closedir(d);
 	assert_int_equal(n, 1);
 	snprintf(p, sizeof(p), "%s/web.state", dir);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0640);
+	snprintf(p, sizeof(p), "%s/.web.state.spare", dir);
 	assert_int_equal(stat(p, &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0640);
 }
@@ -275,6 +279,68 @@ static ino_t write_and_check(const char *p, const char *text, enum state_write h
 	else
 		assert_int_not_equal(sb.st_ino, before);
 	return sb.st_ino;
+}
+
+/* Saves that replace the file whole swap it with the group's spare file:
+ * the two inodes take turns, the text is exact (a longer spare is cut),
+ * and the old state is the spare. A spare that is not a plain file of one
+ * link is not written through: removed, and the save makes a new file. */
+static void test_write_through_spare(void **st)
+{
+	char p[PATH_MAX], sp[PATH_MAX], q[PATH_MAX], *t;
+	struct stat sb;
+	ino_t i1, i2;
+
+	(void)st;
+	alarm(10);
+	assert_int_equal(state_path(dir, "web", p, sizeof(p)), 0);
+	snprintf(sp, sizeof(sp), "%s/.web.state.spare", dir);
+	snprintf(q, sizeof(q), "%s/elsewhere", dir);
+	i1 = write_and_check(p, "{\"a\": 1}", STATE_WRITE_DURABLE, "{\"a\": 1}\n", 0, false);
+	i2 = write_and_check(p, "{\"a\": 22222222}", STATE_WRITE_DURABLE, "{\"a\": 22222222}\n", i1, false);
+	t = file_text(sp, &sb);
+	assert_string_equal(t, "{\"a\": 1}\n");
+	assert_int_equal(sb.st_ino, i1);
+	free(t);
+	/* Back to the first inode, shorter than the spare was. */
+	write_and_check(p, "{}", STATE_WRITE_DURABLE, "{}\n", i2, false);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_ino, i1);
+	assert_int_equal(sb.st_mode & 0777, 0640);
+	t = file_text(sp, &sb);
+	assert_string_equal(t, "{\"a\": 22222222}\n");
+	assert_int_equal(sb.st_ino, i2);
+	free(t);
+	/* Unsynced, the same. */
+	write_and_check(p, "[3]", STATE_WRITE_RENAME, "[3]\n", i1, false);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_ino, i2);
+
+	/* A spare with another link keeps what it holds for that link. */
+	assert_int_equal(link(sp, q), 0);
+	write_and_check(p, "[4]", STATE_WRITE_DURABLE, "[4]\n", i2, false);
+	t = file_text(q, &sb);
+	assert_string_equal(t, "{}\n");
+	free(t);
+	assert_int_equal(unlink(q), 0);
+	/* A spare that is a symbolic link: its target is left as it was. */
+	unlink(sp);
+	assert_int_equal(symlink(q, sp), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "[5]", STATE_WRITE_DURABLE), 0);
+	assert_int_equal(lstat(q, &sb), -1);
+	t = file_text(p, &sb);
+	assert_string_equal(t, "[5]\n");
+	free(t);
+	assert_int_equal(lstat(sp, &sb) == 0 && S_ISLNK(sb.st_mode), 0);
+	/* A FIFO as the spare does not block the save (the alarm fails a
+	 * hang). */
+	unlink(sp);
+	assert_int_equal(mkfifo(sp, 0600), 0);
+	assert_int_equal(state_write_file(dir, p, "web.state", "[6]", STATE_WRITE_DURABLE), 0);
+	t = file_text(p, &sb);
+	assert_string_equal(t, "[6]\n");
+	free(t);
+	alarm(0);
 }
 
 /* Routine saves overwrite a small file in place, padded to its old length
@@ -957,6 +1023,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missing_is_fresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_regular_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_in_place, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_through_spare, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corruptions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_entries, setup, teardown),
