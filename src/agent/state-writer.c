@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent/state-writer.h"
 #include "state/state.h"
@@ -36,6 +37,13 @@ static GHashTable *entries;
 static struct entry *head, *tail;
 static int64_t last_seq;
 static bool started;
+/* Callers waiting for writes (state_writer_sync(), state_writer_flush()):
+ * the writer does not wait to gather routine saves while one does. */
+static int hurry;
+/* The writer sleeps without a deadline (nothing queued): a routine save
+ * wakes it only then. */
+static bool idle;
+static uint64_t wakeups;
 
 static void entry_free(struct entry *e)
 {
@@ -55,8 +63,27 @@ static void entry_release(struct entry *e)
 	}
 }
 
+/* Until the routine saves queued have waited STATE_WRITER_GATHER_MS, or a
+ * save that must be synced is queued, or a caller waits (under the lock).
+ * The saves gathered are written one after the other: the writer and the
+ * loop wake each other once a turn instead of once a save. */
+static void gather(void)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)STATE_WRITER_GATHER_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	while (head && !head->durable && hurry == 0)
+		if (pthread_cond_clockwait(&work, &lock, CLOCK_MONOTONIC, &until) == ETIMEDOUT)
+			break;
+}
+
 static void *writer_main(void *arg)
 {
+	bool draining = false;
+
 	(void)arg;
 	pthread_mutex_lock(&lock);
 	for (;;) {
@@ -66,8 +93,19 @@ static void *writer_main(void *arg)
 		int64_t seq;
 		int r;
 
-		while (!head)
-			pthread_cond_wait(&work, &lock);
+		if (!head) {
+			draining = false;
+			idle = true;
+			while (!head)
+				pthread_cond_wait(&work, &lock);
+			idle = false;
+		}
+		if (!draining) {
+			gather();
+			draining = true;
+			if (!head)
+				continue;
+		}
 		e = head;
 		head = e->next;
 		if (!head)
@@ -171,7 +209,13 @@ static int queue(const char *dir, const char *path, const char *name, char *text
 	 * as the urgent one would have been: its waiter counts on it. */
 	e->durable = e->durable || urgent;
 	e->in_place = in_place;
-	pthread_cond_signal(&work);
+	/* A routine save joins the writer's turn; only one that finds it
+	 * idle, or that must be synced, wakes it. */
+	if (urgent || idle) {
+		idle = false;
+		pthread_cond_signal(&work);
+		wakeups++;
+	}
 	*ret = e;
 	return 0;
 }
@@ -241,8 +285,11 @@ void state_writer_sync(const char *path)
 	e = entries ? g_hash_table_lookup(entries, path) : NULL;
 	if (e) {
 		e->waiters++;
+		hurry++;
+		pthread_cond_signal(&work);
 		while (e->text || e->writing)
 			pthread_cond_wait(&done, &lock);
+		hurry--;
 		e->waiters--;
 		entry_release(e);
 	}
@@ -269,7 +316,20 @@ static bool any_in_flight(void)
 void state_writer_flush(void)
 {
 	pthread_mutex_lock(&lock);
+	hurry++;
+	pthread_cond_signal(&work);
 	while (any_in_flight())
 		pthread_cond_wait(&done, &lock);
+	hurry--;
 	pthread_mutex_unlock(&lock);
+}
+
+uint64_t state_writer_wakeups(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&lock);
+	n = wakeups;
+	pthread_mutex_unlock(&lock);
+	return n;
 }

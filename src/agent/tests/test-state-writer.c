@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -178,6 +179,50 @@ static void test_sync_before_reading(void **state)
 	}
 }
 
+/* Routine saves are gathered into the writer's turn: of 50 saves of
+ * different files queued at once, only the first wakes the writer (a few
+ * more only if this thread stalls for a whole gathering time), and they
+ * are all written without anyone waiting for them. A save that must be on
+ * disk does not wait for the gathering. */
+static void test_routine_saves_gathered(void **state)
+{
+	char path[PATH_MAX], name[32];
+	uint64_t w0, w1;
+
+	(void)state;
+	state_writer_flush();
+	w0 = state_writer_wakeups();
+	for (int i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "r%d.state", i);
+		assert_true(save(name, "{\"r\":1}") > 0);
+	}
+	w1 = state_writer_wakeups();
+	assert_true(w1 - w0 >= 1);
+	assert_true(w1 - w0 <= 5);
+	path_of(path, sizeof(path), "r49.state");
+	for (;;) {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+
+		if (state_writer_status(path) == 0)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	for (int i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "r%d.state", i);
+		assert_file(name, "{\"r\":1}");
+	}
+	/* Queued behind routine saves being gathered, a synced save goes
+	 * first and wakes the writer itself. */
+	assert_true(save("r0.state", "{\"r\":2}") > 0);
+	path_of(path, sizeof(path), "now.state");
+	w0 = state_writer_wakeups();
+	assert_int_equal(state_writer_save_now(dir, path, "now.state", strdup("{\"now\":1}")), 0);
+	assert_true(state_writer_wakeups() > w0);
+	assert_file("now.state", "{\"now\":1}");
+	state_writer_flush();
+	assert_file("r0.state", "{\"r\":2}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +231,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_save_now_is_on_disk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_reported_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_before_reading, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_routine_saves_gathered, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
