@@ -692,6 +692,36 @@ static void put_label(FILE *f, const char *s)
 	}
 }
 
+/* V in decimal: most of a scrape's values are counts, and printf's
+ * reading of its format was a good part of writing 10,000 groups. */
+static void put_u64(FILE *f, unsigned long long v)
+{
+	char buf[24], *p = buf + sizeof(buf) - 1;
+
+	*p = '\0';
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	fputs(p, f);
+}
+
+static void put_i64(FILE *f, long long v)
+{
+	if (v < 0) {
+		fputc('-', f);
+		put_u64(f, 0ULL - (unsigned long long)v);
+	} else {
+		put_u64(f, (unsigned long long)v);
+	}
+}
+
+/* NAME{group=" */
+static void open_group_series(FILE *f, const char *name)
+{
+	fputs(name, f);
+	fputs("{group=\"", f);
+}
+
 static void put_value(FILE *f, double v)
 {
 	if (isnan(v))
@@ -700,7 +730,7 @@ static void put_value(FILE *f, double v)
 		fputs(v > 0 ? "+Inf" : "-Inf", f);
 	else if (fabs(v) < 1e15 && v == (double)(long long)v)
 		/* Counts and most gauges: whole, and exact as an integer. */
-		fprintf(f, "%lld", (long long)v);
+		put_i64(f, (long long)v);
 	else {
 		/* The shortest form that reads back as the same double. */
 		char buf[32];
@@ -737,7 +767,7 @@ static void header(FILE *f, const char *name, const char *type, const char *help
 
 static void group_sample(FILE *f, const char *name, const struct group_metrics *g, double v)
 {
-	fprintf(f, "%s{group=\"", name);
+	open_group_series(f, name);
 	put_label(f, g->name);
 	fputs("\"} ", f);
 	put_value(f, v);
@@ -796,7 +826,8 @@ static void summary_samples(FILE *f, const char *name, const struct group_metric
 			    const struct summary *s)
 {
 	for (int k = 0; k < 2; k++) {
-		fprintf(f, "%s_%s{group=\"", name, k == 0 ? "sum" : "count");
+		fputs(name, f);
+		open_group_series(f, k == 0 ? "_sum" : "_count");
 		put_label(f, g->name);
 		if (operation) {
 			fputs("\",operation=\"", f);
@@ -806,7 +837,7 @@ static void summary_samples(FILE *f, const char *name, const struct group_metric
 		if (k == 0)
 			put_value(f, s->sum);
 		else
-			fprintf(f, "%llu", s->count);
+			put_u64(f, s->count);
 		fputc('\n', f);
 	}
 }
@@ -822,7 +853,7 @@ static void signal_family(FILE *f, const struct metrics *m, const char *name, co
 			 * never a made-up zero. */
 			if (!g->signals[s].valid)
 				continue;
-			fprintf(f, "%s{group=\"", name);
+			open_group_series(f, name);
 			put_label(f, g->name);
 			fputs("\",signal=\"", f);
 			put_label(f, g->signals[s].name);
@@ -874,7 +905,8 @@ static void forecast_families(FILE *f, const struct metrics *m)
 			if (m->groups[i]->signals[s].have_forecast) {
 				signal_labels(f, "autoscaled_signal_forecast_recommendation", m->groups[i],
 					      &m->groups[i]->signals[s]);
-				fprintf(f, "%d\n", m->groups[i]->signals[s].forecast_recommendation);
+				put_i64(f, m->groups[i]->signals[s].forecast_recommendation);
+				fputc('\n', f);
 			}
 	/* The service level's, kept as floats: the offset for every signal
 	 * with a forecaster, the level and the share for those with one. */
@@ -902,7 +934,7 @@ static void forecast_families(FILE *f, const struct metrics *m)
 
 static void signal_labels(FILE *f, const char *name, const struct group_metrics *g, const struct signal_metric *s)
 {
-	fprintf(f, "%s{group=\"", name);
+	open_group_series(f, name);
 	put_label(f, g->name);
 	fputs("\",signal=\"", f);
 	put_label(f, s->name);
@@ -924,7 +956,7 @@ static void alerting_families(FILE *f, const struct metrics *m)
 	for (size_t i = 0; i < m->n_groups; i++)
 		for (size_t s = 0; s < m->groups[i]->n_signals; s++) {
 			signal_labels(f, "autoscaled_signal_valid", m->groups[i], &m->groups[i]->signals[s]);
-			fprintf(f, "%d\n", m->groups[i]->signals[s].valid ? 1 : 0);
+			fputs(m->groups[i]->signals[s].valid ? "1\n" : "0\n", f);
 		}
 	header(f, "autoscaled_signal_last_sample_timestamp_seconds", "gauge",
 	       "When the signal's source last returned a good sample (Unix time).");
@@ -971,14 +1003,17 @@ static void alerting_families(FILE *f, const struct metrics *m)
 		for (int h = HOLD_NONE + 1; h < N_HOLDS; h++) {
 			fputs("autoscaled_holds_total{group=\"", f);
 			put_label(f, m->groups[i]->name);
-			fprintf(f, "\",reason=\"%s\"} %llu\n", decision_hold_name((enum hold_reason)h),
-				m->groups[i]->holds[h]);
+			fputs("\",reason=\"", f);
+			fputs(decision_hold_name((enum hold_reason)h), f);
+			fputs("\"} ", f);
+			put_u64(f, m->groups[i]->holds[h]);
+			fputc('\n', f);
 		}
 }
 
 static void driver_labels(FILE *f, const char *name, const struct group_metrics *g)
 {
-	fprintf(f, "%s{group=\"", name);
+	open_group_series(f, name);
 	put_label(f, g->name);
 	fputs("\",driver=\"", f);
 	put_label(f, g->driver_name);
@@ -1029,14 +1064,18 @@ static void driver_families(FILE *f, const struct metrics *m)
 	for (size_t i = 0; i < m->n_groups; i++)
 		if (m->groups[i]->driver_name) {
 			driver_labels(f, "autoscaled_driver_retries_total", m->groups[i]);
-			fprintf(f, "} %llu\n", m->groups[i]->driver_retries);
+			fputs("} ", f);
+			put_u64(f, m->groups[i]->driver_retries);
+			fputc('\n', f);
 		}
 	header(f, "autoscaled_driver_api_errors_total", "counter",
 	       "Cloud API requests and long-running operations that failed after all retries.");
 	for (size_t i = 0; i < m->n_groups; i++)
 		if (m->groups[i]->driver_name) {
 			driver_labels(f, "autoscaled_driver_api_errors_total", m->groups[i]);
-			fprintf(f, "} %llu\n", m->groups[i]->driver_api_errors);
+			fputs("} ", f);
+			put_u64(f, m->groups[i]->driver_api_errors);
+			fputc('\n', f);
 		}
 }
 
@@ -1104,10 +1143,14 @@ static void write_locked(const struct metrics *m, FILE *f)
 
 		fputs("autoscaled_actions_total{group=\"", f);
 		put_label(f, g->name);
-		fprintf(f, "\",direction=\"out\"} %llu\n", g->actions_out);
+		fputs("\",direction=\"out\"} ", f);
+		put_u64(f, g->actions_out);
+		fputc('\n', f);
 		fputs("autoscaled_actions_total{group=\"", f);
 		put_label(f, g->name);
-		fprintf(f, "\",direction=\"in\"} %llu\n", g->actions_in);
+		fputs("\",direction=\"in\"} ", f);
+		put_u64(f, g->actions_in);
+		fputc('\n', f);
 	}
 	header(f, "autoscaled_errors_total", "counter", "Errors by kind (observe, scale_out, scale_in, state, hook).");
 	for (size_t i = 0; i < m->n_groups; i++) {
@@ -1118,7 +1161,9 @@ static void write_locked(const struct metrics *m, FILE *f)
 			put_label(f, g->name);
 			fputs("\",kind=\"", f);
 			put_label(f, g->errors[k].name);
-			fprintf(f, "\"} %llu\n", g->errors[k].n);
+			fputs("\"} ", f);
+			put_u64(f, g->errors[k].n);
+			fputc('\n', f);
 		}
 	}
 	header(f, "autoscaled_evaluation_duration_seconds", "histogram", "Time taken by one evaluation, over all groups.");
