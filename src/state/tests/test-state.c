@@ -281,13 +281,30 @@ static ino_t write_and_check(const char *p, const char *text, enum state_write h
 	return sb.st_ino;
 }
 
+/* The file at P holds WANT; returns its inode. */
+static ino_t assert_text(const char *p, const char *want)
+{
+	struct stat sb;
+	char *t = file_text(p, &sb);
+
+	assert_string_equal(t, want);
+	free(t);
+	return sb.st_ino;
+}
+
+/* The file at P holds WANT and is the inode INO. */
+static void assert_file_is(const char *p, const char *want, ino_t ino)
+{
+	assert_int_equal(assert_text(p, want), ino);
+}
+
 /* Saves that replace the file whole swap it with the group's spare file:
  * the two inodes take turns, the text is exact (a longer spare is cut),
  * and the old state is the spare. A spare that is not a plain file of one
  * link is not written through: removed, and the save makes a new file. */
 static void test_write_through_spare(void **st)
 {
-	char p[PATH_MAX], sp[PATH_MAX], q[PATH_MAX], *t;
+	char p[PATH_MAX], sp[PATH_MAX], q[PATH_MAX];
 	struct stat sb;
 	ino_t i1, i2;
 
@@ -298,48 +315,35 @@ static void test_write_through_spare(void **st)
 	snprintf(q, sizeof(q), "%s/elsewhere", dir);
 	i1 = write_and_check(p, "{\"a\": 1}", STATE_WRITE_DURABLE, "{\"a\": 1}\n", 0, false);
 	i2 = write_and_check(p, "{\"a\": 22222222}", STATE_WRITE_DURABLE, "{\"a\": 22222222}\n", i1, false);
-	t = file_text(sp, &sb);
-	assert_string_equal(t, "{\"a\": 1}\n");
-	assert_int_equal(sb.st_ino, i1);
-	free(t);
+	assert_file_is(sp, "{\"a\": 1}\n", i1);
 	/* Back to the first inode, shorter than the spare was. */
 	write_and_check(p, "{}", STATE_WRITE_DURABLE, "{}\n", i2, false);
+	assert_file_is(p, "{}\n", i1);
 	assert_int_equal(stat(p, &sb), 0);
-	assert_int_equal(sb.st_ino, i1);
 	assert_int_equal(sb.st_mode & 0777, 0640);
-	t = file_text(sp, &sb);
-	assert_string_equal(t, "{\"a\": 22222222}\n");
-	assert_int_equal(sb.st_ino, i2);
-	free(t);
+	assert_file_is(sp, "{\"a\": 22222222}\n", i2);
 	/* Unsynced, the same. */
 	write_and_check(p, "[3]", STATE_WRITE_RENAME, "[3]\n", i1, false);
-	assert_int_equal(stat(p, &sb), 0);
-	assert_int_equal(sb.st_ino, i2);
+	assert_file_is(p, "[3]\n", i2);
 
 	/* A spare with another link keeps what it holds for that link. */
 	assert_int_equal(link(sp, q), 0);
 	write_and_check(p, "[4]", STATE_WRITE_DURABLE, "[4]\n", i2, false);
-	t = file_text(q, &sb);
-	assert_string_equal(t, "{}\n");
-	free(t);
+	assert_text(q, "{}\n");
 	assert_int_equal(unlink(q), 0);
 	/* A spare that is a symbolic link: its target is left as it was. */
 	unlink(sp);
 	assert_int_equal(symlink(q, sp), 0);
 	assert_int_equal(state_write_file(dir, p, "web.state", "[5]", STATE_WRITE_DURABLE), 0);
 	assert_int_equal(lstat(q, &sb), -1);
-	t = file_text(p, &sb);
-	assert_string_equal(t, "[5]\n");
-	free(t);
+	assert_text(p, "[5]\n");
 	assert_int_equal(lstat(sp, &sb) == 0 && S_ISLNK(sb.st_mode), 0);
 	/* A FIFO as the spare does not block the save (the alarm fails a
 	 * hang). */
 	unlink(sp);
 	assert_int_equal(mkfifo(sp, 0600), 0);
 	assert_int_equal(state_write_file(dir, p, "web.state", "[6]", STATE_WRITE_DURABLE), 0);
-	t = file_text(p, &sb);
-	assert_string_equal(t, "[6]\n");
-	free(t);
+	assert_text(p, "[6]\n");
 	alarm(0);
 }
 
