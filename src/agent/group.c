@@ -514,9 +514,9 @@ enum save_kind {
 	 * since the last write; in place when only_history(). */
 	SAVE_ROUTINE,
 	/* The end of an action's driver call: in the writer's turn, not
-	 * synced, and in place when only_history() (as a routine save; a new
-	 * file renamed over the old one cost ten times the CPU, and an action
-	 * ends this way at every action). The file it replaces holds the
+	 * synced, and in place when only_history(), as a routine save (the
+	 * whole file replaced at every action was a large part of the
+	 * writer's CPU at 10,000 groups). The file it replaces holds the
 	 * action in flight, synced before the call (SAVE_WAIT): if a power
 	 * loss takes this save, the restart matches that action against what
 	 * it observes (group_reconcile_in_flight()) and records it, as for a

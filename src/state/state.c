@@ -570,11 +570,10 @@ static int sync_dir(const char *dir)
  * the old one frees the old one's blocks and allocates new ones: a third
  * of the CPU of a durable save, and more of one that is not synced (the
  * kernel starts writing back a new file renamed over an old one at once).
- * -EAGAIN, with nothing of PATH
- * touched, when the spare cannot be used (it is not a plain file of one
- * link, or cannot be opened or written): the caller then writes a new
- * file. A spare that cannot be used is removed, so the next save makes a
- * new one. */
+ * -EAGAIN, with nothing of PATH touched, when the spare cannot be used (it
+ * is not a plain file of one link, or cannot be opened or written): the
+ * caller then writes a new file. A spare that cannot be used is removed,
+ * so the next save makes a new one. */
 static int write_through_spare(const char *dir, const char *path, const char *name, const char *text, bool durable)
 {
 	char spare[PATH_MAX];
