@@ -15,11 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "base/clock.h"
 #include "state/state.h"
 
 static char text[600];
@@ -34,10 +34,7 @@ static double cpu_s(void)
 
 static double wall_s(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return (double)clock_mono_ns() / 1e9;
 }
 
 static int save(const char *dir, unsigned i, enum state_write how)

@@ -1038,8 +1038,8 @@ static void test_routine_saves_in_place(void **state)
 
 /* The save when an action's call ends holds no action in flight any more:
  * in place when it holds nothing but history, like a routine save;
- * renamed over the file when it holds an operator's override, which a
- * torn page could lose. */
+ * replaced whole (through the spare, a new inode) when it holds an
+ * operator's override, which a torn page could lose. */
 static void test_settled_save_in_place(void **state)
 {
 	struct fixture *fx = *state;
@@ -1059,7 +1059,7 @@ static void test_settled_save_in_place(void **state)
 	assert_int_equal(FAKE(n_set_capacity), 1);
 
 	/* The next action ends with a pin set (as the admin API would, but
-	 * without its save): renamed. */
+	 * without its save): replaced whole. */
 	fake_set(&fake.load, 300);
 	d = tick(fx->g, 15000);
 	assert_int_equal(d->action, DIR_OUT);
