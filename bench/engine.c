@@ -5,11 +5,13 @@
  * a fixed-date sale) with 4 rules each, and windows holding 20 minutes of
  * samples at 15 s. Two runs: one group evaluated again and again, and a
  * cycle over 10,000 such groups, as the daemon's timer would run them. Only
- * engine_evaluate() is timed; feeding the windows is not. Then both again
- * with a forecast on every signal: there the forecasters' work of an
+ * engine_evaluate() is timed; feeding the windows is not. Each run has a
+ * twin with a forecast on every signal: there the forecasters' work of an
  * evaluation (learning the newest sample, predicting one boot time ahead
  * and the peak over the lazy scale-in's keep time, engine_keep_ms()) is
- * timed with it, as the daemon does it once per evaluation.
+ * timed with it, as the daemon does it once per evaluation. A run and its
+ * twin take turns, cycle by cycle, so that the ratio of their times (the
+ * last line) holds on a machine whose speed drifts.
  *
  * Usage: bench/engine [GROUPS [CYCLES]] */
 #include <glib.h>
@@ -131,21 +133,21 @@ static double seconds(const struct timespec *a, const struct timespec *b)
 	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
 }
 
-/* Runs `cycles` evaluation rounds over n groups; returns evaluations/s. */
-static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now, long *actions)
+/* Runs `cycles` evaluation rounds over n groups; returns the seconds they
+ * took. */
+static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now, long *actions, unsigned *seed)
 {
 	struct observation obs = { .stable = true };
 	struct decision d;
 	struct timespec t0, t1;
 	double busy = 0;
-	unsigned seed = 42;
 	size_t i;
 	int c;
 
 	for (c = 0; c < cycles; c++) {
 		*now += STEP_MS;
 		for (i = 0; i < n; i++)
-			feed(&groups[i], *now, &seed);
+			feed(&groups[i], *now, seed);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		for (i = 0; i < n; i++) {
 			struct bench_group *b = &groups[i];
@@ -176,7 +178,7 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		busy += seconds(&t0, &t1);
 	}
-	return (double)n * cycles / busy;
+	return busy;
 }
 
 /* Puts every group back where each timed run starts: twenty minutes of
@@ -206,16 +208,51 @@ static void start_run(struct bench_group *groups, size_t n, int64_t start, const
 	}
 }
 
+/* One configuration's groups, clock and tallies: the runs without and
+ * with forecasts have one each, and take turns (compare()). */
+struct bench_side {
+	struct bench_group *groups;
+	int64_t now;
+	long actions;
+	unsigned seed; /* of the load's noise */
+	double busy;
+};
+
+/* Runs CYCLES rounds over N groups of each side, a slice of rounds of one
+ * and then of the other, from where each run starts (start_run()). The
+ * two sides are timed in turns, not one after the other, so that a
+ * machine whose speed drifts (a shared one, whose neighbours come and go)
+ * slows both alike, and the ratio between them holds. */
+static void compare(struct bench_side *sides, size_t n, int cycles, int slice, int64_t start,
+		    const struct forecast *learnt)
+{
+	int done;
+
+	for (int k = 0; k < 2; k++) {
+		start_run(sides[k].groups, n, start, k == 1 ? learnt : NULL);
+		sides[k].now = start;
+		sides[k].actions = 0;
+		sides[k].seed = 42;
+		sides[k].busy = 0;
+	}
+	for (done = 0; done < cycles; done += slice) {
+		int c = cycles - done < slice ? cycles - done : slice;
+
+		for (int k = 0; k < 2; k++)
+			sides[k].busy += run(sides[k].groups, n, c, &sides[k].now, &sides[k].actions, &sides[k].seed);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 10000, i, j;
 	int cycles = argc > 2 ? atoi(argv[2]) : 20;
 	/* Monday 2026-11-23 09:00 UTC: inside the business-hours profile. */
 	int64_t start = INT64_C(1795424400) * MS_PER_SEC, now;
-	struct bench_group *groups;
-	long actions = 0;
+	struct bench_side sides[2] = {{0}};
+	struct bench_group *fgroups;
 	struct forecast learnt;
-	double rate, one, many;
+	double one, many, rate;
 
 	if (n == 0 || cycles <= 0) {
 		fprintf(stderr, "usage: bench/engine [GROUPS [CYCLES]]\n");
@@ -226,66 +263,67 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench: time zone 'Europe/Berlin' not found (install tzdata)\n");
 		return 1;
 	}
-	groups = calloc(n, sizeof(*groups));
-	if (!groups) {
-		fprintf(stderr, "bench: out of memory for %zu groups\n", n);
-		return 1;
+	for (int k = 0; k < 2; k++) {
+		sides[k].groups = calloc(n, sizeof(*sides[k].groups));
+		if (!sides[k].groups) {
+			fprintf(stderr, "bench: out of memory for %zu groups\n", n);
+			return 1;
+		}
+		for (i = 0; i < n; i++)
+			setup_group(&sides[k].groups[i], start);
 	}
-	for (i = 0; i < n; i++)
-		setup_group(&groups[i], start);
 
-	start_run(groups, n, start, NULL);
-	now = start;
-	rate = one = run(groups, 1, 200000, &now, &actions);
-	printf("one group:       %.0f evaluations/s (%.2f us each), %ld actions\n", rate, 1e6 / rate, actions);
-	start_run(groups, n, start, NULL);
-	now = start;
-	actions = 0;
-	rate = many = run(groups, n, cycles, &now, &actions);
-	printf("%zu groups: %.0f evaluations/s (%.2f us each, %.1f ms a cycle), %ld actions\n", n, rate,
-	       1e6 / rate, 1e3 * n / rate, actions);
-
-	/* With forecasts: a week of history first, so the profiles are full;
-	 * every forecaster starts each run from this one. */
+	/* The second side forecasts: a week of history first, so the
+	 * profiles are full; every forecaster starts each run from this
+	 * one. */
+	fgroups = sides[1].groups;
 	forecast_init(&learnt, 0.99);
 	forecast_set_service(&learnt, 0.99);
 	for (now = start - 7 * 86400 * MS_PER_SEC; now < start - 80 * STEP_MS; now += 60 * MS_PER_SEC)
 		forecast_update(&learnt, now, 400 + (double)(now / 60000 % 1440), BOOT_MS,
-				engine_keep_ms(&groups[0].g, BOOT_MS));
+				engine_keep_ms(&fgroups[0].g, BOOT_MS));
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < N_SIGNALS; j++) {
-			groups[i].sig[j].forecast = (struct forecast_conf){ .mode = FORECAST_ON, .quantile = 0.99,
-									   .service_level = 0.99 };
-			groups[i].fc[j] = malloc(sizeof(*groups[i].fc[j]));
-			if (!groups[i].fc[j]) {
+			fgroups[i].sig[j].forecast = (struct forecast_conf){ .mode = FORECAST_ON, .quantile = 0.99,
+									    .service_level = 0.99 };
+			fgroups[i].fc[j] = malloc(sizeof(*fgroups[i].fc[j]));
+			if (!fgroups[i].fc[j]) {
 				fprintf(stderr, "bench: out of memory for the forecasters\n");
 				return 1;
 			}
 		}
 	}
-	start_run(groups, n, start, &learnt);
-	now = start;
-	actions = 0;
-	rate = run(groups, 1, 200000, &now, &actions);
-	printf("one group, forecasts: %.0f evaluations/s (%.2f us each), %ld actions\n", rate, 1e6 / rate, actions);
-	one /= rate;
-	start_run(groups, n, start, &learnt);
-	now = start;
-	actions = 0;
-	rate = run(groups, n, cycles, &now, &actions);
-	printf("%zu groups, forecasts: %.0f evaluations/s (%.2f us each, %.1f ms a cycle), %ld actions\n", n, rate,
-	       1e6 / rate, 1e3 * n / rate, actions);
+
+	/* One group evaluated again and again, in slices of 1,000. */
+	compare(sides, 1, 200000, 1000, start, &learnt);
+	one = sides[1].busy / sides[0].busy;
+	rate = 200000 / sides[0].busy;
+	printf("one group:       %.0f evaluations/s (%.2f us each), %ld actions\n", rate, 1e6 / rate,
+	       sides[0].actions);
+	rate = 200000 / sides[1].busy;
+	printf("one group, forecasts: %.0f evaluations/s (%.2f us each), %ld actions\n", rate, 1e6 / rate,
+	       sides[1].actions);
+	/* Every group in turn, as the daemon's timer runs them, one cycle of
+	 * each side at a time. */
+	compare(sides, n, cycles, 1, start, &learnt);
+	many = sides[1].busy / sides[0].busy;
+	for (int k = 0; k < 2; k++) {
+		rate = (double)n * cycles / sides[k].busy;
+		printf("%zu groups%s: %.0f evaluations/s (%.2f us each, %.1f ms a cycle), %ld actions\n", n,
+		       k ? ", forecasts" : "", rate, 1e6 / rate, 1e3 * n / rate, sides[k].actions);
+	}
 	/* What the forecasters add: the time of an evaluation with them over
 	 * the time without. */
-	printf("forecasts: %.2fx the time of an evaluation (one group), %.2fx (%zu groups)\n", one, many / rate, n);
+	printf("forecasts: %.2fx the time of an evaluation (one group), %.2fx (%zu groups)\n", one, many, n);
 	for (i = 0; i < n; i++)
 		for (j = 0; j < N_SIGNALS; j++)
-			free(groups[i].fc[j]);
-
-	for (i = 0; i < n; i++)
-		for (j = 0; j < N_SIGNALS; j++)
-			window_destroy(&groups[i].win[j]);
-	free(groups);
+			free(fgroups[i].fc[j]);
+	for (int k = 0; k < 2; k++) {
+		for (i = 0; i < n; i++)
+			for (j = 0; j < N_SIGNALS; j++)
+				window_destroy(&sides[k].groups[i].win[j]);
+		free(sides[k].groups);
+	}
 	g_time_zone_unref(berlin);
 	return 0;
 }
