@@ -162,9 +162,9 @@ int main(int argc, char **argv)
 	 * sorts the blocks the workers free, up to 0.8 % of a core more on it
 	 * (0.0-0.8 in the four pairs), about what the workers no longer
 	 * spend (all threads together: 9.0 % against 9.0 %, the mean of the
-	 * pairs). The workers mostly wait on
-	 * the network and on their hosts, and each thread's cache of small
-	 * blocks takes no lock, so they seldom wait for the heap's. */
+	 * pairs). The workers mostly wait on the network and on their hosts,
+	 * and each thread's cache of small blocks takes no lock, so they
+	 * seldom wait for the heap's. */
 	mallopt(M_ARENA_MAX, 1);
 	return agent_run(&opts) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -523,6 +523,31 @@ static void test_ring_deflated(void **st)
 	}
 	free(text);
 	assert_int_equal(r.n, 3);
+	/* One stream packs every record, reset between them, through one
+	 * buffer: after the long one, the same record packs to the same size
+	 * and reads back whole. */
+	assert_int_equal(admin_ring_push(&r, strdup(record), 0), b);
+	assert_newest(&r, record);
+	admin_ring_clear(&r);
+	/* And the older records keep their own bytes: each reads back. */
+	admin_ring_push(&r, strdup(record), 0);
+	admin_ring_push(&r, strdup(odd), 0);
+	admin_ring_push(&r, strdup(record), 0);
+	{
+		cJSON *all = admin_ring_json(&r), *a;
+
+		assert_non_null(all);
+		a = cJSON_GetObjectItemCaseSensitive(all, "decisions");
+		assert_int_equal(cJSON_GetArraySize(a), 3);
+		assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, 0), "group")->valuestring,
+				    "web-frontend");
+		assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, 1), "s")));
+		assert_string_equal(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(a, 2), "explanation")->valuestring,
+			"cpu 71% vs target 60% -> 5; queue 14 vs 10/instance -> 6; rps no data; max of signals; "
+			"scale out 4 -> 6");
+		cJSON_Delete(all);
+	}
 	admin_ring_clear(&r);
 }
 
