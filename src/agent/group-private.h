@@ -82,13 +82,19 @@ struct job {
 	struct driver_sample *samples;
 	size_t n_samples, cap_samples;
 	int n_done;              /* scale: instances created or removed */
-	char driver_msg[512];    /* the newest warning or error the driver logged, "" if none */
+	/* The newest warning or error the driver logged in the call (at most
+	 * JOB_MSG_MAX - 1 bytes), or NULL. Allocated when there is one: the
+	 * jobs of 10,000 groups are in flight at once, and most say nothing. */
+	char *driver_msg;
 	/* Cluster mode: the runtime that fences the changing calls (NULL
 	 * without a cluster) and the group's name, copied for the worker
-	 * thread, which must not read the group (job_fence() in job.c). */
+	 * thread, which must not read the group (job_fence() in job.c);
+	 * NULL without a cluster. */
 	struct cluster *cluster;
-	char fence_group[72];
+	char *fence_group;
 };
+
+#define JOB_MSG_MAX 512
 
 /* The newest failed driver operation, until one of the same kind succeeds. */
 struct group_error {

@@ -204,7 +204,8 @@ static void feed_driver_samples(struct group_rt *g, const struct job *j, struct 
 		}
 		if (n == 0) {
 			signal_set_error(s, "no ready member has a value of '%.64s' yet%s%.140s%s", s->sc->source,
-					 j->driver_msg[0] ? " (" : "", j->driver_msg, j->driver_msg[0] ? ")" : "");
+					 j->driver_msg ? " (" : "", j->driver_msg ? j->driver_msg : "",
+					 j->driver_msg ? ")" : "");
 		} else if (window_push(&s->win, t.mono_ms, sum / n) == -EDOM) {
 			signal_set_error(s, "not a finite number");
 		} else {
@@ -1106,8 +1107,8 @@ void group_job_done(struct job *j)
 			/* The driver's own words say why (e.g. until when the
 			 * cloud throttles it). */
 			log_group(LOG_WARNING, g->gc->name, NULL, NULL, "observe failed: %s%s%s%s; holding",
-				  strerror(-j->r), j->driver_msg[0] ? " (" : "", j->driver_msg,
-				  j->driver_msg[0] ? ")" : "");
+				  strerror(-j->r), j->driver_msg ? " (" : "", j->driver_msg ? j->driver_msg : "",
+				  j->driver_msg ? ")" : "");
 			metrics_record_error(g->ctx->metrics, g->gc->name, "observe");
 			if (j->want_samples)
 				driver_samples_failed(g, j->r);
@@ -1323,7 +1324,7 @@ void group_note_result(struct group_rt *g, const struct job *j, int64_t t)
 	free(e->message);
 	/* Without memory the record shows the errno's words alone. */
 	*e = (struct group_error){.time_ms = t, .kind = j->kind, .err = j->r,
-				  .message = j->driver_msg[0] ? strndup(j->driver_msg, GROUP_ERROR_MAX) : NULL};
+				  .message = j->driver_msg ? strndup(j->driver_msg, GROUP_ERROR_MAX) : NULL};
 }
 
 cJSON *group_rt_last_error_json(const struct group_rt *g)

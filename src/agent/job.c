@@ -89,6 +89,8 @@ void job_free(struct job *j)
 	free(j->ids);
 	driver_options_free(&j->opts);
 	free(j->orphan_of);
+	free(j->driver_msg);
+	free(j->fence_group);
 	free(j);
 }
 
@@ -209,9 +211,9 @@ static int job_collect_sample(void *ctx, const char *source, const char *id, dou
  * (cluster_fence()). When etcd refuses it, or cannot be asked, the call is
  * not made: the job fails with the reason, and the group holds. Returns
  * whether the call may go ahead. */
-static bool job_fence(struct job *j)
+static bool job_fence(struct job *j, char *msg, size_t len)
 {
-	char why[sizeof(j->driver_msg)];
+	char why[JOB_MSG_MAX];
 	int to = j->kind == JOB_SCALE_OUT ? j->count : j->from - j->count;
 	int r;
 
@@ -221,7 +223,7 @@ static bool job_fence(struct job *j)
 	if (r == 0)
 		return true;
 	j->r = r;
-	snprintf(j->driver_msg, sizeof(j->driver_msg), "%s", why);
+	snprintf(msg, len, "%s", why);
 	log_group(LOG_WARNING, j->fence_group, NULL, NULL, "%s", why);
 	return false;
 }
@@ -239,8 +241,11 @@ static void job_run(struct workers_task *t)
 	bool first;
 
 	/* What the driver says about a failure reaches the decision record
-	 * through the job, which this thread owns until it is posted back. */
-	driver_capture_begin(j->driver_msg, sizeof(j->driver_msg), j->kind == JOB_OBSERVE ? &j->host_room : NULL);
+	 * through the job, which this thread owns until it is posted back:
+	 * captured here, kept in the job only when there is something. */
+	static __thread char msg[JOB_MSG_MAX];
+
+	driver_capture_begin(msg, sizeof(msg), j->kind == JOB_OBSERVE ? &j->host_room : NULL);
 	/* The call's own time, without its wait in the queue. */
 	j->called_ms = clock_mono_ms();
 	switch (j->kind) {
@@ -249,13 +254,13 @@ static void job_run(struct workers_task *t)
 				       &j->obs);
 		break;
 	case JOB_SCALE_OUT:
-		if (!job_fence(j))
+		if (!job_fence(j, msg, sizeof(msg)))
 			break;
 		j->r = j->drv->set_capacity(j->handle, j->count, job_count_instance, j);
 		job_fence_end(j);
 		break;
 	case JOB_SCALE_IN:
-		if (!job_fence(j))
+		if (!job_fence(j, msg, sizeof(msg)))
 			break;
 		j->r = j->drv->remove_instances(j->handle, j->count, (const char *const *)j->ids, j->n_ids,
 						job_count_instance, j);
@@ -266,6 +271,9 @@ static void job_run(struct workers_task *t)
 		break;
 	}
 	driver_capture_end();
+	/* Without memory for it the record shows the errno's words alone. */
+	if (msg[0])
+		j->driver_msg = strdup(msg);
 	/* The driver's share of the daemon's CPU, user and system, apart
 	 * from the daemon's own (autoscaled_driver_call_cpu_seconds_total). */
 	j->cpu_ns = j->measure_cpu ? clock_thread_cpu_ns() - cpu : 0;
@@ -358,7 +366,11 @@ int job_start(struct group_rt *g, struct job *j)
 	 * can scrape. */
 	j->measure_cpu = g->ctx->agent_conf->metrics_listen != NULL;
 	j->cluster = g->ctx->cluster;
-	snprintf(j->fence_group, sizeof(j->fence_group), "%s", g->gc->name);
+	if (j->cluster) {
+		j->fence_group = strdup(g->gc->name);
+		if (!j->fence_group)
+			return log_group_errno(LOG_ERR, g->gc->name, -ENOMEM, "cannot start a driver call");
+	}
 	j->task.run = job_run;
 	j->pool = driver_pool(g->gc->driver, job_driver_limit(g->ctx->agent_conf, g->gc->driver));
 	r = j->pool ? workers_submit(j->pool, &j->task) : -ENOMEM;
