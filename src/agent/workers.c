@@ -26,18 +26,35 @@
  *
  * Idle threads wait on a stack, each on its own condition, and the newest
  * idle is woken first: the threads in use stay few and warm, and the others
- * reach their idle time and end. */
+ * reach their idle time and end.
+ *
+ * A thread's stack keeps every page its deepest call ever touched (a REST
+ * call through curl and the log touches some 40 KB), and an idle thread
+ * waits for up to its idle time: at 10,000 groups the REST drivers' pools
+ * kept some 330 threads and 13 MB of such pages for calls that run once an
+ * interval. A thread idle for WORKERS_TRIM_MS gives the pages below its
+ * frame back to the kernel (stack_trim()); its next call faults in the few
+ * it touches, which costs microseconds against a call that waits
+ * milliseconds on the network, and a thread of quick calls that runs them
+ * back to back is never idle that long. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/workers.h"
 
 /* The run time below which a task counts as quick, and the longest a task
  * waits behind busy threads before the guard takes it. */
 #define WORKERS_QUICK_NS (5 * 1000000LL)
+/* How long a thread waits idle before it gives back its stack's pages. */
+#define WORKERS_TRIM_NS (1000 * 1000000LL)
+/* What stays of the stack below the idle frame: the calls the thread
+ * makes while it waits (the trim's own, the lock's). */
+#define WORKERS_TRIM_MARGIN (4 * 1024)
 
 /* One thread, in worker_main()'s frame. */
 struct worker {
@@ -45,6 +62,7 @@ struct worker {
 	struct worker *next;     /* on the idle stack */
 	bool woken;              /* taken off the idle stack by a waker */
 	bool guard;              /* the pool's guard */
+	char *stack_low;         /* the lowest address of its stack, or NULL */
 };
 
 struct workers {
@@ -162,6 +180,37 @@ static bool wake_idle(struct workers *w, bool as_guard)
 
 static void *worker_main(void *arg);
 
+/* The lowest address of the calling thread's stack (above its guard
+ * page), or NULL when the thread library does not say. */
+static char *stack_low(void)
+{
+	pthread_attr_t attr;
+	void *addr = NULL;
+	size_t size;
+
+	if (pthread_getattr_np(pthread_self(), &attr) != 0)
+		return NULL;
+	if (pthread_attr_getstack(&attr, &addr, &size) != 0)
+		addr = NULL;
+	pthread_attr_destroy(&attr);
+	return addr;
+}
+
+/* Gives the kernel the whole pages of the calling thread's stack from LOW
+ * up to WORKERS_TRIM_MARGIN below this frame: nothing there is alive, and
+ * a later touch of one maps a zeroed page. Not inlined, so that its frame
+ * is the deepest of the caller's. */
+static __attribute__((noinline)) void stack_trim(char *low)
+{
+	char here;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = ((uintptr_t)low + page - 1) & ~(page - 1);
+	uintptr_t to = ((uintptr_t)&here - WORKERS_TRIM_MARGIN) & ~(page - 1);
+
+	if (low && to > from)
+		madvise((void *)from, to - from, MADV_DONTNEED);
+}
+
 static int start_thread(struct workers *w)
 {
 	pthread_attr_t attr;
@@ -237,6 +286,7 @@ static void *worker_main(void *arg)
 	struct worker me = {0};
 
 	cond_init_monotonic(&me.cv);
+	me.stack_low = stack_low();
 	pthread_mutex_lock(&w->lock);
 	if (w->guard_wanted && !w->guard) {
 		w->guard_wanted = false;
@@ -274,15 +324,29 @@ static void *worker_main(void *arg)
 		if (w->stopping)
 			break;
 		{
-			struct timespec until = timespec_of(mono_ns() + w->idle_ms * 1000000LL);
+			int64_t now = mono_ns(), end = now + w->idle_ms * 1000000LL;
+			struct timespec until = timespec_of(end);
+			struct timespec trim_at = timespec_of(now + WORKERS_TRIM_NS);
+			bool trimmed = !me.stack_low || now + WORKERS_TRIM_NS >= end;
 			int r = 0;
 
 			me.woken = false;
 			me.next = w->idle_top;
 			w->idle_top = &me;
 			w->idle++;
-			while (!me.woken && !w->stopping && r != ETIMEDOUT && w->threads <= w->limit)
-				r = pthread_cond_timedwait(&me.cv, &w->lock, &until);
+			while (!me.woken && !w->stopping && r != ETIMEDOUT && w->threads <= w->limit) {
+				r = pthread_cond_timedwait(&me.cv, &w->lock, trimmed ? &until : &trim_at);
+				if (r == ETIMEDOUT && !trimmed) {
+					/* Outside the lock: a waker that comes
+					 * meanwhile sets me.woken, which the loop
+					 * reads before it waits again. */
+					trimmed = true;
+					r = 0;
+					pthread_mutex_unlock(&w->lock);
+					stack_trim(me.stack_low);
+					pthread_mutex_lock(&w->lock);
+				}
+			}
 			if (me.woken) {
 				if (!me.guard)
 					w->waking--;

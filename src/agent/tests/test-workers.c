@@ -15,7 +15,9 @@
  *     threads above it are idle;
  *   - quick calls queued at once share a few threads, not one each;
  *   - a call stuck where the calls were quick holds up the calls queued
- *     behind it only until the guard takes them. */
+ *     behind it only until the guard takes them;
+ *   - a thread idle for a while gives back the stack pages its call
+ *     touched, and runs the next call on fresh ones. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -25,7 +27,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -399,6 +403,89 @@ static void test_guard_takes_calls_behind_stuck(void **state)
 	workers_free(w);
 }
 
+/* A call that fills DEEP_BYTES of its thread's stack and says where. */
+#define DEEP_BYTES (256 * 1024)
+
+static struct {
+	char *from;         /* the filled bytes' first page */
+	size_t pages;
+	bool saw_zero;      /* the second call found its bytes zeroed */
+	int runs;
+} deep;
+
+static __attribute__((noinline)) void deep_run(struct workers_task *t)
+{
+	volatile char buf[DEEP_BYTES];
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = ((uintptr_t)buf + page - 1) & ~(page - 1);
+	uintptr_t to = ((uintptr_t)buf + sizeof(buf)) & ~(page - 1);
+
+	(void)t;
+	pthread_mutex_lock(&drv_lock);
+	/* The second call, on the same thread from the same frame: its
+	 * pages were given back, so they read as zeros, not as the first
+	 * call's bytes. */
+	if (deep.runs == 1)
+		deep.saw_zero = buf[DEEP_BYTES / 2] == 0 && buf[page] == 0;
+	pthread_mutex_unlock(&drv_lock);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (char)(i | 1);
+	pthread_mutex_lock(&drv_lock);
+	deep.from = (char *)from;
+	deep.pages = (to - from) / page;
+	deep.runs++;
+	drv.n_done++;
+	pthread_cond_broadcast(&drv_cond);
+	pthread_mutex_unlock(&drv_lock);
+}
+
+/* How many of the deep call's pages are in memory. */
+static size_t deep_resident(void)
+{
+	unsigned char *vec = calloc(deep.pages, 1);
+	size_t n = 0;
+
+	assert_non_null(vec);
+	assert_int_equal(mincore(deep.from, deep.pages * (size_t)sysconf(_SC_PAGESIZE), vec), 0);
+	for (size_t i = 0; i < deep.pages; i++)
+		n += vec[i] & 1;
+	free(vec);
+	return n;
+}
+
+static void test_idle_thread_gives_back_stack(void **state)
+{
+	struct workers *w;
+	struct workers_task t = {.run = deep_run};
+	struct timespec ts, start;
+	struct workers_stats st;
+
+	(void)state;
+	memset(&deep, 0, sizeof(deep));
+	/* One thread, which stays for a minute when idle. */
+	assert_int_equal(workers_new("test", 1, 60000, &w), 0);
+	assert_int_equal(workers_submit(w, &t), 0);
+	wait_for(&drv.n_done, 1);
+	assert_true(deep.pages >= DEEP_BYTES / (size_t)sysconf(_SC_PAGESIZE) - 2);
+	/* Its pages were all touched just now; idle, it gives them back,
+	 * but for the few just below the idle frame, which it keeps for the
+	 * calls it makes while it waits. */
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (deep_resident() > deep.pages / 8) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		assert_true((ts.tv_sec - start.tv_sec) * 1000 < DEADLINE_MS);
+		nanosleep(&(struct timespec){.tv_nsec = 5000000}, NULL);
+	}
+	workers_stats(w, &st);
+	assert_int_equal(st.threads, 1);
+	/* The same thread runs the next call, on zeroed pages. */
+	assert_int_equal(workers_submit(w, &t), 0);
+	wait_for(&drv.n_done, 2);
+	assert_true(deep.saw_zero);
+	assert_true(deep_resident() > deep.pages / 2);
+	workers_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +498,7 @@ int main(void)
 		cmocka_unit_test_setup(test_lowered_limit_idle, setup),
 		cmocka_unit_test_setup(test_quick_calls_share_threads, setup),
 		cmocka_unit_test_setup(test_guard_takes_calls_behind_stuck, setup),
+		cmocka_unit_test_setup(test_idle_thread_gives_back_stack, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
