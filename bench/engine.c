@@ -71,6 +71,9 @@ static void setup_rules(struct rule_conf *r, const struct signal_conf *sig)
 
 static void setup_group(struct bench_group *b, int64_t now)
 {
+	static const struct rate_policy out_policies[] = { { POLICY_INSTANCES, 4, STEP_MS },
+							   { POLICY_PERCENT, 100, STEP_MS } };
+	static const struct rate_policy in_policies[] = { { POLICY_PERCENT, 100, STEP_MS } };
 	struct behavior_conf *beh = &b->g.behavior;
 	int i;
 
@@ -106,12 +109,10 @@ static void setup_group(struct bench_group *b, int64_t now)
 		b->prof[i].rules = b->rules[i];
 		b->prof[i].n_rules = N_RULES;
 	}
-	beh->scale_out = (struct direction_behavior){ .stabilization_ms = 0, .select = SELECT_MAX, .n_policies = 2 };
-	beh->scale_out.policies[0] = (struct rate_policy){ POLICY_INSTANCES, 4, STEP_MS };
-	beh->scale_out.policies[1] = (struct rate_policy){ POLICY_PERCENT, 100, STEP_MS };
+	beh->scale_out = (struct direction_behavior){ .stabilization_ms = 0, .select = SELECT_MAX, .policies = out_policies,
+						      .n_policies = 2 };
 	beh->scale_in = (struct direction_behavior){ .stabilization_ms = 300 * MS_PER_SEC, .select = SELECT_MAX,
-						     .n_policies = 1 };
-	beh->scale_in.policies[0] = (struct rate_policy){ POLICY_PERCENT, 100, STEP_MS };
+						     .policies = in_policies, .n_policies = 1 };
 	beh->initialization_ms = 60 * MS_PER_SEC;
 	engine_state_init(&b->st);
 	b->current = 4;

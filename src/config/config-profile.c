@@ -481,6 +481,7 @@ void cfg_read_profiles(struct config_ctx *x, const config_setting_t *s, struct g
 
 static void read_policies(struct config_ctx *x, const config_setting_t *s, struct direction_behavior *d)
 {
+	struct rate_policy *read;
 	size_t n;
 	const config_setting_t *list = cfg_get_list(x, s, "policies", CONFIG_MAX_POLICIES, &n);
 
@@ -489,9 +490,16 @@ static void read_policies(struct config_ctx *x, const config_setting_t *s, struc
 	/* Policies that are given replace the defaults; an empty list means
 	 * no rate limit in this direction. */
 	d->n_policies = 0;
+	d->policies = NULL;
+	if (n == 0)
+		return;
+	read = cfg_alloc(x, n, sizeof(*read));
+	if (!read)
+		return;
+	d->policies = read;
 	for (size_t i = 0; i < n; i++) {
 		const config_setting_t *e = cfg_list_group(x, list, i);
-		struct rate_policy *p = &d->policies[d->n_policies];
+		struct rate_policy *p = &read[d->n_policies];
 		int v, rt, rv;
 
 		if (!e)
@@ -544,17 +552,21 @@ void cfg_read_behavior(struct config_ctx *x, const config_setting_t *s, struct g
 	/* DESIGN.md section 3: scale out by the larger of 4 instances or 100 %
 	 * per 15 s at once; scale in by up to 100 % per 15 s after holding the
 	 * highest recommendation of the last 300 s. */
+	static const struct rate_policy out_policies[] = { { POLICY_INSTANCES, 4, 15 * MS_PER_SEC },
+							   { POLICY_PERCENT, 100, 15 * MS_PER_SEC } };
+	static const struct rate_policy in_policies[] = { { POLICY_PERCENT, 100, 15 * MS_PER_SEC } };
+
 	b->scale_out = (struct direction_behavior){
 		.stabilization_ms = 0,
 		.select = SELECT_MAX,
-		.policies = { { POLICY_INSTANCES, 4, 15 * MS_PER_SEC }, { POLICY_PERCENT, 100, 15 * MS_PER_SEC } },
-		.n_policies = 2,
+		.policies = out_policies,
+		.n_policies = N_ELEMS(out_policies),
 	};
 	b->scale_in = (struct direction_behavior){
 		.stabilization_ms = 300 * MS_PER_SEC,
 		.select = SELECT_MAX,
-		.policies = { { POLICY_PERCENT, 100, 15 * MS_PER_SEC } },
-		.n_policies = 1,
+		.policies = in_policies,
+		.n_policies = N_ELEMS(in_policies),
 	};
 	b->initialization_ms = 60 * MS_PER_SEC;
 	b->on_missing = ON_MISSING_HOLD;

@@ -213,7 +213,11 @@ struct rate_policy {
 struct direction_behavior {
 	int64_t stabilization_ms;  /* scale-in default 300 s, scale-out default 0 */
 	enum select_policy select;
-	struct rate_policy policies[CONFIG_MAX_POLICIES];
+	/* n_policies of them (at most CONFIG_MAX_POLICIES), in the
+	 * configuration's region or the defaults' static arrays: room for
+	 * the most a direction may have was 384 bytes a group, most of it
+	 * unused. */
+	const struct rate_policy *policies;
 	size_t n_policies;
 };
 

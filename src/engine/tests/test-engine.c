@@ -29,6 +29,9 @@ struct fx {
 	struct engine_signal_input in[4];
 	struct engine_state st;
 	struct decision d;
+	/* The rate-limit policies of each direction (the behaviour points
+	 * at them). */
+	struct rate_policy out_pol[CONFIG_MAX_POLICIES], in_pol[CONFIG_MAX_POLICIES];
 	int64_t now;       /* the monotonic clock */
 	int64_t wall_step; /* the wall clock reads now + wall_step */
 };
@@ -60,11 +63,13 @@ static void fx_init(int min, int max, int def)
 	F.prof[0] = (struct profile_conf){ .name = "default", .kind = PROFILE_DEFAULT, .min = min, .max = max,
 					   .def = def };
 	direction_defaults(&b->scale_out, 0);
-	b->scale_out.policies[0] = (struct rate_policy){ POLICY_INSTANCES, 4, S(15) };
-	b->scale_out.policies[1] = (struct rate_policy){ POLICY_PERCENT, 100, S(15) };
+	b->scale_out.policies = F.out_pol;
+	F.out_pol[0] = (struct rate_policy){ POLICY_INSTANCES, 4, S(15) };
+	F.out_pol[1] = (struct rate_policy){ POLICY_PERCENT, 100, S(15) };
 	b->scale_out.n_policies = 2;
 	direction_defaults(&b->scale_in, S(300));
-	b->scale_in.policies[0] = (struct rate_policy){ POLICY_PERCENT, 100, S(15) };
+	b->scale_in.policies = F.in_pol;
+	F.in_pol[0] = (struct rate_policy){ POLICY_PERCENT, 100, S(15) };
 	b->scale_in.n_policies = 1;
 	b->initialization_ms = S(60);
 	b->on_missing = ON_MISSING_HOLD;
@@ -601,8 +606,8 @@ static void test_rate_limits(void **state)
 	q = fx_signal("queue", SIGNAL_AVERAGE, 1);
 	F.sig[q].aggregation = AGG_LAST;
 	out = &F.g.behavior.scale_out;
-	out->policies[0] = (struct rate_policy){ POLICY_INSTANCES, 3, S(60) };
-	out->policies[1] = (struct rate_policy){ POLICY_PERCENT, 50, S(60) };
+	F.out_pol[0] = (struct rate_policy){ POLICY_INSTANCES, 3, S(60) };
+	F.out_pol[1] = (struct rate_policy){ POLICY_PERCENT, 50, S(60) };
 	engine_record_action(&F.st, F.now - S(70), 8, 10); /* outside the period */
 	engine_record_action(&F.st, F.now - S(30), 10, 12);
 	engine_record_action(&F.st, F.now - S(20), 12, 11);
@@ -621,8 +626,8 @@ static void test_rate_limits(void **state)
 		struct direction_behavior *in = &F.g.behavior.scale_in;
 
 		in->stabilization_ms = 0;
-		in->policies[0] = (struct rate_policy){ POLICY_INSTANCES, 3, S(60) };
-		in->policies[1] = (struct rate_policy){ POLICY_PERCENT, 45, S(60) };
+		F.in_pol[0] = (struct rate_policy){ POLICY_INSTANCES, 3, S(60) };
+		F.in_pol[1] = (struct rate_policy){ POLICY_PERCENT, 45, S(60) };
 		in->n_policies = 2;
 		F.now += S(1);
 		fx_push(q, 1);
@@ -1167,7 +1172,7 @@ static void scale_in_run(int at, int64_t step_ms, int *out)
 	fx_init(1, 20, 1);
 	q = fx_signal("queue", SIGNAL_AVERAGE, 5);
 	F.sig[q].aggregation = AGG_LAST;
-	F.g.behavior.scale_in.policies[0] = (struct rate_policy){ POLICY_INSTANCES, 2, S(60) };
+	F.in_pol[0] = (struct rate_policy){ POLICY_INSTANCES, 2, S(60) };
 	for (int i = 0; i < STEP_RUN; i++, F.now += S(15)) {
 		if (i == at)
 			F.wall_step += step_ms;

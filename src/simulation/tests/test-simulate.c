@@ -87,6 +87,10 @@ static int run(struct fixture *f, struct sim_metrics *m, struct sim_step **st, s
 	return run_series(f, &f->t, m, st, n);
 }
 
+/* The fixture's rate limits: 100 instances out, 100 % in, per 15 s. */
+static const struct rate_policy out_policy[] = {{.type = POLICY_INSTANCES, .value = 100, .period_ms = 15 * S}};
+static const struct rate_policy in_policy[] = {{.type = POLICY_PERCENT, .value = 100, .period_ms = 15 * S}};
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -118,13 +122,13 @@ static int setup(void **state)
 	f->g.behavior.scale_out = (struct direction_behavior){
 		.stabilization_ms = 0,
 		.select = SELECT_MAX,
-		.policies = {{.type = POLICY_INSTANCES, .value = 100, .period_ms = 15 * S}},
+		.policies = out_policy,
 		.n_policies = 1,
 	};
 	f->g.behavior.scale_in = (struct direction_behavior){
 		.stabilization_ms = 0,
 		.select = SELECT_MAX,
-		.policies = {{.type = POLICY_PERCENT, .value = 100, .period_ms = 15 * S}},
+		.policies = in_policy,
 		.n_policies = 1,
 	};
 	f->g.behavior.initialization_ms = 0;
