@@ -32,8 +32,9 @@
  * call through curl and the log touches some 40 KB), and an idle thread
  * waits for up to its idle time: at 10,000 groups the REST drivers' pools
  * kept some 330 threads and 13 MB of such pages for calls that run once an
- * interval. A thread idle for WORKERS_TRIM_MS gives the pages below its
- * frame back to the kernel (stack_trim()); its next call faults in the few
+ * interval. A thread idle for a second (WORKERS_TRIM_NS) gives the pages
+ * below its frame back to the kernel (stack_trim()); its next call faults
+ * in the few
  * it touches, which costs microseconds against a call that waits
  * milliseconds on the network, and a thread of quick calls that runs them
  * back to back is never idle that long. */
