@@ -299,7 +299,7 @@ int group_admin_what_if(struct group_rt *g, const struct admin_what_if *w, cJSON
 	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
 	struct window win[CONFIG_MAX_SIGNALS];
 	bool given[CONFIG_MAX_SIGNALS] = {false};
-	struct engine_state prior = g->st.engine, next;
+	struct engine_state prior = group_rt_state(g)->engine, next;
 	struct clock_now now = clock_now();
 	struct observation obs;
 	struct decision d;
@@ -314,7 +314,7 @@ int group_admin_what_if(struct group_rt *g, const struct admin_what_if *w, cJSON
 	}
 	/* The action pending in the state is taken as still in flight: a
 	 * what-if does not settle it (the next evaluation does). */
-	group_engine_inputs(g, g->st.in_flight.direction, &obs, in);
+	group_engine_inputs(g, group_rt_state(g)->in_flight.direction, &obs, in);
 	/* A routine observation that happens to be running is not a hold the
 	 * question is about: the daemon evaluates when it ends. A scale call,
 	 * a drain or a driver open still holds, as it would then. */

@@ -142,7 +142,9 @@ struct group_rt {
 	size_t n_signals;
 	bool want_samples;        /* a signal reads one of the driver's sources */
 	struct timer timer;       /* the evaluations' (sources/loop.h) */
-	struct group_state st;    /* persisted: engine state, in-flight action, pin, pause, dry run */
+	/* persisted: engine state, in-flight action, pin, pause, dry run;
+	 * packed, and read through group_st() (group.c) */
+	struct state_packed *st_packed;
 	/* A digest of the state the state file holds (group_state_digest): a
 	 * state whose digest differs needs a save. A copy would do the same
 	 * with 3.4 KB a group. */

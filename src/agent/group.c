@@ -374,6 +374,50 @@ static void group_take_forecast_record(struct group_rt *g, int64_t since)
 			  r, r == 1 ? "" : "s");
 }
 
+/* The groups' states rest packed at their size (state_packed, some 300
+ * bytes for a steady group where struct group_state is 1.4 KB, most of it
+ * room for histories); the loop's thread works on one group's in full at
+ * a time, here. group_st() hands out the full state of G: it writes the
+ * state it held back into its group's packed one and unpacks G's. So a
+ * pointer it returned is good until group_st() is called for another
+ * group: no caller keeps one across a call that may reach another group.
+ * Everything that reads or changes a group's state runs on the loop's
+ * thread (and, in the tests, on the one thread they have). */
+static struct group_state st_full;
+static struct group_rt *st_owner;
+
+/* Writes the full state back into G's packed one, if G has it. A packed
+ * state that cannot grow (malloc failing for a few hundred bytes) would
+ * lose recommendations that hold back a scale-in, or actions that rate
+ * limits count: the daemon stops instead, and a restart resumes from the
+ * state file, which holds both. */
+static void group_st_flush(struct group_rt *g)
+{
+	if (st_owner != g)
+		return;
+	if (state_pack(&st_full, &g->st_packed) < 0) {
+		log_group(LOG_CRIT, g->gc->name, NULL, NULL, "out of memory keeping the group's state; stopping");
+		abort();
+	}
+	st_owner = NULL;
+}
+
+static struct group_state *group_st(const struct group_rt *cg)
+{
+	struct group_rt *g = (struct group_rt *)cg;
+
+	if (st_owner == g)
+		return &st_full;
+	if (st_owner)
+		group_st_flush(st_owner);
+	if (g->st_packed)
+		state_unpack(g->st_packed, &st_full);
+	else
+		state_init(&st_full);
+	st_owner = g;
+	return &st_full;
+}
+
 /* A group this agent has just come to own continues from the record its
  * previous owner left in etcd (cluster.h): the windows, the actions that
  * rate limits and cooldowns count, an action in flight (reconciled, not
@@ -410,14 +454,14 @@ static void group_take_record(struct group_rt *g, struct clock_now t)
 	if (!cJSON_IsObject(st) || !cJSON_IsString(who)) {
 		snprintf(why, sizeof(why), "not a record of this daemon's");
 	} else if (state_from_json(st, g->gc, t, &rec, why, sizeof(why)) == 0) {
-		hole = state_merge_record(&g->st, &rec, final, g->first_eval_ms, g->gc, t.mono_ms);
+		hole = state_merge_record(group_st(g), &rec, final, g->first_eval_ms, g->gc, t.mono_ms);
 		log_group(hole ? LOG_WARNING : LOG_NOTICE, g->gc->name, NULL, NULL,
 			  "cluster: continuing from the record agent '%s' left%s: %zu recommendation%s in the scale-in "
 			  "window%s%s%s%s",
 			  cluster_printable(who->valuestring), final ? " when it gave the group up" : "",
-			  g->st.engine.n_down_recs, g->st.engine.n_down_recs == 1 ? "" : "s",
-			  g->st.in_flight.direction != DIR_NONE ? ", an action in flight" : "",
-			  g->st.pin.active ? ", pinned" : "", g->st.pause.active ? ", paused" : "",
+			  group_st(g)->engine.n_down_recs, group_st(g)->engine.n_down_recs == 1 ? "" : "s",
+			  group_st(g)->in_flight.direction != DIR_NONE ? ", an action in flight" : "",
+			  group_st(g)->pin.active ? ", pinned" : "", group_st(g)->pause.active ? ", paused" : "",
 			  hole ? "; its writer stopped without a last record, so scale-in waits a full window" : "");
 		cJSON_Delete(j);
 		group_save(g);
@@ -428,7 +472,7 @@ static void group_take_record(struct group_rt *g, struct clock_now t)
 	log_group(LOG_WARNING, g->gc->name, NULL, NULL,
 		  "cluster: the group's record in etcd cannot be used (%s); continuing from this agent's own state, "
 		  "scale-in held for a full window", why);
-	state_hold_scale_in(&g->st, g->gc, t.mono_ms);
+	state_hold_scale_in(group_st(g), g->gc, t.mono_ms);
 	cJSON_Delete(j);
 	group_save(g);
 }
@@ -440,16 +484,24 @@ static void group_take_record(struct group_rt *g, struct clock_now t)
  * to the next change. */
 static uint64_t group_state_digest(const struct group_state *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
+	struct group_state c;
+	const unsigned char *p = (const unsigned char *)&c;
 	uint64_t h = 14695981039346656037ULL, w;
 	size_t i;
 
-	for (i = 0; i + sizeof(w) <= sizeof(*s); i += sizeof(w)) {
+	/* The bytes past the histories' entries and the request id are
+	 * whatever the engine left there, and a packed state drops them:
+	 * they count as zero, so a state digests the same before a pack and
+	 * after it. */
+	memcpy(&c, s, sizeof(c));
+	state_canonical(&c);
+
+	for (i = 0; i + sizeof(w) <= sizeof(c); i += sizeof(w)) {
 		memcpy(&w, p + i, sizeof(w));
 		h = (h ^ w) * 1099511628211ULL;
 		h ^= h >> 29;
 	}
-	for (; i < sizeof(*s); i++)
+	for (; i < sizeof(c); i++)
 		h = (h ^ p[i]) * 1099511628211ULL;
 	return h;
 }
@@ -558,7 +610,7 @@ static void save_state(struct group_rt *g, enum save_kind kind)
 	if (r == 0 && snprintf(name, sizeof(name), "%s.state", g->gc->name) >= (int)sizeof(name))
 		r = -ENAMETOOLONG;
 	if (r < 0) {
-		if (group_state_digest(&g->st) != g->saved_digest)
+		if (group_state_digest(group_st(g)) != g->saved_digest)
 			save_failed(g, dir, (int)r);
 		return;
 	}
@@ -569,15 +621,15 @@ static void save_state(struct group_rt *g, enum save_kind kind)
 	} else if (r == 0 && !g->save_retry) {
 		save_ok(g);
 	}
-	digest = group_state_digest(&g->st);
+	digest = group_state_digest(group_st(g));
 	if (!g->save_retry && !final && digest == g->saved_digest)
 		return;
 	now = clock_now();
-	shape = group_state_shape(&g->st);
+	shape = group_state_shape(group_st(g));
 	if (!g->save_retry && kind == SAVE_ROUTINE && shape == g->saved_shape &&
 	    now.mono_ms - g->saved_mono_ms < refresh_ms(g))
 		return;
-	j = state_to_json(&g->st, g->gc->name, now, final ? 0 : refresh_ms(g));
+	j = state_to_json(group_st(g), g->gc->name, now, final ? 0 : refresh_ms(g));
 	text = j ? cJSON_Print(j) : NULL;
 	/* The owner's state is the group's record in etcd too, once it has
 	 * continued from its predecessor's. */
@@ -593,7 +645,7 @@ static void save_state(struct group_rt *g, enum save_kind kind)
 	else if (wait)
 		r = state_writer_save_now(dir, path, name, text);
 	else
-		r = state_writer_save(dir, path, name, text, only_history(&g->st));
+		r = state_writer_save(dir, path, name, text, only_history(group_st(g)));
 	if (r < 0) {
 		save_failed(g, dir, (int)r);
 		g->save_retry = true;
@@ -848,7 +900,7 @@ static int forecasts_start(struct group_rt *g, const struct group_rt *old)
 			  r == -EINVAL ? why : strerror(-r));
 	for (size_t i = 0; i < g->n_signals; i++) {
 		const struct signal_conf *sc = g->signals[i].sc;
-		int64_t boot = forecast_boot_horizon(&g->st.boot, gc->behavior.boot_time_ms);
+		int64_t boot = forecast_boot_horizon(&group_st(g)->boot, gc->behavior.boot_time_ms);
 
 		if (!g->signals[i].fc || g->signals[i].fc->n_samples > 0 || !sc->forecast.seed_file)
 			continue;
@@ -940,11 +992,11 @@ void group_engine_inputs(const struct group_rt *g, enum scale_direction in_fligh
 		.partial = g->partial,
 		.host_bounded = g->host_room >= 0,
 		.host_room = g->host_room,
-		.paused = g->st.pause.active,
+		.paused = group_st(g)->pause.active,
 		.not_owner = g->ctx->cluster && !group_acting_owner(g),
-		.pinned = g->st.pin.active,
-		.pin_count = g->st.pin.count,
-		.pin_forced = g->st.pin.forced,
+		.pinned = group_st(g)->pin.active,
+		.pin_count = group_st(g)->pin.count,
+		.pin_forced = group_st(g)->pin.forced,
 	};
 	for (size_t i = 0; i < g->n_signals; i++) {
 		in[i] = (struct engine_signal_input){
@@ -972,16 +1024,16 @@ static void group_evaluate(struct group_rt *g)
 		g->first_eval_ms = t.mono_ms;
 	if (g->ctx->cluster)
 		group_take_record(g, t);
-	was_pinned = g->st.pin.active;
-	if (state_expire(&g->st, t.wall_ms))
+	was_pinned = group_st(g)->pin.active;
+	if (state_expire(group_st(g), t.wall_ms))
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL, "%s expired",
-			  !g->st.pin.active && was_pinned ? "the pin" : "the pause");
+			  !group_st(g)->pin.active && was_pinned ? "the pin" : "the pause");
 	group_engine_inputs(g, group_reconcile_in_flight(g, t.mono_ms), &obs, in);
 	/* The boot time: measured from the group's own scale-outs. */
-	forecast_boot_observe(&g->st.boot, t.mono_ms, ready_instances(g));
-	obs.boot_ms = forecast_boot_horizon(&g->st.boot, g->gc->behavior.boot_time_ms);
+	forecast_boot_observe(&group_st(g)->boot, t.mono_ms, ready_instances(g));
+	obs.boot_ms = forecast_boot_horizon(&group_st(g)->boot, g->gc->behavior.boot_time_ms);
 	forecasts_feed(g, t, obs.boot_ms, in);
-	r = engine_evaluate(g->gc, t, &obs, in, &g->st.engine, &g->st.engine, &d);
+	r = engine_evaluate(g->gc, t, &obs, in, &group_st(g)->engine, &group_st(g)->engine, &d);
 	if (r < 0) {
 		log_group_errno(LOG_ERR, g->gc->name, r, "evaluation failed");
 		metrics_record_error(g->ctx->metrics, g->gc->name, "evaluation");
@@ -999,8 +1051,8 @@ static void group_evaluate(struct group_rt *g)
 	g->record_pending = keep_last(g, &d) && !json;
 	g->record_dry_run = dry;
 	m1 = clock_mono_ns();
-	paused = g->st.pause.active;
-	pinned = g->st.pin.active;
+	paused = group_st(g)->pause.active;
+	pinned = group_st(g)->pin.active;
 	metrics_record_decision(g->ctx->metrics, g->gc, &d,
 				&(struct metrics_group_status){
 					.paused = paused,
@@ -1017,14 +1069,14 @@ static void group_evaluate(struct group_rt *g)
 
 	/* The action is in the state file before the driver is called, so a
 	 * crash from here on is reconciled after the restart. */
-	g->st.in_flight = (struct state_action){
+	group_st(g)->in_flight = (struct state_action){
 		.direction = d.action,
 		.from = d.current,
 		.to = d.desired,
 		.started_ms = t.mono_ms,
 		.deadline_ms = t.mono_ms + STATE_IN_FLIGHT_DEADLINE_MS,
 	};
-	forecast_boot_action(&g->st.boot, t.mono_ms, d.current, d.desired);
+	forecast_boot_action(&group_st(g)->boot, t.mono_ms, d.current, d.desired);
 	group_save(g);
 	metrics_record_action(g->ctx->metrics, g->gc->name, d.action);
 	if (json && g->ctx->notifier)
@@ -1186,24 +1238,24 @@ static void on_group_timer(struct timer *t, uint64_t due, void *userdata)
  * is issued. Returns its direction while it is pending. */
 enum scale_direction group_reconcile_in_flight(struct group_rt *g, int64_t t)
 {
-	struct state_action a = g->st.in_flight;
+	struct state_action a = group_st(g)->in_flight;
 
 	if (a.direction == DIR_NONE || g->job || g->drain)
 		return a.direction;
-	switch (state_reconcile(&g->st, g->current, g->stable, t)) {
+	switch (state_reconcile(group_st(g), g->current, g->stable, t)) {
 	case RECONCILE_NONE:
 		return DIR_NONE;
 	case RECONCILE_PENDING:
 		return a.direction;
 	case RECONCILE_DONE:
-		engine_record_action(&g->st.engine, a.started_ms, a.from, a.to);
+		engine_record_action(&group_st(g)->engine, a.started_ms, a.from, a.to);
 		log_group(LOG_NOTICE, g->gc->name, NULL, NULL,
 			  "the %s from %d to %d in flight before the restart is complete", direction_noun(a.direction),
 			  a.from, a.to);
 		break;
 	case RECONCILE_STOPPED:
 		if (g->current != a.from)
-			engine_record_action(&g->st.engine, a.started_ms, a.from, g->current);
+			engine_record_action(&group_st(g)->engine, a.started_ms, a.from, g->current);
 		log_group(LOG_WARNING, g->gc->name, NULL, NULL,
 			  "the %s from %d to %d in flight before the restart stopped at %d",
 			  direction_noun(a.direction), a.from, a.to, g->current);
@@ -1225,7 +1277,7 @@ void group_start_scale_job(struct group_rt *g, enum job_kind kind, int count, in
 	struct job *j = calloc(1, sizeof(*j));
 
 	if (!j) {
-		g->st.in_flight.direction = DIR_NONE;
+		group_st(g)->in_flight.direction = DIR_NONE;
 		return;
 	}
 	j->kind = kind;
@@ -1235,7 +1287,7 @@ void group_start_scale_job(struct group_rt *g, enum job_kind kind, int count, in
 	j->n_ids = n_ids;
 	if (job_start(g, j) < 0) {
 		job_free(j);
-		g->st.in_flight.direction = DIR_NONE;
+		group_st(g)->in_flight.direction = DIR_NONE;
 		group_save(g);
 	}
 }
@@ -1248,7 +1300,7 @@ static void on_drained(void *userdata, const char *const *ids, size_t n)
 	g->drain = NULL;
 	if (n == 0) {
 		log_group(LOG_WARNING, g->gc->name, NULL, NULL, "scale-in held: no instance could be drained");
-		g->st.in_flight.direction = DIR_NONE;
+		group_st(g)->in_flight.direction = DIR_NONE;
 		group_save(g);
 		return;
 	}
@@ -1261,13 +1313,13 @@ static void on_drained(void *userdata, const char *const *ids, size_t n)
 			copy = NULL;
 		}
 	if (!copy) {
-		g->st.in_flight.direction = DIR_NONE;
+		group_st(g)->in_flight.direction = DIR_NONE;
 		group_save(g);
 		return;
 	}
-	g->st.in_flight.to = g->st.in_flight.from - (int)n;
+	group_st(g)->in_flight.to = group_st(g)->in_flight.from - (int)n;
 	group_save(g);
-	group_start_scale_job(g, JOB_SCALE_IN, (int)n, g->st.in_flight.from, copy, n);
+	group_start_scale_job(g, JOB_SCALE_IN, (int)n, group_st(g)->in_flight.from, copy, n);
 }
 
 /* Scale-in with a pre-scale-in hook: drain victims first (notify.h), then
@@ -1301,7 +1353,7 @@ bool group_start_drain(struct group_rt *g, int count, const char *record)
 	free(ids);
 	if (r < 0) {
 		log_group_errno(LOG_ERR, g->gc->name, r, "scale-in held: cannot start the pre-scale-in hook");
-		g->st.in_flight.direction = DIR_NONE;
+		group_st(g)->in_flight.direction = DIR_NONE;
 		group_save(g);
 	}
 	return true;
@@ -1355,7 +1407,7 @@ void group_scale_done(struct group_rt *g, struct job *j, int64_t t)
 
 	snprintf(from_s, sizeof(from_s), "%d", j->from);
 	snprintf(to_s, sizeof(to_s), "%d", to);
-	g->st.in_flight.direction = DIR_NONE;
+	group_st(g)->in_flight.direction = DIR_NONE;
 	if (j->r < 0) {
 		log_fields_errno(LOG_ERR, g->gc->name, LOG_ID_ACTION_FAILED, fields, 3, j->r, "%s from %d to %d failed",
 				 direction_noun(j->kind == JOB_SCALE_OUT ? DIR_OUT : DIR_IN), j->from, to);
@@ -1364,12 +1416,12 @@ void group_scale_done(struct group_rt *g, struct job *j, int64_t t)
 		/* Whatever part of it happened shows in the next observation;
 		 * recording it keeps rate limits honest. */
 		if (j->n_done > 0)
-			engine_record_action(&g->st.engine, j->started_ms, j->from,
+			engine_record_action(&group_st(g)->engine, j->started_ms, j->from,
 					     j->from + (j->kind == JOB_SCALE_OUT ? j->n_done : -j->n_done));
 		save_state(g, SAVE_SETTLED);
 		return;
 	}
-	engine_record_action(&g->st.engine, j->started_ms, j->from, to);
+	engine_record_action(&group_st(g)->engine, j->started_ms, j->from, to);
 	save_state(g, SAVE_SETTLED);
 	log_fields(LOG_NOTICE, g->gc->name, LOG_ID_ACTION, fields, 3, "%s from %d to %d done in %.1f s",
 		   j->kind == JOB_SCALE_OUT ? "scaled out" : "scaled in", j->from, to,
@@ -1396,7 +1448,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	g->ctx = ctx;
 	g->gc = gc;
 	g->host_room = -1;
-	state_init(&g->st);
+	state_init(group_st(g));
 	/* A group that is new to this process resumes from its state file; a
 	 * group that a reload rebuilds takes the old runtime's state instead
 	 * (group_rt_adopt). */
@@ -1407,16 +1459,16 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		 * save on its way to the file. */
 		if (state_path(ctx->agent_conf->state_directory, gc->name, path, sizeof(path)) == 0)
 			state_writer_sync(path);
-		g->origin = state_load(ctx->agent_conf->state_directory, gc, clock_now(), &g->st);
+		g->origin = state_load(ctx->agent_conf->state_directory, gc, clock_now(), group_st(g));
 		if (g->origin == STATE_RESTORED)
 			log_group(LOG_INFO, gc->name, NULL, NULL,
-				  "state restored: %zu recommendation%s in the scale-in window%s%s%s", g->st.engine.n_down_recs,
-				  g->st.engine.n_down_recs == 1 ? "" : "s",
-				  g->st.in_flight.direction != DIR_NONE ? ", an action in flight" : "",
-				  g->st.pin.active ? ", pinned" : "", g->st.pause.active ? ", paused" : "");
+				  "state restored: %zu recommendation%s in the scale-in window%s%s%s", group_st(g)->engine.n_down_recs,
+				  group_st(g)->engine.n_down_recs == 1 ? "" : "s",
+				  group_st(g)->in_flight.direction != DIR_NONE ? ", an action in flight" : "",
+				  group_st(g)->pin.active ? ", pinned" : "", group_st(g)->pause.active ? ", paused" : "");
 	}
-	g->saved_digest = group_state_digest(&g->st);
-	g->saved_shape = group_state_shape(&g->st);
+	g->saved_digest = group_state_digest(group_st(g));
+	g->saved_shape = group_state_shape(group_st(g));
 
 	r = driver_load(gc->driver, ctx->agent_conf->driver_directory, &loaded, err, sizeof(err));
 	if (r < 0) {
@@ -1566,7 +1618,14 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 			}
 		}
 	}
-	g->st = old->st;
+	/* The state moves: OLD's, written back if it is the one in full, and
+	 * not G's fresh one, which may be in full too. */
+	group_st_flush(old);
+	if (st_owner == g)
+		st_owner = NULL;
+	free(g->st_packed);
+	g->st_packed = old->st_packed;
+	old->st_packed = NULL;
 	g->saved_digest = old->saved_digest;
 	g->saved_shape = old->saved_shape;
 	g->saved_mono_ms = old->saved_mono_ms;
@@ -1711,6 +1770,9 @@ void group_rt_free(struct group_rt *g)
 	free(g->instances);
 	free(g->last_error.message);
 	free(g->last);
+	if (st_owner == g)
+		st_owner = NULL;
+	free(g->st_packed);
 	free(g);
 }
 
@@ -1721,12 +1783,18 @@ const char *group_rt_name(const struct group_rt *g)
 
 bool group_rt_dry_run(const struct group_rt *g)
 {
-	return g->ctx->dry_run || state_dry_run(&g->st, g->gc->dry_run);
+	/* Read from the packed state: the agent's status asks it of every
+	 * group, which should not unpack them all. */
+	if (g->ctx->dry_run)
+		return true;
+	if (st_owner == g || !g->st_packed)
+		return state_dry_run(group_st(g), g->gc->dry_run);
+	return state_packed_dry_run(g->st_packed, g->gc->dry_run);
 }
 
 struct group_state *group_rt_state(struct group_rt *g)
 {
-	return &g->st;
+	return group_st(g);
 }
 
 const struct group_conf *group_rt_conf(const struct group_rt *g)

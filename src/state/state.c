@@ -40,6 +40,106 @@ void state_init(struct group_state *s)
 	s->in_flight.direction = DIR_NONE;
 }
 
+_Static_assert(ENGINE_MAX_HISTORY <= UINT8_MAX && STATE_REQUEST_ID_MAX <= UINT8_MAX + 1,
+	       "a packed state counts its entries and its id's bytes in a byte each");
+_Static_assert(sizeof(struct engine_rec) == sizeof(struct engine_event), "the packed histories are 12 bytes each");
+
+/* The allocation grows and shrinks in steps of this many bytes, so that a
+ * window that gains and loses an entry an evaluation does not realloc at
+ * each one. */
+#define STATE_PACK_STEP 64
+
+/* Keep in step with struct group_state and struct engine_state: every
+ * field is copied here and in state_unpack(), and test-state's round trip
+ * fills every one. */
+int state_pack(const struct group_state *s, struct state_packed **p)
+{
+	const struct engine_state *e = &s->engine;
+	size_t id_len = strnlen(s->in_flight.request_id, sizeof(s->in_flight.request_id) - 1);
+	size_t entries = e->n_up_recs + e->n_down_recs + e->n_events;
+	size_t need = sizeof(struct state_packed) + entries * sizeof(struct engine_rec) + id_len;
+	size_t size = (need + STATE_PACK_STEP - 1) / STATE_PACK_STEP * STATE_PACK_STEP;
+	struct state_packed *q = *p;
+	unsigned char *t;
+
+	if (!q || q->size != size) {
+		q = realloc(q, size);
+		if (!q)
+			return -ENOMEM;
+		*p = q;
+	}
+	memset(q, 0, size);
+	q->size = size;
+	q->version = e->version;
+	q->last_action_dir = e->last_action_dir;
+	q->last_action_ms = e->last_action_ms;
+	q->no_scale_in_before_ms = e->no_scale_in_before_ms;
+	q->pin = s->pin;
+	q->pause = s->pause;
+	q->dry_run = s->dry_run;
+	q->in_flight_dir = s->in_flight.direction;
+	q->in_flight_from = s->in_flight.from;
+	q->in_flight_to = s->in_flight.to;
+	q->in_flight_started_ms = s->in_flight.started_ms;
+	q->in_flight_deadline_ms = s->in_flight.deadline_ms;
+	q->boot = s->boot;
+	q->n_up_recs = (uint8_t)e->n_up_recs;
+	q->n_down_recs = (uint8_t)e->n_down_recs;
+	q->n_events = (uint8_t)e->n_events;
+	q->id_len = (uint8_t)id_len;
+	t = q->tail;
+	memcpy(t, e->up_recs, e->n_up_recs * sizeof(struct engine_rec));
+	t += e->n_up_recs * sizeof(struct engine_rec);
+	memcpy(t, e->down_recs, e->n_down_recs * sizeof(struct engine_rec));
+	t += e->n_down_recs * sizeof(struct engine_rec);
+	memcpy(t, e->events, e->n_events * sizeof(struct engine_event));
+	t += e->n_events * sizeof(struct engine_event);
+	memcpy(t, s->in_flight.request_id, id_len);
+	return 0;
+}
+
+void state_canonical(struct group_state *s)
+{
+	struct engine_state *e = &s->engine;
+	size_t id_len = strnlen(s->in_flight.request_id, sizeof(s->in_flight.request_id));
+
+	memset(e->up_recs + e->n_up_recs, 0, (ENGINE_MAX_HISTORY - e->n_up_recs) * sizeof(struct engine_rec));
+	memset(e->down_recs + e->n_down_recs, 0, (ENGINE_MAX_HISTORY - e->n_down_recs) * sizeof(struct engine_rec));
+	memset(e->events + e->n_events, 0, (ENGINE_MAX_HISTORY - e->n_events) * sizeof(struct engine_event));
+	memset(s->in_flight.request_id + id_len, 0, sizeof(s->in_flight.request_id) - id_len);
+}
+
+void state_unpack(const struct state_packed *q, struct group_state *s)
+{
+	struct engine_state *e = &s->engine;
+	const unsigned char *t = q->tail;
+
+	memset(s, 0, sizeof(*s));
+	e->version = q->version;
+	e->last_action_dir = q->last_action_dir;
+	e->last_action_ms = q->last_action_ms;
+	e->no_scale_in_before_ms = q->no_scale_in_before_ms;
+	s->pin = q->pin;
+	s->pause = q->pause;
+	s->dry_run = q->dry_run;
+	s->in_flight.direction = q->in_flight_dir;
+	s->in_flight.from = q->in_flight_from;
+	s->in_flight.to = q->in_flight_to;
+	s->in_flight.started_ms = q->in_flight_started_ms;
+	s->in_flight.deadline_ms = q->in_flight_deadline_ms;
+	s->boot = q->boot;
+	e->n_up_recs = q->n_up_recs;
+	e->n_down_recs = q->n_down_recs;
+	e->n_events = q->n_events;
+	memcpy(e->up_recs, t, e->n_up_recs * sizeof(struct engine_rec));
+	t += e->n_up_recs * sizeof(struct engine_rec);
+	memcpy(e->down_recs, t, e->n_down_recs * sizeof(struct engine_rec));
+	t += e->n_down_recs * sizeof(struct engine_rec);
+	memcpy(e->events, t, e->n_events * sizeof(struct engine_event));
+	t += e->n_events * sizeof(struct engine_event);
+	memcpy(s->in_flight.request_id, t, q->id_len);
+}
+
 static int64_t longest_scale_in_window(const struct group_conf *gc)
 {
 	int64_t w = gc->behavior.scale_in.stabilization_ms;
@@ -793,9 +893,19 @@ enum state_reconcile state_reconcile(struct group_state *s, int current, bool st
 	return RECONCILE_PENDING;
 }
 
+static bool dry_run_of(enum state_dry_run o, bool configured)
+{
+	return o == STATE_DRY_RUN_ON || (o == STATE_DRY_RUN_CONFIG && configured);
+}
+
 bool state_dry_run(const struct group_state *s, bool configured)
 {
-	return s->dry_run == STATE_DRY_RUN_ON || (s->dry_run == STATE_DRY_RUN_CONFIG && configured);
+	return dry_run_of(s->dry_run, configured);
+}
+
+bool state_packed_dry_run(const struct state_packed *p, bool configured)
+{
+	return dry_run_of(p->dry_run, configured);
 }
 
 /* ------------------------------------------------------------------ lock */

@@ -84,6 +84,40 @@ struct group_state {
 	struct forecast_boot boot; /* launch to ready, measured from the group's own actions */
 };
 
+/* A group's state at rest, in as few bytes as it holds: the histories at
+ * their length, the request id at its own (struct group_state keeps room
+ * for ENGINE_MAX_HISTORY entries in each history and the longest id, 1.4
+ * KB, where a steady group uses some 300 bytes). The daemon keeps every
+ * group's state this way and works on one at a time in full (group.c).
+ * The fields here are read as they are; the tail is state_pack()'s. */
+struct state_packed {
+	size_t size;                  /* the allocation's bytes */
+	uint32_t version;
+	enum scale_direction last_action_dir;
+	int64_t last_action_ms;
+	int64_t no_scale_in_before_ms;
+	struct state_pin pin;
+	struct state_pause pause;
+	enum state_dry_run dry_run;
+	enum scale_direction in_flight_dir;
+	int in_flight_from, in_flight_to;
+	int64_t in_flight_started_ms, in_flight_deadline_ms;
+	struct forecast_boot boot;
+	uint8_t n_up_recs, n_down_recs, n_events, id_len;
+	/* up_recs, down_recs, events (twelve bytes each), then the request id */
+	unsigned char tail[];
+};
+
+/* Packs S into *P, growing or shrinking it (realloc) to what S holds; a
+ * NULL *P is allocated. Returns 0, or -ENOMEM with *P as it was. */
+int state_pack(const struct group_state *s, struct state_packed **p);
+/* Fills S from P, every byte: the entries and the id's bytes past what P
+ * holds are zero, so two equal states unpacked are equal as bytes. */
+void state_unpack(const struct state_packed *p, struct group_state *s);
+/* Zeroes the bytes of S that state_pack() does not keep: the histories'
+ * room past their entries, the request id's past its end. */
+void state_canonical(struct group_state *s);
+
 enum state_origin {
 	STATE_FRESH,    /* no file: a first start */
 	STATE_RESTORED, /* the file was read and trusted */
@@ -214,6 +248,7 @@ enum state_reconcile state_reconcile(struct group_state *s, int current, bool st
 /* Whether actions are dry runs for this group: the override if set, else
  * `configured`. */
 bool state_dry_run(const struct group_state *s, bool configured);
+bool state_packed_dry_run(const struct state_packed *p, bool configured);
 
 /* Makes this process the only daemon using state directory `dir`: takes an
  * open-file-description write lock on "<dir>/autoscaled.lock" and writes

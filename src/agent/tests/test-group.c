@@ -687,6 +687,62 @@ static void test_queued_call_cancelled(void **state)
 	group_rt_free(running);
 }
 
+/* Each group's state rests packed and one at a time is unpacked in full
+ * (group.c): what is set on one group stays with it, whichever group was
+ * read or changed in between, whichever is in full when a group goes
+ * away, and a reload's new runtime takes the old one's state, not the
+ * fresh one it started with. */
+static void test_states_kept_apart(void **state)
+{
+	struct fixture *fx = *state;
+	struct group_rt *gs[3] = {0}, *again = NULL;
+
+	load_many(fx, 3, 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
+	for (int i = 0; i < 3; i++) {
+		struct group_state *st = group_rt_state(gs[i]);
+
+		st->pin.active = true;
+		st->pin.count = 3 + i;
+		for (int k = 0; k <= i; k++)
+			engine_record_action(&st->engine, 1000 * (k + 1), 2, 3 + k);
+		st->dry_run = i == 1 ? STATE_DRY_RUN_ON : STATE_DRY_RUN_OFF;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 2; i >= 0; i--) {
+			const struct group_state *st = group_rt_state(gs[i]);
+
+			assert_true(st->pin.active);
+			assert_int_equal(st->pin.count, 3 + i);
+			assert_int_equal(st->engine.n_events, i + 1);
+			assert_int_equal(st->engine.events[i].delta, 1 + i);
+		}
+		/* Read from the packed state for every group but the one in
+		 * full (gs[0], read last above). */
+		for (int i = 0; i < 3; i++)
+			assert_int_equal(group_rt_dry_run(gs[i]), i == 1);
+	}
+
+	/* The group in full goes away; the others keep theirs. */
+	assert_int_equal(group_rt_state(gs[1])->pin.count, 4);
+	group_rt_free(gs[1]);
+	assert_int_equal(group_rt_state(gs[0])->pin.count, 3);
+	assert_int_equal(group_rt_state(gs[2])->pin.count, 5);
+
+	/* A reload's runtime for gs[2], made (its fresh state in full) after
+	 * gs[2]'s was packed, takes gs[2]'s. */
+	assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[2], gs[2], &again), 0);
+	assert_false(group_rt_state(again)->pin.active);
+	group_rt_adopt(again, gs[2]);
+	group_rt_free(gs[2]);
+	assert_int_equal(group_rt_state(gs[0])->pin.count, 3);
+	assert_int_equal(group_rt_state(again)->pin.count, 5);
+	assert_int_equal(group_rt_state(again)->engine.n_events, 3);
+	group_rt_free(again);
+	group_rt_free(gs[0]);
+}
+
 /* The group's state file, once the writer has written what is queued. */
 static const char *state_file_path(char *path, size_t len)
 {
@@ -721,7 +777,7 @@ static void test_scale_out_completes(void **state)
 	assert_int_equal(FAKE(n_set_capacity), 1);
 	assert_int_equal(FAKE(last_capacity), 4);
 	/* In the state file before the call returns. */
-	assert_int_equal(fx->g->st.in_flight.direction, DIR_OUT);
+	assert_int_equal(group_rt_state(fx->g)->in_flight.direction, DIR_OUT);
 	assert_int_equal(file_in_flight(fx), DIR_OUT);
 
 	/* While it runs the group evaluates on its last observation and
@@ -734,8 +790,8 @@ static void test_scale_out_completes(void **state)
 
 	fake_release();
 	assert_true(run_until(idle, fx->g));
-	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
-	assert_int_equal(fx->g->st.engine.last_action_dir, DIR_OUT);
+	assert_int_equal(group_rt_state(fx->g)->in_flight.direction, DIR_NONE);
+	assert_int_equal(group_rt_state(fx->g)->engine.last_action_dir, DIR_OUT);
 	assert_int_equal(fx->g->last_error.time_ms, 0);
 
 	/* Four members at 47.5 %: within the tolerance, nothing to do. */
@@ -796,8 +852,8 @@ static void test_lost_settled_save(void **state)
 	d = last_of(g);
 	assert_int_equal(d->current, 4);
 	assert_int_equal(d->action, DIR_NONE);
-	assert_int_equal(g->st.in_flight.direction, DIR_NONE);
-	assert_int_equal(g->st.engine.last_action_dir, DIR_OUT);
+	assert_int_equal(group_rt_state(g)->in_flight.direction, DIR_NONE);
+	assert_int_equal(group_rt_state(g)->engine.last_action_dir, DIR_OUT);
 	assert_int_equal(file_in_flight(fx), DIR_NONE);
 	assert_int_equal(FAKE(n_set_capacity), 1);
 	assert_int_equal(FAKE(n_remove), 0);
@@ -829,7 +885,7 @@ static void test_scale_in_after_stabilization(void **state)
 	/* No pre-scale-in hook: the driver chooses the three victims. */
 	assert_int_equal(FAKE(last_remove), 3);
 	assert_int_equal(FAKE(last_remove_ids), 0);
-	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
+	assert_int_equal(group_rt_state(fx->g)->in_flight.direction, DIR_NONE);
 
 	d = tick(fx->g, 15000);
 	assert_int_equal(d->current, 1);
@@ -1028,7 +1084,7 @@ static void test_routine_saves_in_place(void **state)
 	assert_int_equal(state_inode(), ino);
 	/* A dry-run override, set as the admin API would but without its
 	 * save: the next routine save is a rename. */
-	fx->g->st.dry_run = STATE_DRY_RUN_ON;
+	group_rt_state(fx->g)->dry_run = STATE_DRY_RUN_ON;
 	fake_set(&fake.load, 30);
 	tick(fx->g, 15000);
 	state_file(&saved, &refresh);
@@ -1066,8 +1122,8 @@ static void test_settled_save_in_place(void **state)
 	assert_true(run_until(scale_waiting, NULL));
 	assert_int_equal(file_in_flight(fx), DIR_OUT);
 	ino = state_inode();
-	fx->g->st.pin.active = true;
-	fx->g->st.pin.count = d->desired;
+	group_rt_state(fx->g)->pin.active = true;
+	group_rt_state(fx->g)->pin.count = d->desired;
 	fake_release();
 	assert_true(run_until(idle, fx->g));
 	assert_int_equal(file_in_flight(fx), DIR_NONE);
@@ -1095,8 +1151,8 @@ static void test_failing_scale_out_retried(void **state)
 	assert_int_not_equal(fx->g->last_error.time_ms, 0);
 	assert_int_equal(fx->g->last_error.kind, JOB_SCALE_OUT);
 	assert_int_equal(fx->g->last_error.err, -EIO);
-	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
-	assert_int_equal(fx->g->st.engine.last_action_dir, DIR_OUT);
+	assert_int_equal(group_rt_state(fx->g)->in_flight.direction, DIR_NONE);
+	assert_int_equal(group_rt_state(fx->g)->engine.last_action_dir, DIR_OUT);
 	assert_null(fx->g->job);
 
 	/* Three members at 63 %: still four. */
@@ -1145,14 +1201,14 @@ static void test_call_outlives_deadline(void **state)
 		assert_int_equal(d->hold, HOLD_IN_FLIGHT);
 	}
 	assert_true(vclock_ms > STATE_IN_FLIGHT_DEADLINE_MS);
-	assert_int_equal(fx->g->st.in_flight.direction, DIR_OUT);
+	assert_int_equal(group_rt_state(fx->g)->in_flight.direction, DIR_OUT);
 	assert_int_equal(FAKE(n_set_capacity), 1);
 	assert_int_equal(FAKE(n_observe), 1);
 
 	fake_release();
 	assert_true(run_until(idle, fx->g));
-	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
-	assert_int_equal(fx->g->st.engine.last_action_dir, DIR_OUT);
+	assert_int_equal(group_rt_state(fx->g)->in_flight.direction, DIR_NONE);
+	assert_int_equal(group_rt_state(fx->g)->engine.last_action_dir, DIR_OUT);
 	assert_int_equal(fx->g->current, 4);
 	assert_int_equal(FAKE(size), 4);
 	assert_int_equal(FAKE(n_set_capacity), 1);
@@ -1176,7 +1232,7 @@ static void test_partial_observation_holds_scale_in(void **state)
 		assert_int_equal(d->action, DIR_NONE);
 	}
 	assert_int_equal(FAKE(n_remove), 0);
-	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
+	assert_int_equal(group_rt_state(fx->g)->in_flight.direction, DIR_NONE);
 
 	fake_set_bool(&fake.partial, false);
 	d = tick(fx->g, 15000);
@@ -1221,10 +1277,10 @@ static void test_restored_action_done(void **state)
 	d = start(fx, 4, 200);
 	assert_int_equal(fx->g->origin, STATE_RESTORED);
 	assert_int_equal(d->action, DIR_NONE);
-	assert_int_equal(fx->g->st.in_flight.direction, DIR_NONE);
+	assert_int_equal(group_rt_state(fx->g)->in_flight.direction, DIR_NONE);
 	assert_int_equal(file_in_flight(fx), DIR_NONE);
 	/* Recorded as the group's last action, made by nobody here. */
-	assert_int_equal(fx->g->st.engine.last_action_dir, DIR_OUT);
+	assert_int_equal(group_rt_state(fx->g)->engine.last_action_dir, DIR_OUT);
 	assert_int_equal(FAKE(n_set_capacity), 0);
 	assert_int_equal(FAKE(n_remove), 0);
 }
@@ -1245,7 +1301,7 @@ static void test_restored_action_expires(void **state)
 	for (int i = 0; i < 3; i++) {
 		d = tick(fx->g, 4 * 60000);
 		assert_int_equal(d->action, DIR_NONE);
-		assert_int_equal(fx->g->st.in_flight.direction, DIR_OUT);
+		assert_int_equal(group_rt_state(fx->g)->in_flight.direction, DIR_OUT);
 	}
 	assert_int_equal(FAKE(n_set_capacity), 0);
 	/* Past its deadline: decided again from what is observed, once. */
@@ -1306,7 +1362,7 @@ static void test_reload_new_handle_adopts_call(void **state)
 	d = last_of(g);
 	assert_int_equal(d->action, DIR_NONE);
 	assert_int_equal(d->hold, HOLD_IN_FLIGHT);
-	assert_int_equal(g->st.in_flight.direction, DIR_OUT);
+	assert_int_equal(group_rt_state(g)->in_flight.direction, DIR_OUT);
 
 	/* The call ends: recorded by the new runtime, which opens its
 	 * handle, closes the old one after that, and observes through the
@@ -1319,8 +1375,8 @@ static void test_reload_new_handle_adopts_call(void **state)
 	assert_int_equal(FAKE(closed_at_open[1]), 2);
 	assert_int_equal(FAKE(scale_on[1]), 1);
 	assert_int_equal(FAKE(observe_on[2]), 1);
-	assert_int_equal(g->st.in_flight.direction, DIR_NONE);
-	assert_int_equal(g->st.engine.last_action_dir, DIR_OUT);
+	assert_int_equal(group_rt_state(g)->in_flight.direction, DIR_NONE);
+	assert_int_equal(group_rt_state(g)->engine.last_action_dir, DIR_OUT);
 
 	d = tick(g, 15000);
 	assert_int_equal(d->current, 4);
@@ -1351,7 +1407,7 @@ static void test_reload_same_handle_adopts_call(void **state)
 
 	fake_release();
 	assert_true(run_until(idle, g));
-	assert_int_equal(g->st.in_flight.direction, DIR_NONE);
+	assert_int_equal(group_rt_state(g)->in_flight.direction, DIR_NONE);
 	/* At 50 % against 60 % four stay four. */
 	d = tick(g, 15000);
 	assert_int_equal(d->current, 4);
@@ -1384,6 +1440,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_same_handle_adopts_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_calls_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queued_call_cancelled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_states_kept_apart, setup, teardown),
 	};
 	int r;
 

@@ -90,6 +90,91 @@ static void sample_state(struct group_state *s)
 	s->dry_run = STATE_DRY_RUN_ON;
 }
 
+/* Every field of a state set, and set field by field, so that the bytes
+ * between them stay zero and the state compares as bytes. */
+static void full_state(struct group_state *s, size_t n_up, size_t n_down, size_t n_events, size_t id_len)
+{
+	memset(s, 0, sizeof(*s));
+	s->engine.version = 7;
+	for (size_t i = 0; i < n_up; i++) {
+		s->engine.up_recs[i].t_ms = NOW - 1000000 + (int64_t)i * 1000;
+		s->engine.up_recs[i].count = (int)i + 1;
+	}
+	for (size_t i = 0; i < n_down; i++) {
+		s->engine.down_recs[i].t_ms = NOW - 2000000 + (int64_t)i * 2000;
+		s->engine.down_recs[i].count = 100 - (int)i;
+	}
+	for (size_t i = 0; i < n_events; i++) {
+		s->engine.events[i].t_ms = NOW - 3000000 + (int64_t)i * 3000;
+		s->engine.events[i].delta = i % 2 ? -(int)i : (int)i + 1;
+	}
+	s->engine.n_up_recs = n_up;
+	s->engine.n_down_recs = n_down;
+	s->engine.n_events = n_events;
+	s->engine.last_action_ms = NOW - 11;
+	s->engine.last_action_dir = DIR_IN;
+	s->engine.no_scale_in_before_ms = NOW + 12;
+	s->in_flight.direction = DIR_OUT;
+	s->in_flight.from = 13;
+	s->in_flight.to = 14;
+	s->in_flight.started_ms = NOW - 15;
+	s->in_flight.deadline_ms = NOW + 16;
+	memset(s->in_flight.request_id, 'r', id_len);
+	s->pin.active = true;
+	s->pin.count = 17;
+	s->pin.until_ms = NOW + 18;
+	s->pin.forced = true;
+	s->pause.active = true;
+	s->pause.until_ms = NOW + 19;
+	s->dry_run = STATE_DRY_RUN_OFF;
+	s->boot.pending_since_ms = NOW - 20;
+	s->boot.pending_target = 21;
+	s->boot.measured_ms = 22000;
+	s->boot.n_measured = 23;
+}
+
+/* The form every group's state rests in (state_pack()) gives back every
+ * byte of the state, whatever it holds, and takes only the room the
+ * histories use. */
+static void test_packed_round_trip(void **unused)
+{
+	static const size_t shapes[][4] = {
+		{0, 0, 0, 0}, {1, 8, 2, 0}, {ENGINE_MAX_HISTORY, ENGINE_MAX_HISTORY, ENGINE_MAX_HISTORY, STATE_REQUEST_ID_MAX - 1},
+		{3, 0, ENGINE_MAX_HISTORY, 7}, {0, 1, 0, 1},
+	};
+	struct state_packed *p = NULL;
+	struct group_state a, b, fresh;
+
+	(void)unused;
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		full_state(&a, shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3]);
+		assert_int_equal(state_pack(&a, &p), 0);
+		memset(&b, 0xa5, sizeof(b));
+		state_unpack(p, &b);
+		assert_memory_equal(&a, &b, sizeof(a));
+		assert_true(p->size >= sizeof(*p) + (shapes[k][0] + shapes[k][1] + shapes[k][2]) * 12 + shapes[k][3]);
+		assert_true(p->size < sizeof(*p) + (shapes[k][0] + shapes[k][1] + shapes[k][2]) * 12 + shapes[k][3] + 64);
+	}
+	/* What the engine leaves past the entries is not kept. */
+	full_state(&a, 2, 2, 2, 3);
+	a.engine.down_recs[5].count = 99;
+	strcpy(a.in_flight.request_id, "op");
+	a.in_flight.request_id[5] = 'x';
+	assert_int_equal(state_pack(&a, &p), 0);
+	state_unpack(p, &b);
+	state_canonical(&a);
+	assert_int_equal(b.engine.down_recs[5].count, 0);
+	assert_memory_equal(&a, &b, sizeof(a));
+	/* A fresh state, the most common one, is small. */
+	state_init(&fresh);
+	assert_int_equal(state_pack(&fresh, &p), 0);
+	assert_true(p->size <= 192);
+	assert_true(p->size * 5 < sizeof(struct group_state));
+	state_unpack(p, &b);
+	assert_memory_equal(&fresh, &b, sizeof(b));
+	free(p);
+}
+
 static void assert_same(const struct group_state *a, const struct group_state *b)
 {
 	assert_int_equal(a->engine.version, b->engine.version);
@@ -1023,6 +1108,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+		cmocka_unit_test(test_packed_round_trip),
 		cmocka_unit_test_setup_teardown(test_clean_state_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_is_fresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_regular_file, setup, teardown),
