@@ -77,8 +77,12 @@ struct job {
 	int r;
 	struct autoscaled_observation obs;
 	int host_room;           /* observe: AUTOSCALED_METRIC_HOST_ROOM as published, -1 none */
+	/* observe: the members, and while the driver reports them their
+	 * names one after another (job.c); then one block of both. */
 	struct instance_obs *instances;
 	size_t n_instances, cap_instances;
+	char *names;
+	size_t names_len, names_cap;
 	struct driver_sample *samples;
 	size_t n_samples, cap_samples;
 	int n_done;              /* scale: instances created or removed */

@@ -294,18 +294,8 @@ static void map_start_times(const struct group_rt *g, struct instance_obs *v, si
 static void take_observation(struct group_rt *g, struct job *j, struct clock_now now)
 {
 	map_start_times(g, j->instances, j->n_instances, now);
-	for (size_t i = 0; i < g->n_instances; i++) {
-		free((char *)g->instances[i].id);
-		free((char *)g->instances[i].location);
-	}
+	/* One block with the members' names (job.c), of its size. */
 	free(g->instances);
-	/* Kept until the next observation: no room for more. */
-	if (j->n_instances > 0 && j->n_instances < j->cap_instances) {
-		struct instance_obs *fit = realloc(j->instances, j->n_instances * sizeof(*fit));
-
-		if (fit)
-			j->instances = fit;
-	}
 	g->instances = j->instances;
 	g->n_instances = j->n_instances;
 	j->instances = NULL;
@@ -1763,10 +1753,6 @@ void group_rt_free(struct group_rt *g)
 	driver_host_free(g->host);
 	close_retired(g);
 	driver_options_free(&g->drv_opts);
-	for (size_t i = 0; i < g->n_instances; i++) {
-		free((char *)g->instances[i].id);
-		free((char *)g->instances[i].location);
-	}
 	free(g->instances);
 	free(g->last_error.message);
 	free(g->last);

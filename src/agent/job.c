@@ -76,11 +76,8 @@ void job_free(struct job *j)
 {
 	if (!j)
 		return;
-	for (size_t i = 0; i < j->n_instances; i++) {
-		free((char *)j->instances[i].id);
-		free((char *)j->instances[i].location);
-	}
 	free(j->instances);
+	free(j->names);
 	for (size_t i = 0; i < j->n_samples; i++)
 		free(j->samples[i].id);
 	free(j->samples);
@@ -135,15 +132,37 @@ struct job *job_claim_orphan(const char *group)
 	return NULL;
 }
 
+/* Appends S to the job's names; its offset + 1, which stands in for the
+ * pointer until job_pack_instances(), or 0 on ENOMEM. */
+static uintptr_t job_add_name(struct job *j, const char *s)
+{
+	size_t len = strlen(s) + 1, at = j->names_len;
+
+	if (j->names_cap - j->names_len < len) {
+		size_t cap = j->names_cap ? j->names_cap * 2 : 64;
+		char *p;
+
+		while (cap - j->names_len < len)
+			cap *= 2;
+		p = realloc(j->names, cap);
+		if (!p)
+			return 0;
+		j->names = p;
+		j->names_cap = cap;
+	}
+	memcpy(j->names + at, s, len);
+	j->names_len += len;
+	return at + 1;
+}
+
 static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
 {
 	struct job *j = ctx;
 	struct instance_obs *o;
+	uintptr_t id, location = 0;
 
 	if (j->n_instances == j->cap_instances) {
-		/* From 4: most groups have a few members, and the array is kept
-		 * as the group's newest observation. */
-		size_t cap = j->cap_instances ? j->cap_instances * 2 : 4;
+		size_t cap = j->cap_instances ? j->cap_instances * 2 : 8;
 		void *p = realloc(j->instances, cap * sizeof(*j->instances));
 
 		if (!p)
@@ -151,24 +170,52 @@ static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
 		j->instances = p;
 		j->cap_instances = cap;
 	}
+	id = job_add_name(j, in->id ? in->id : "");
+	if (!id || (in->location && !(location = job_add_name(j, in->location))))
+		return -ENOMEM;
 	o = &j->instances[j->n_instances];
 	*o = (struct instance_obs){
-		.id = strdup(in->id ? in->id : ""),
+		.id = (const char *)id,
 		.state = in->state == AUTOSCALED_INSTANCE_RUNNING ? INSTANCE_RUNNING
 			 : in->state == AUTOSCALED_INSTANCE_STOPPING ? INSTANCE_STOPPING
 								       : INSTANCE_PROVISIONING,
 		.created_ms = in->created_ms,
 		.running_since_ms = in->running_since_ms,
 		.ready = in->ready,
-		.location = in->location ? strdup(in->location) : NULL,
+		.location = (const char *)location,
 	};
-	if (!o->id || (in->location && !o->location)) {
-		free((char *)o->id);
-		free((char *)o->location);
-		return -ENOMEM;
-	}
 	j->n_instances++;
 	return 0;
+}
+
+/* The observation's members and their names in one block of their size:
+ * the group keeps it until its next observation, and frees it whole. The
+ * names, collected one after another, take the place of their offsets. A
+ * block that cannot be had fails the observation. */
+static void job_pack_instances(struct job *j)
+{
+	size_t n = j->n_instances;
+	struct instance_obs *v = NULL;
+	char *names;
+
+	if (n > 0 && (v = malloc(n * sizeof(*v) + j->names_len))) {
+		names = (char *)(v + n);
+		memcpy(v, j->instances, n * sizeof(*v));
+		memcpy(names, j->names, j->names_len);
+		for (size_t i = 0; i < n; i++) {
+			v[i].id = names + ((uintptr_t)v[i].id - 1);
+			if (v[i].location)
+				v[i].location = names + ((uintptr_t)v[i].location - 1);
+		}
+	} else if (n > 0 && j->r == 0) {
+		j->r = -ENOMEM;
+	}
+	free(j->instances);
+	free(j->names);
+	j->names = NULL;
+	j->names_len = j->names_cap = 0;
+	j->instances = v;
+	j->n_instances = j->cap_instances = v ? n : 0;
 }
 
 static int job_count_instance(void *ctx, const struct autoscaled_instance *in)
@@ -252,6 +299,7 @@ static void job_run(struct workers_task *t)
 	case JOB_OBSERVE:
 		j->r = j->drv->observe(j->handle, job_collect_instance, j->want_samples ? job_collect_sample : NULL, j,
 				       &j->obs);
+		job_pack_instances(j);
 		break;
 	case JOB_SCALE_OUT:
 		if (!job_fence(j, msg, sizeof(msg)))

@@ -226,6 +226,7 @@ static int fake_observe(struct autoscaled_driver_instance *h, autoscaled_instanc
 				    .created_ms = T0_WALL_MS - 3600 * 1000 + i,
 				    .running_since_ms = T0_WALL_MS - 3600 * 1000 + i,
 				    .ready = true,
+				    .location = i % 3 == 1 ? "qemu+ssh://rack-2.example/system" : NULL,
 			    });
 		/* Each member's CPU after it, as the driver's source. */
 		if (r >= 0 && sample)
@@ -741,6 +742,32 @@ static void test_states_kept_apart(void **state)
 	assert_int_equal(group_rt_state(again)->engine.n_events, 3);
 	group_rt_free(again);
 	group_rt_free(gs[0]);
+}
+
+/* An observation's members, kept in one block with their names (job.c):
+ * every id and location as the driver gave it, past the sizes at which
+ * the arrays grow. */
+static void test_members_kept_with_names(void **state)
+{
+	struct fixture *fx = *state;
+	char id[16];
+
+	start(fx, 40, 40 * 50);
+	assert_int_equal(fx->g->n_instances, 40);
+	for (int i = 0; i < 40; i++) {
+		const struct instance_obs *in = &fx->g->instances[i];
+
+		member_id(id, sizeof(id), i);
+		assert_string_equal(in->id, id);
+		if (i % 3 == 1)
+			assert_string_equal(in->location, "qemu+ssh://rack-2.example/system");
+		else
+			assert_null(in->location);
+		assert_int_equal(in->state, INSTANCE_RUNNING);
+		assert_int_equal(in->created_ms, T0_WALL_MS - 3600 * 1000 + i);
+	}
+	/* 40 is above the group's max: the scale-in it starts ends first. */
+	assert_true(run_until(idle, fx->g));
 }
 
 /* The group's state file, once the writer has written what is queued. */
@@ -1441,6 +1468,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_driver_calls_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queued_call_cancelled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_states_kept_apart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_members_kept_with_names, setup, teardown),
 	};
 	int r;
 
