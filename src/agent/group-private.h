@@ -203,7 +203,8 @@ struct group_rt {
 	struct autoscaled_driver_instance *retired;
 	struct autoscaled_host *retired_host;
 	struct group_error last_error;
-	/* The newest observation, owned copies. */
+	/* The newest observation: the members and their names in one block
+	 * (job_pack_instances() in job.c), freed whole. */
 	struct instance_obs *instances;
 	size_t n_instances;
 	int current;

@@ -364,7 +364,7 @@ static void group_take_forecast_record(struct group_rt *g, int64_t since)
 			  r, r == 1 ? "" : "s");
 }
 
-/* The groups' states rest packed at their size (state_packed, some 300
+/* The groups' states rest packed at their size (state_packed, some 200
  * bytes for a steady group where struct group_state is 1.4 KB, most of it
  * room for histories); the loop's thread works on one group's in full at
  * a time, here. group_st() hands out the full state of G: it writes the

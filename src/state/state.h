@@ -87,7 +87,7 @@ struct group_state {
 /* A group's state at rest, in as few bytes as it holds: the histories at
  * their length, the request id at its own (struct group_state keeps room
  * for ENGINE_MAX_HISTORY entries in each history and the longest id, 1.4
- * KB, where a steady group uses some 300 bytes). The daemon keeps every
+ * KB, where a steady group uses some 200 bytes). The daemon keeps every
  * group's state this way and works on one at a time in full (group.c).
  * The fields here are read as they are; the tail is state_pack()'s. */
 struct state_packed {
