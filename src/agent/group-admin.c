@@ -315,10 +315,11 @@ int group_admin_what_if(struct group_rt *g, const struct admin_what_if *w, cJSON
 	/* The action pending in the state is taken as still in flight: a
 	 * what-if does not settle it (the next evaluation does). */
 	group_engine_inputs(g, group_rt_state(g)->in_flight.direction, &obs, in);
-	/* A routine observation that happens to be running is not a hold the
-	 * question is about: the daemon evaluates when it ends. A scale call,
-	 * a drain or a driver open still holds, as it would then. */
-	if (g->job && g->job->kind == JOB_OBSERVE && obs.in_flight == DIR_NONE && !g->drain)
+	/* A routine observation that happens to be running (or waiting for
+	 * its turn) is not a hold the question is about: the daemon evaluates
+	 * when it ends. A scale call, a drain or a driver open still holds,
+	 * as it would then. */
+	if (((g->job && g->job->kind == JOB_OBSERVE) || g->admit_pprev) && obs.in_flight == DIR_NONE && !g->drain)
 		obs.busy = false;
 	for (size_t i = 0; i < w->n_values; i++) {
 		int s = group_find_signal(g->gc, w->signal[i]);

@@ -24,6 +24,9 @@
 #include "state/state.h"
 #include "engine/window.h"
 
+/* A driver's pool of worker threads and its observations let in (job.c). */
+struct driver_pool;
+
 enum job_kind {
 	JOB_OBSERVE,
 	JOB_SCALE_OUT,
@@ -73,6 +76,9 @@ struct job {
 	bool measure_cpu;        /* cpu_ns is measured (metrics are served) */
 	int64_t cpu_ns;          /* the CPU time its worker's thread spent in the call */
 	struct job *done_next;   /* on the list of finished jobs (job.c) */
+	/* observe: the driver's pool that counts it among those let in
+	 * (job_admit()), until it is back on the loop or cancelled. */
+	struct driver_pool *admitted_by;
 	/* Results, written by the worker thread. */
 	int r;
 	struct autoscaled_observation obs;
@@ -222,6 +228,10 @@ struct group_rt {
 	 * etcd this runtime has taken and merged; it acts only then. */
 	int64_t adopted_since;
 	int64_t first_eval_ms;    /* monotonic: this process's first evaluation of the group */
+	/* Waiting for its driver to let one more observation in (job.c,
+	 * job_admit()): on that driver's list while admit_pprev is set. */
+	struct group_rt *admit_next, **admit_pprev;
+	struct driver_pool *admit_pool;
 };
 
 /* job.c. What carries finished jobs back to the loop is made once per
@@ -229,7 +239,22 @@ struct group_rt {
  * for each finished job of a group that still exists (the caller frees the
  * job afterwards). Returns 0 or a negative errno. */
 typedef void (*job_done_fn)(struct job *j);
-int job_done_init(sd_event *event, job_done_fn done);
+/* `admitted` is called on the loop's thread for a group whose turn to
+ * observe has come (job_admit()). */
+typedef void (*job_admitted_fn)(struct group_rt *g);
+int job_done_init(sd_event *event, job_done_fn done, job_admitted_fn admitted);
+/* Whether g may start an observation now. A driver lets in at most
+ * JOB_ADMIT_PER_THREAD times its limit of calls at once (at least
+ * JOB_ADMIT_MIN) of observations that are queued, running, or finished
+ * and not yet taken by the loop; a group past that waits on the driver's
+ * list, without a job, first come first served, and `admitted` starts it
+ * when one of the driver's observations is back. False for a group that
+ * waits (already, or from now). */
+bool job_admit(struct group_rt *g);
+/* Takes g off its driver's waiting list, where it may or may not be. */
+void job_unadmit(struct group_rt *g);
+/* Observations of `driver` let in, and groups waiting for a turn. */
+void job_admit_stats(const char *driver, unsigned *admitted, size_t *waiting);
 /* Queues `j` on the pool of g's driver and makes it g's job; a failure is
  * logged and leaves `j` to the caller. Calls of one driver start in the
  * order they were queued, at most the driver's limit at once. */

@@ -54,16 +54,27 @@ static int make_host(struct group_rt *g)
 	return driver_host_new(g->gc->name, g->gc->driver, where[0] ? where : NULL, g->ctx->metrics, &g->host);
 }
 
+/* Whether the group has a driver call, or waits for its driver to let its
+ * observation in: either way it decides on its last observation and
+ * starts no action. */
+static bool group_calling(const struct group_rt *g)
+{
+	return g->job || g->admit_pprev;
+}
+
 /* Starts the group's next driver call when none is running: opening its
  * driver when it has no handle (a reload deferred the open until the
  * replaced runtime's call had ended, or the open failed), else an
- * observation. A failure to start is logged by job_start() and retried at
- * the next tick. */
+ * observation, once its driver lets it in (job_admit(): until then the
+ * group waits its turn, and job.c calls this again). A failure to start
+ * is logged by job_start() and retried at the next tick. */
 static void start_driver_call(struct group_rt *g)
 {
 	struct job *j;
 
 	if (g->job || g->stopped)
+		return;
+	if (g->handle && !job_admit(g))
 		return;
 	j = calloc(1, sizeof(*j));
 	if (!j)
@@ -122,7 +133,7 @@ static void signal_set_error(struct signal_rt *s, const char *fmt, ...)
  * the last of them to answer starts it. */
 static void maybe_first_evaluation(struct group_rt *g)
 {
-	if (!g->have_last && g->observed && !g->stopped && !g->job && signals_reported(g))
+	if (!g->have_last && g->observed && !g->stopped && !group_calling(g) && signals_reported(g))
 		group_evaluate(g);
 }
 
@@ -978,7 +989,7 @@ void group_engine_inputs(const struct group_rt *g, enum scale_direction in_fligh
 		.n_instances = g->n_instances,
 		.stable = g->stable,
 		.in_flight = in_flight,
-		.busy = in_flight != DIR_NONE || g->job || g->drain,
+		.busy = in_flight != DIR_NONE || group_calling(g) || g->drain,
 		.partial = g->partial,
 		.host_bounded = g->host_room >= 0,
 		.host_room = g->host_room,
@@ -1051,7 +1062,7 @@ static void group_evaluate(struct group_rt *g)
 					.owned = !g->ctx->cluster ? -1 : !obs.not_owner,
 					.evaluation_seconds = (double)(m1 - m0) / 1e9,
 				});
-	if (d.action == DIR_NONE || dry || g->job || g->drain) {
+	if (d.action == DIR_NONE || dry || group_calling(g) || g->drain) {
 		ring_push(g, json);
 		group_save_later(g);
 		return;
@@ -1192,9 +1203,10 @@ static void on_group_timer(struct timer *t, uint64_t due, void *userdata)
 	struct group_rt *g = userdata;
 
 	timer_set(t, due + (uint64_t)g->gc->interval_ms * 1000);
-	if (g->job) {
-		/* A driver call is still running: evaluation and logging go on
-		 * with the last observation; no second action is issued. */
+	if (group_calling(g)) {
+		/* A driver call is still running, or the group still waits for
+		 * its turn to observe: evaluation and logging go on with the
+		 * last observation; no second action is issued. */
 		if (g->observed)
 			group_evaluate(g);
 		return;
@@ -1230,7 +1242,7 @@ enum scale_direction group_reconcile_in_flight(struct group_rt *g, int64_t t)
 {
 	struct state_action a = group_st(g)->in_flight;
 
-	if (a.direction == DIR_NONE || g->job || g->drain)
+	if (a.direction == DIR_NONE || group_calling(g) || g->drain)
 		return a.direction;
 	switch (state_reconcile(group_st(g), g->current, g->stable, t)) {
 	case RECONCILE_NONE:
@@ -1429,7 +1441,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	char err[512];
 	int r;
 
-	r = job_done_init(ctx->event, group_job_done);
+	r = job_done_init(ctx->event, group_job_done, start_driver_call);
 	if (r < 0)
 		return r;
 	g = calloc(1, sizeof(*g));
@@ -1705,6 +1717,7 @@ void group_rt_stop(struct group_rt *g)
 	bool was = g->stopped;
 
 	g->stopped = true;
+	job_unadmit(g);
 	timer_stop(&g->timer);
 	for (size_t i = 0; i < g->n_signals; i++)
 		timer_stop(&g->signals[i].timer);

@@ -688,6 +688,114 @@ static void test_queued_call_cancelled(void **state)
 	group_rt_free(running);
 }
 
+#define N_ADMIT 40
+#define ADMIT_ROOM 16 /* job.c's JOB_ADMIT_MIN: the room of a driver limited to one call */
+
+struct admit_want {
+	unsigned admitted;
+	size_t waiting;
+};
+
+static bool admit_is(void *arg)
+{
+	const struct admit_want *want = arg;
+	unsigned admitted;
+	size_t waiting;
+
+	job_admit_stats("fake", &admitted, &waiting);
+	return admitted == want->admitted && waiting == want->waiting;
+}
+
+static bool all_evaluated(void *arg)
+{
+	struct group_rt *const *gs = arg;
+
+	for (int i = 0; i < N_ADMIT; i++)
+		if (gs[i] && (gs[i]->job || gs[i]->admit_pprev || !last_of(gs[i])))
+			return false;
+	return true;
+}
+
+/* Forty groups tick together on a driver limited to one call at once:
+ * sixteen observations are let into its pool (one runs, fifteen are
+ * queued) and the other groups wait their turn without a job, in the
+ * order they asked. A waiting group that goes away leaves the line; a
+ * group whose queued call is cancelled gives its room to the first in
+ * line. As each call ends the next group is let in, never more than
+ * sixteen at once, and every group observes once and decides. */
+static void test_observations_admitted(void **state)
+{
+	struct fixture *fx = *state;
+	struct group_rt *gs[N_ADMIT] = {0}, *first = NULL, *second, *third, *queued = NULL;
+	int want = 1, n_left = N_ADMIT - 2, n_jobs = 0;
+	unsigned admitted;
+	size_t waiting;
+
+	load_many(fx, N_ADMIT, 1);
+	fake_set_bool(&fake.hold_observe, true);
+	for (int i = 0; i < N_ADMIT; i++)
+		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
+	for (int i = 0; i < N_ADMIT; i++)
+		group_rt_start(gs[i]);
+	assert_true(run_until(observes_held, &want));
+	assert_true(run_until(admit_is, &(struct admit_want){ADMIT_ROOM, N_ADMIT - ADMIT_ROOM}));
+	for (int i = 0; i < N_ADMIT; i++) {
+		bool linked = false;
+
+		/* Each group has a call or waits, never both. */
+		assert_true(!gs[i]->job != !gs[i]->admit_pprev);
+		n_jobs += gs[i]->job != NULL;
+		if (gs[i]->job && gs[i]->job->task.queued)
+			queued = gs[i];
+		/* The first in line is the one no other group points to. */
+		for (int k = 0; gs[i]->admit_pprev && k < N_ADMIT; k++)
+			linked |= gs[i]->admit_pprev == &gs[k]->admit_next;
+		if (gs[i]->admit_pprev && !linked) {
+			assert_null(first);
+			first = gs[i];
+		}
+	}
+	assert_int_equal(n_jobs, ADMIT_ROOM);
+	assert_non_null(first);
+	assert_non_null(queued);
+	second = first->admit_next;
+	third = second->admit_next;
+
+	/* The third in line leaves; a queued call is cancelled with its
+	 * group, and the first in line takes the room. */
+	for (int i = 0; i < N_ADMIT; i++)
+		if (gs[i] == third || gs[i] == queued) {
+			group_rt_stop(gs[i]);
+			group_rt_free(gs[i]);
+			gs[i] = NULL;
+		}
+	assert_true(run_until(admit_is, &(struct admit_want){ADMIT_ROOM, N_ADMIT - ADMIT_ROOM - 2}));
+	assert_non_null(first->job);
+	assert_null(first->admit_pprev);
+	assert_null(second->job);
+	assert_non_null(second->admit_pprev);
+
+	for (int k = 1; k <= n_left; k++) {
+		pthread_mutex_lock(&fake_lock);
+		fake.observe_releases++;
+		pthread_cond_broadcast(&fake_cond);
+		pthread_mutex_unlock(&fake_lock);
+		assert_true(run_until(observed, &k));
+		job_admit_stats("fake", &admitted, &waiting);
+		assert_true(admitted <= ADMIT_ROOM);
+	}
+	assert_true(run_until(all_evaluated, gs));
+	assert_int_equal(FAKE(n_observe), n_left);
+	job_admit_stats("fake", &admitted, &waiting);
+	assert_int_equal(admitted, 0);
+	assert_int_equal(waiting, 0);
+	for (int i = 0; i < N_ADMIT; i++)
+		if (gs[i]) {
+			group_rt_stop(gs[i]);
+			group_rt_free(gs[i]);
+		}
+}
+
 /* Each group's state rests packed and one at a time is unpacked in full
  * (group.c): what is set on one group stays with it, whichever group was
  * read or changed in between, whichever is in full when a group goes
@@ -1467,6 +1575,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_same_handle_adopts_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_calls_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queued_call_cancelled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_observations_admitted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_states_kept_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_members_kept_with_names, setup, teardown),
 	};
