@@ -64,11 +64,20 @@ char *cfg_strdup(struct config_ctx *x, const char *s)
 	return d;
 }
 
+/* Printed numbers repeat as names do ("1", "0.5" in every group): a short
+ * one goes through cfg_strdup(), which keeps one copy of each. */
 char *cfg_printf(struct config_ctx *x, const char *fmt, ...)
 {
+	char buf[64];
 	va_list ap;
 	char *d;
+	int len;
 
+	va_start(ap, fmt);
+	len = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (len >= 0 && (size_t)len < sizeof(buf))
+		return cfg_strdup(x, buf);
 	va_start(ap, fmt);
 	d = region_vprintf(x->c->mem, fmt, ap);
 	va_end(ap);

@@ -354,8 +354,10 @@ bool config_options_equal(const struct options *a, const struct options *b)
 	for (size_t i = 0; i < a->n; i++) {
 		const struct config_option *x = &a->v[i], *y = &b->v[i];
 
-		if (!str_eq(x->key, y->key) || x->type != y->type || !str_eq(x->str, y->str) || x->i != y->i ||
-		    !(x->f == y->f || (isnan(x->f) && isnan(y->f))) || !strv_eq(x->list, x->n_list, y->list, y->n_list))
+		if (!str_eq(x->key, y->key) || x->type != y->type || !str_eq(x->str, y->str))
+			return false;
+		if (x->type == OPTION_LIST ? !strv_eq(x->list, x->n_list, y->list, y->n_list)
+					   : x->i != y->i || !(x->f == y->f || (isnan(x->f) && isnan(y->f))))
 			return false;
 	}
 	return true;

@@ -30,7 +30,9 @@ enum instance_state {
 
 struct instance_obs {
 	const char *id;
-	enum instance_state state;
+	/* Where it lives, as the driver says (libvirt: its host's URI; the
+	 * clouds: the zone), or NULL; shown to operators, never decided on. */
+	const char *location;
 	int64_t created_ms;       /* wall clock; 0 if unknown */
 	int64_t running_since_ms; /* wall clock, as the driver reports it; 0 if unknown or not running */
 	/* The same instant on the monotonic clock, which the initialization
@@ -40,10 +42,10 @@ struct instance_obs {
 	/* created_ms on the monotonic clock, mapped the same way; 0 if not
 	 * mapped. The initialization period runs from it when it is known. */
 	int64_t created_mono_ms;
+	/* The two small fields last, side by side: 56 bytes a member where
+	 * their padding made 64 (every group keeps its members). */
+	enum instance_state state;
 	bool ready;               /* the driver's own readiness (e.g. a port check) */
-	/* Where it lives, as the driver says (libvirt: its host's URI; the
-	 * clouds: the zone), or NULL; shown to operators, never decided on. */
-	const char *location;
 };
 
 /* What the driver and the actuator know about the group right now. */

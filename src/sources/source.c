@@ -2,6 +2,7 @@
  * poll-in-flight state, and the one-completion-per-poll rule. See source.h. */
 #include <errno.h>
 #include <math.h>
+#include <stdalign.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -221,6 +222,8 @@ int source_new(const struct signal_conf *sc, const struct source_env *env, struc
 {
 	const struct source_ops *ops;
 	struct source *s;
+	const char *name;
+	size_t head, priv;
 	int r;
 
 	if (!sc->source)
@@ -242,20 +245,19 @@ int source_new(const struct signal_conf *sc, const struct source_env *env, struc
 	r = check_keys(sc, ops, err, errlen);
 	if (r < 0)
 		return r;
-	s = calloc(1, sizeof(*s));
+	/* The source, its type's state and the signal's name in one block:
+	 * three allocations a signal were 60,000 more at 10,000 groups. */
+	name = sc->name ? sc->name : "";
+	head = (sizeof(*s) + alignof(max_align_t) - 1) / alignof(max_align_t) * alignof(max_align_t);
+	priv = (ops->priv_size + alignof(max_align_t) - 1) / alignof(max_align_t) * alignof(max_align_t);
+	s = calloc(1, head + priv + strlen(name) + 1);
 	if (!s)
 		return -ENOMEM;
 	s->ops = ops;
 	s->env = *env;
 	s->timeout_ms = sc->timeout_ms > 0 ? sc->timeout_ms : SOURCE_DEFAULT_TIMEOUT_MS;
-	s->signal = strdup(sc->name ? sc->name : "");
-	s->priv = ops->priv_size ? calloc(1, ops->priv_size) : NULL;
-	if (!s->signal || (ops->priv_size && !s->priv)) {
-		free(s->signal);
-		free(s->priv);
-		free(s);
-		return -ENOMEM;
-	}
+	s->priv = ops->priv_size ? (char *)s + head : NULL;
+	s->signal = strcpy((char *)s + head + priv, name);
 	/* Registered from the start, so that source_complete_later()
 	 * cannot fail inside a poll. */
 	r = later_init(env->event, &s->later, on_later);
@@ -269,8 +271,6 @@ int source_new(const struct signal_conf *sc, const struct source_env *env, struc
 		later_done(&s->later);
 		if (ops->done)
 			ops->done(s);
-		free(s->priv);
-		free(s->signal);
 		free(s);
 		return r;
 	}
@@ -306,8 +306,6 @@ void source_free(struct source *s)
 	if (s->ops->done)
 		s->ops->done(s);
 	free(s->later_error);
-	free(s->priv);
-	free(s->signal);
 	free(s);
 }
 
