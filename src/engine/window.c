@@ -4,6 +4,7 @@
  * leaves the window. */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +40,43 @@ int window_init(struct window *w, size_t cap)
 	w->buf = calloc(cap, sizeof(*w->buf));
 	if (!w->buf)
 		return -ENOMEM;
-	w->cap = cap;
+	w->cap = w->max_cap = (uint32_t)cap;
 	return 0;
+}
+
+int window_init_span(struct window *w, size_t cap, int64_t span_ms)
+{
+	size_t start = cap < WINDOW_START_CAPACITY ? cap : WINDOW_START_CAPACITY;
+	int r;
+
+	if (span_ms <= 0)
+		return -EINVAL;
+	if (cap == 0 || cap > WINDOW_MAX_CAPACITY)
+		return -EINVAL;
+	r = window_init(w, start);
+	if (r < 0)
+		return r;
+	w->max_cap = (uint32_t)cap;
+	w->span_ms = span_ms;
+	return 0;
+}
+
+/* Doubles the ring (up to max_cap), its samples oldest first from index 0;
+ * false on ENOMEM, with the ring as it was. */
+static bool grow(struct window *w)
+{
+	uint32_t cap = w->cap * 2 < w->max_cap ? w->cap * 2 : w->max_cap;
+	struct sample *buf = malloc(cap * sizeof(*buf));
+
+	if (!buf)
+		return false;
+	for (uint32_t i = 0; i < w->n; i++)
+		buf[i] = w->buf[(w->head + i) % w->cap];
+	free(w->buf);
+	w->buf = buf;
+	w->cap = cap;
+	w->head = 0;
+	return true;
 }
 
 void window_destroy(struct window *w)
@@ -78,7 +114,11 @@ int window_push(struct window *w, int64_t t_ms, double v)
 		return -EDOM;
 	if (newest && t_ms < newest->t_ms)
 		return -ERANGE;
-	if (w->n == w->cap) {
+	/* A ring that may grow does while its oldest sample is still within
+	 * the span (t_ms - oldest cannot overflow: both are stamps in order).
+	 * Without the memory it goes on as a full ring: the oldest goes. */
+	if (w->n == w->cap &&
+	    !(w->cap < w->max_cap && t_ms - w->buf[w->head].t_ms < w->span_ms && grow(w))) {
 		w->buf[w->head] = (struct sample){ .t_ms = t_ms, .v = v };
 		w->head = (w->head + 1) % w->cap;
 		return 0;

@@ -2,8 +2,10 @@
  * a duration. A window with no sample newer than the staleness limit is
  * invalid, never zero. Pure computation: no clock reads, no I/O.
  *
- * The ring is allocated once by window_init() and never grows; when it is
- * full the oldest sample is overwritten. */
+ * The ring is allocated by window_init() at its capacity, or by
+ * window_init_span() small, growing up to its capacity only while the
+ * samples it holds are all within the span some aggregate may read. When
+ * it is full (and cannot grow) the oldest sample is overwritten. */
 #ifndef AUTOSCALED_WINDOW_H
 #define AUTOSCALED_WINDOW_H
 
@@ -24,17 +26,30 @@ struct sample {
 
 struct window {
 	struct sample *buf; /* owned */
-	size_t cap;
-	size_t head; /* index of the oldest sample */
-	size_t n;
+	uint32_t cap;       /* samples buf holds */
+	uint32_t max_cap;   /* what it may grow to */
+	uint32_t head;      /* index of the oldest sample */
+	uint32_t n;
+	/* window_init_span(): the longest duration aggregated over; 0 with
+	 * window_init(), whose ring never grows. */
+	int64_t span_ms;
 };
 
 /* Capacity needed to hold `longest_ms` of samples taken every `poll_ms`,
  * with slack, clamped to [8, WINDOW_MAX_CAPACITY]. */
 size_t window_capacity_for(int64_t longest_ms, int64_t poll_ms);
 
-/* 0 or -ENOMEM. */
+/* 0 or -ENOMEM (-EINVAL for a capacity out of [1, WINDOW_MAX_CAPACITY]). */
 int window_init(struct window *w, size_t cap);
+/* The same for a window that no aggregate reads over more than SPAN_MS
+ * (> 0): its ring starts at WINDOW_START_CAPACITY (or CAP when smaller)
+ * and doubles, up to CAP, when it is full and its oldest sample is less
+ * than SPAN_MS older than the one pushed. What it aggregates is what a
+ * ring of CAP would, in a fraction of the memory when the samples come at
+ * the pace the capacity was sized for with slack (window_capacity_for()):
+ * 30,000 signals hold 64 bytes each instead of 128 or more. */
+#define WINDOW_START_CAPACITY 4
+int window_init_span(struct window *w, size_t cap, int64_t span_ms);
 void window_destroy(struct window *w);
 void window_clear(struct window *w);
 

@@ -127,6 +127,69 @@ static void test_ring_is_bounded(void **state)
 	assert_int_equal(window_init(&w, WINDOW_MAX_CAPACITY + 1), -EINVAL);
 }
 
+/* A ring that grows within its span aggregates what a ring of its whole
+ * capacity does, for every duration up to the span and every statistic,
+ * whatever the samples' pace: the steady pace it was sized for (it stays
+ * at its first four), gaps, two samples at one time (one more sample in
+ * the span: it grows once), bursts of early polls (it grows to its
+ * capacity, never past it). */
+static void test_ring_grows_within_span(void **state)
+{
+	static const enum aggregation aggs[] = { AGG_AVG, AGG_MIN, AGG_MAX, AGG_LAST, AGG_P95 };
+	const int64_t span = S(60);
+	struct window full, grown;
+	uint32_t most = 0;
+	int64_t t = 0;
+	unsigned seed = 7;
+	size_t cap = window_capacity_for(span, S(15));
+
+	(void)state;
+	assert_int_equal(window_init_span(&grown, cap, 0), -EINVAL);
+	assert_int_equal(window_init_span(&grown, WINDOW_MAX_CAPACITY + 1, span), -EINVAL);
+	assert_int_equal(window_init(&full, cap), 0);
+	assert_int_equal(window_init_span(&grown, cap, span), 0);
+	assert_int_equal(grown.cap, WINDOW_START_CAPACITY);
+	for (int i = 0; i < 3000; i++) {
+		double r1, r2;
+		int e1, e2;
+
+		seed = seed * 1103515245 + 12345;
+		/* Every 15 s for 500 samples; then mostly so, now and then
+		 * with a gap of minutes or a repeated time; from sample 1000
+		 * to 1400 every 1-3 s. */
+		if (i < 500)
+			t += S(15);
+		else if (i >= 1000 && i < 1400)
+			t += S(1 + (seed >> 16) % 3);
+		else if ((seed >> 16) % 50 == 0)
+			t += S(200);
+		else if ((seed >> 16) % 60 == 1)
+			t += 0;
+		else
+			t += S(15);
+		assert_int_equal(window_push(&full, t, (double)((seed >> 8) % 1000)), 0);
+		assert_int_equal(window_push(&grown, t, (double)((seed >> 8) % 1000)), 0);
+		if (i == 499)
+			assert_int_equal(grown.cap, WINDOW_START_CAPACITY);
+		if (i == 999)
+			assert_true(grown.cap < cap);
+		if (grown.cap > most)
+			most = grown.cap;
+		for (size_t a = 0; a < sizeof(aggs) / sizeof(aggs[0]); a++)
+			for (int64_t d = S(5); d <= span; d += S(5)) {
+				e1 = window_aggregate(&full, t, d, aggs[a], S(45), &r1, NULL);
+				e2 = window_aggregate(&grown, t, d, aggs[a], S(45), &r2, NULL);
+				assert_int_equal(e1, e2);
+				if (e1 == 0)
+					assert_true(r1 == r2);
+			}
+	}
+	/* The burst needed the whole ring, and no more. */
+	assert_int_equal(most, cap);
+	window_destroy(&full);
+	window_destroy(&grown);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -135,6 +198,7 @@ int main(void)
 		cmocka_unit_test(test_stale_is_invalid_not_zero),
 		cmocka_unit_test(test_refuses_bad_samples),
 		cmocka_unit_test(test_ring_is_bounded),
+		cmocka_unit_test(test_ring_grows_within_span),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
