@@ -253,6 +253,8 @@ int main(int argc, char **argv)
 	struct bench_side sides[2] = {{0}};
 	struct bench_group *fgroups;
 	struct forecast learnt;
+	/* Every forecast signal's settings. */
+	static struct forecast_conf on = { .mode = FORECAST_ON, .quantile = 0.99, .service_level = 0.99 };
 	double one, many, rate;
 
 	if (n == 0 || cycles <= 0) {
@@ -285,8 +287,7 @@ int main(int argc, char **argv)
 				engine_keep_ms(&fgroups[0].g, BOOT_MS));
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < N_SIGNALS; j++) {
-			fgroups[i].sig[j].forecast = (struct forecast_conf){ .mode = FORECAST_ON, .quantile = 0.99,
-									    .service_level = 0.99 };
+			fgroups[i].sig[j].forecast = &on;
 			fgroups[i].fc[j] = malloc(sizeof(*fgroups[i].fc[j]));
 			if (!fgroups[i].fc[j]) {
 				fprintf(stderr, "bench: out of memory for the forecasters\n");

@@ -360,8 +360,8 @@ static void record_decision(struct metrics *m, struct group_metrics *g, const st
 		s->forecast_recommendation = s->have_forecast ? d->signals[i].forecast_recommendation : 0;
 		s->forecast_offset = s->have_forecast ? (float)d->signals[i].forecast_offset : 0.0f;
 		/* A service level acts in mode on only. */
-		s->service_level = s->have_forecast && i < gc->n_signals && gc->signals[i].forecast.mode == FORECAST_ON
-					   ? (float)gc->signals[i].forecast.service_level
+		s->service_level = s->have_forecast && i < gc->n_signals && signal_forecast(&gc->signals[i])->mode == FORECAST_ON
+					   ? (float)signal_forecast(&gc->signals[i])->service_level
 					   : 0.0f;
 		s->service_short = s->service_level > 0 ? (float)d->signals[i].forecast_short : 0.0f;
 	}

@@ -274,15 +274,15 @@ int forecast_group_from_json(const cJSON *j, const struct group_conf *gc, struct
 		if (r < 0 || (richer && tmp->n_samples < f->n_samples))
 			continue;
 		*f = *tmp;
-		if (f->quantile != gc->signals[i].forecast.quantile) {
+		if (f->quantile != signal_forecast(&gc->signals[i])->quantile) {
 			/* The profile stays good; the error quantile is for
 			 * another level: learn it again. */
-			f->quantile = gc->signals[i].forecast.quantile;
+			f->quantile = signal_forecast(&gc->signals[i])->quantile;
 			f->n_scored = f->n_peak_scored = 0;
 		}
 		/* The offset was measured for the file's level: another one
 		 * starts it again. */
-		forecast_set_service(f, gc->signals[i].forecast.service_level);
+		forecast_set_service(f, signal_forecast(&gc->signals[i])->service_level);
 		n++;
 	}
 	free(tmp);

@@ -122,20 +122,20 @@ struct signal_rt {
 	struct group_rt *g;
 	struct window win;
 	struct source *src;       /* NULL when the driver feeds the signal */
-	int driver_source;        /* index in the driver's sources, or -1 */
 	struct timer timer;       /* the polls' (sources/loop.h) */
 	uint64_t next_poll_usec;  /* CLOCK_MONOTONIC; 0: poll when the group starts */
-	bool polling;
 	/* The newest poll's error (at most SIGNAL_ERROR_MAX), NULL when it
 	 * succeeded: allocated only while a poll fails, and kept while it
 	 * fails the same way (signal_set_error). */
 	char *error;
-	int n_sampled;
-	bool reported;            /* a poll has completed, with a sample or an error */
 	/* The signal's forecaster when its forecast mode is not off, and the
 	 * time (monotonic) of the newest sample it has learnt. */
 	struct forecast *fc;
 	int64_t fc_fed_ms;
+	int driver_source;        /* index in the driver's sources, or -1 */
+	int n_sampled;
+	bool polling;
+	bool reported;            /* a poll has completed, with a sample or an error */
 };
 
 struct group_rt {

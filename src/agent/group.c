@@ -873,22 +873,23 @@ static int forecasts_start(struct group_rt *g, const struct group_rt *old)
 
 	for (size_t i = 0; i < g->n_signals; i++) {
 		const struct signal_conf *sc = g->signals[i].sc;
+		const struct forecast_conf *fcc = signal_forecast(sc);
 
-		if (sc->forecast.mode == FORECAST_OFF)
+		if (fcc->mode == FORECAST_OFF)
 			continue;
 		g->signals[i].fc = malloc(sizeof(*g->signals[i].fc));
 		if (!g->signals[i].fc)
 			return -ENOMEM;
-		forecast_init(g->signals[i].fc, sc->forecast.quantile);
+		forecast_init(g->signals[i].fc, fcc->quantile);
 		any = true;
 		for (size_t k = 0; old && k < old->n_signals; k++) {
 			if (old->signals[k].fc && strcmp(old->signals[k].sc->name, sc->name) == 0 &&
-			    old->signals[k].fc->quantile == sc->forecast.quantile) {
+			    old->signals[k].fc->quantile == fcc->quantile) {
 				*g->signals[i].fc = *old->signals[k].fc;
 				g->signals[i].fc_fed_ms = old->signals[k].fc_fed_ms;
 			}
 		}
-		forecast_set_service(g->signals[i].fc, sc->forecast.service_level);
+		forecast_set_service(g->signals[i].fc, fcc->service_level);
 	}
 	if (!any || old)
 		return 0;
@@ -901,18 +902,19 @@ static int forecasts_start(struct group_rt *g, const struct group_rt *old)
 			  r == -EINVAL ? why : strerror(-r));
 	for (size_t i = 0; i < g->n_signals; i++) {
 		const struct signal_conf *sc = g->signals[i].sc;
+		const struct forecast_conf *fcc = signal_forecast(sc);
 		int64_t boot = forecast_boot_horizon(&group_st(g)->boot, gc->behavior.boot_time_ms);
 
-		if (!g->signals[i].fc || g->signals[i].fc->n_samples > 0 || !sc->forecast.seed_file)
+		if (!g->signals[i].fc || g->signals[i].fc->n_samples > 0 || !fcc->seed_file)
 			continue;
-		r = forecast_seed_file(g->signals[i].fc, sc->forecast.seed_file, sc->forecast.seed_format,
+		r = forecast_seed_file(g->signals[i].fc, fcc->seed_file, fcc->seed_format,
 				       sc->poll_interval_ms, boot, engine_keep_ms(gc, boot));
 		if (r < 0)
 			log_group_errno(LOG_WARNING, gc->name, r, "forecast: signal '%s': cannot seed from '%s'", sc->name,
-					sc->forecast.seed_file);
+					fcc->seed_file);
 		else
 			log_group(LOG_INFO, gc->name, NULL, NULL, "forecast: signal '%s' seeded from '%s'", sc->name,
-				  sc->forecast.seed_file);
+				  fcc->seed_file);
 	}
 	return 0;
 }
@@ -1439,6 +1441,8 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	const struct driver *loaded;
 	struct group_rt *g;
 	char err[512];
+	int64_t longest;
+	size_t cap;
 	int r;
 
 	r = job_done_init(ctx->event, group_job_done, start_driver_call);
@@ -1496,7 +1500,9 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		s->g = g;
 		s->n_sampled = -1;
 		s->driver_source = driver_source_index(g->drv, sc->source);
-		r = window_init(&s->win, window_capacity_for(group_longest_window(gc, i), sc->poll_interval_ms));
+		longest = group_longest_window(gc, i);
+		cap = window_capacity_for(longest, sc->poll_interval_ms);
+		r = longest > 0 ? window_init_span(&s->win, cap, longest) : window_init(&s->win, cap);
 		if (r < 0)
 			goto fail;
 		/* The driver feeds it through its observations (preflight

@@ -221,6 +221,8 @@ int parse_duration_ms(const char *s, int64_t *ret)
 
 /* ---------------------------------------------------------------- options */
 
+const struct forecast_conf config_forecast_none = { .mode = FORECAST_OFF, .quantile = 0.9 };
+
 const struct config_option *options_get(const struct options *o, const char *key)
 {
 	for (size_t i = 0; o && i < o->n; i++)
@@ -365,15 +367,15 @@ bool config_options_equal(const struct options *a, const struct options *b)
 
 bool config_signal_equal(const struct signal_conf *a, const struct signal_conf *b)
 {
+	const struct forecast_conf *fa = signal_forecast(a), *fb = signal_forecast(b);
+
 	return str_eq(a->name, b->name) && str_eq(a->source, b->source) &&
 	       config_options_equal(&a->source_options, &b->source_options) && a->type == b->type &&
 	       a->target == b->target && a->window_ms == b->window_ms && a->aggregation == b->aggregation &&
 	       a->tolerance == b->tolerance && a->staleness_ms == b->staleness_ms &&
 	       a->poll_interval_ms == b->poll_interval_ms && a->timeout_ms == b->timeout_ms &&
-	       a->forecast.mode == b->forecast.mode && a->forecast.quantile == b->forecast.quantile &&
-	       a->forecast.service_level == b->forecast.service_level &&
-	       str_eq(a->forecast.seed_file, b->forecast.seed_file) &&
-	       str_eq(a->forecast.seed_format, b->forecast.seed_format);
+	       fa->mode == fb->mode && fa->quantile == fb->quantile && fa->service_level == fb->service_level &&
+	       str_eq(fa->seed_file, fb->seed_file) && str_eq(fa->seed_format, fb->seed_format);
 }
 
 static bool rule_equal(const struct rule_conf *a, const struct rule_conf *b)

@@ -242,16 +242,16 @@ static void unknown_name(struct config_ctx *x, const config_setting_t *m, const 
  * typo is a FILE:LINE error, not a surprise at the first start. */
 static void read_forecast(struct config_ctx *x, const config_setting_t *s, struct signal_conf *sig)
 {
-	struct forecast_conf *fc = &sig->forecast;
 	const config_setting_t *m = cfg_get_group(x, s, "forecast");
+	struct forecast_conf *fc;
 	enum trace_format tf;
 	int v;
 
-	fc->mode = FORECAST_OFF;
-	fc->quantile = 0.9;
-	fc->service_level = 0;
-	if (!m)
+	sig->forecast = NULL;
+	if (!m || !(fc = cfg_alloc(x, 1, sizeof(*fc))))
 		return;
+	*fc = *signal_forecast(sig);
+	sig->forecast = fc;
 	fc->file = cfg_file_name(x, m);
 	fc->line = (int)m->line;
 	cfg_check_keys(x, m, forecast_keys, N_ELEMS(forecast_keys));

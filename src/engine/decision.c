@@ -120,10 +120,11 @@ static void sentence_signals(struct sbuf *sb, const struct decision *d, const st
 		/* The forecast in both modes, so that an operator watching
 		 * observe mode reads what it would have done. */
 		if (sd->forecast) {
+			const struct forecast_conf *fc = signal_forecast(sc);
+
 			sb_printf(sb, " (forecast %g -> %d%s", sd->forecast_value, sd->forecast_recommendation,
-				  sc->forecast.mode == FORECAST_ON ? (sd->forecast_raised ? ", raised" : "")
-								   : ", observed only");
-			if (sc->forecast.mode == FORECAST_ON && sc->forecast.service_level > 0)
+				  fc->mode == FORECAST_ON ? (sd->forecast_raised ? ", raised" : "") : ", observed only");
+			if (fc->mode == FORECAST_ON && fc->service_level > 0)
 				sb_printf(sb, ", service offset %+.2f, short %.2f %%", sd->forecast_offset,
 					  100.0 * sd->forecast_short);
 			sb_printf(sb, ")");
@@ -293,8 +294,9 @@ static bool add_number_or_null(cJSON *o, const char *key, bool known, double v)
 static bool add_forecast(cJSON *o, const struct decision *d, const struct signal_decision *sd,
 			 const struct signal_conf *sc)
 {
+	const struct forecast_conf *fc = signal_forecast(sc);
 	/* A service level acts in mode on only (autoscaled.conf(5)). */
-	bool service = sc->forecast.mode == FORECAST_ON && sc->forecast.service_level > 0;
+	bool service = fc->mode == FORECAST_ON && fc->service_level > 0;
 	cJSON *f;
 
 	if (!sd->forecast)
@@ -303,7 +305,7 @@ static bool add_forecast(cJSON *o, const struct decision *d, const struct signal
 	/* "now" is the group total the forecast is compared with when its
 	 * time comes ("for_ms"): the mean times the ready instances for a
 	 * utilization, the value for an average. */
-	return f && cJSON_AddStringToObject(f, "mode", sc->forecast.mode == FORECAST_ON ? "on" : "observe") &&
+	return f && cJSON_AddStringToObject(f, "mode", fc->mode == FORECAST_ON ? "on" : "observe") &&
 	       cJSON_AddNumberToObject(f, "made_ms", (double)d->time_ms) &&
 	       cJSON_AddNumberToObject(f, "for_ms", (double)(d->time_ms + d->boot_ms)) &&
 	       (sd->valid ? cJSON_AddNumberToObject(f, "now", sc->type == SIGNAL_UTILIZATION ? sd->value * d->ready
@@ -313,7 +315,7 @@ static bool add_forecast(cJSON *o, const struct decision *d, const struct signal
 	       cJSON_AddNumberToObject(f, "recommendation", sd->forecast_recommendation) &&
 	       cJSON_AddNumberToObject(f, "keep", sd->keep_recommendation) &&
 	       cJSON_AddBoolToObject(f, "raised", sd->forecast_raised) &&
-	       add_number_or_null(f, "service_level", service, sc->forecast.service_level) &&
+	       add_number_or_null(f, "service_level", service, fc->service_level) &&
 	       add_number_or_null(f, "service_offset", service, sd->forecast_offset) &&
 	       add_number_or_null(f, "service_short", service, sd->forecast_short);
 }

@@ -225,7 +225,7 @@ void engine_forecast_service(const struct group_conf *g, size_t s, struct foreca
 	double excess;
 	bool over;
 
-	if (g->signals[s].forecast.mode != FORECAST_ON || !(f->service_level > 0))
+	if (signal_forecast(&g->signals[s])->mode != FORECAST_ON || !(f->service_level > 0))
 		return;
 	over = engine_sample_over_target(g, s, wall_ms, v, ready, &excess);
 	forecast_service(f, over, excess);
@@ -326,7 +326,7 @@ static void apply_forecast(struct eval *e, size_t s, struct signal_decision *sd)
 	sd->keep_recommendation = ceil_count(in->forecast_keep_total / sd->target);
 	sd->forecast_offset = in->forecast_offset;
 	sd->forecast_short = in->forecast_short;
-	if (e->g->signals[s].forecast.mode != FORECAST_ON)
+	if (signal_forecast(&e->g->signals[s])->mode != FORECAST_ON)
 		return;
 	if (sd->forecast_recommendation > sd->recommendation) {
 		sd->recommendation = sd->forecast_recommendation;
@@ -371,7 +371,7 @@ static void step_signals(struct eval *e)
 			recommend_utilization(e, s, sd, in->n_sampled);
 		else
 			recommend_average(e, s, sd);
-		if (sc->forecast.mode != FORECAST_OFF && in->forecast_valid)
+		if (signal_forecast(sc)->mode != FORECAST_OFF && in->forecast_valid)
 			apply_forecast(e, s, sd);
 	}
 }

@@ -167,26 +167,31 @@ enum victim_choice {
 };
 
 struct signal_decision {
-	bool valid;
+	/* Doubles, then the pointer, the ints and the flags: 80 bytes where
+	 * the fields in the order they are read made 96 with their padding
+	 * (every group keeps its last decision, packed). */
 	double value;            /* the aggregate, when valid */
 	double target;           /* the target in force (profile overrides applied) */
-	int recommendation;      /* when valid */
+	double forecast_value;       /* the group total one boot time ahead */
+	double forecast_offset;      /* the service level's offset of its quantiles, in normalised errors */
+	double forecast_short;       /* the share of samples short the forecaster measured (about a day) */
 	const char *reason;      /* why invalid (static or the source's error) */
-	bool tolerance_hold;     /* inside the tolerance band: r = current */
+	int recommendation;      /* when valid */
 	/* HPA's substitutions in a utilization signal: ready instances
 	 * without a sample counted at the target (scale-in), and instances
 	 * still initializing counted as 0 (scale-out). */
 	int counted_at_target;
 	int counted_as_zero;
-	bool rules_only;         /* no target (<= 0): read by rules only, no recommendation */
-	/* The forecast, when the signal has one (mode observe or on). */
-	bool forecast;
-	double forecast_value;       /* the group total one boot time ahead */
 	int forecast_recommendation; /* instances for it at the target */
 	int keep_recommendation;     /* instances the forecast needs before a relaunch would pay off */
+	bool valid;
+	bool tolerance_hold;     /* inside the tolerance band: r = current */
+	bool rules_only;         /* no target (<= 0): read by rules only, no recommendation */
+	/* The forecast, when the signal has one (mode observe or on):
+	 * forecast_value, forecast_recommendation, keep_recommendation and
+	 * the service level's offset and share short above. */
+	bool forecast;
 	bool forecast_raised;        /* mode on: the forecast, not the reactive value, set the recommendation */
-	double forecast_offset;      /* the service level's offset of its quantiles, in normalised errors */
-	double forecast_short;       /* the share of samples short the forecaster measured (about a day) */
 };
 
 struct rule_decision {

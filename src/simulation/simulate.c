@@ -447,7 +447,11 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 	if (r < 0)
 		goto out;
 	for (size_t s = 0; s < g->n_signals; s++) {
-		r = window_init(&windows[s], window_capacity_for(group_longest_window(g, s), p->step_ms));
+		int64_t longest = group_longest_window(g, s);
+		size_t cap = window_capacity_for(longest, p->step_ms);
+
+		/* As the daemon's windows (group.c). */
+		r = longest > 0 ? window_init_span(&windows[s], cap, longest) : window_init(&windows[s], cap);
 		if (r < 0)
 			goto out;
 	}
@@ -455,8 +459,8 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 	/* Forecast history starts empty: the run learns from what it has
 	 * seen, as the daemon would from its own samples. */
 	for (size_t s = 0; s < g->n_signals; s++) {
-		forecast_init(&fc[s], g->signals[s].forecast.quantile);
-		forecast_set_service(&fc[s], g->signals[s].forecast.service_level);
+		forecast_init(&fc[s], signal_forecast(&g->signals[s])->quantile);
+		forecast_set_service(&fc[s], signal_forecast(&g->signals[s])->service_level);
 	}
 	r = initial_pool(g, &cur, t0, p, &n0);
 	if (r < 0)
@@ -507,7 +511,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			/* The forecaster learns the group total: the sum of the
 			 * instances' utilizations, or the value; in mode on, it
 			 * is told whether the sample was above the target. */
-			if (g->signals[s].forecast.mode != FORECAST_OFF &&
+			if (signal_forecast(&g->signals[s])->mode != FORECAST_OFF &&
 			    forecast_update(&fc[s], now, util ? prev_demand / p->capacity * 100.0 : prev_demand, horizon,
 					    engine_keep_ms(g, horizon)) == 0 &&
 			    (!util || prev_ready > 0))
@@ -520,7 +524,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			inputs[s].window = windows[s].n > 0 ? &windows[s] : NULL;
 			inputs[s].error = windows[s].n > 0 ? NULL : "no samples yet";
 			inputs[s].n_sampled = k > 0 && ready_now > prev_ready ? prev_ready : -1;
-			if (g->signals[s].forecast.mode != FORECAST_OFF) {
+			if (signal_forecast(&g->signals[s])->mode != FORECAST_OFF) {
 				inputs[s].forecast_valid =
 					forecast_for_engine(&fc[s], now, horizon, engine_keep_ms(g, horizon),
 							    &inputs[s].forecast_total,

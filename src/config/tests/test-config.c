@@ -226,8 +226,8 @@ static void test_forecast_errors(void **state)
 					   "    { name = \"q\"; source = \"libvirt_cpu\"; type = \"utilization\"; target = 60.0;\n"
 					   "      forecast = { mode = \"on\"; }; } );\n" GROUP_TAIL);
 
-		assert_true(c->groups[0].signals[0].forecast.service_level == 0.995);
-		assert_true(c->groups[0].signals[1].forecast.service_level == 0);
+		assert_true(signal_forecast(&c->groups[0].signals[0])->service_level == 0.995);
+		assert_true(signal_forecast(&c->groups[0].signals[1])->service_level == 0);
 		config_free(c);
 	}
 	/* A forecast of a signal without a target has no instances to give. */

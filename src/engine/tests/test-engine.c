@@ -22,6 +22,7 @@
 struct fx {
 	struct group_conf g;
 	struct signal_conf sig[4];
+	struct forecast_conf fc[4]; /* each signal's forecaster settings */
 	struct profile_conf prof[4];
 	struct rule_conf rules[8];
 	size_t n_rules_total;
@@ -81,9 +82,10 @@ static int fx_signal(const char *name, enum signal_type type, double target)
 {
 	int i = (int)F.g.n_signals++;
 
+	F.fc[i] = (struct forecast_conf){ .mode = FORECAST_OFF };
 	F.sig[i] = (struct signal_conf){ .name = (char *)name, .type = type, .target = target,
 					 .window_ms = S(60), .aggregation = AGG_AVG, .tolerance = 0.1,
-					 .staleness_ms = S(45) };
+					 .staleness_ms = S(45), .forecast = &F.fc[i] };
 	assert_int_equal(window_init(&F.win[i], 256), 0);
 	F.in[i] = (struct engine_signal_input){ .window = &F.win[i], .n_sampled = -1 };
 	return i;
@@ -735,10 +737,10 @@ static void test_sample_over_target(void **state)
 		forecast_init(fc, 0.9);
 		forecast_set_service(fc, 0.99);
 		assert_int_equal(forecast_update(fc, T0, 40, S(60), 0), 0);
-		F.sig[q].forecast.mode = FORECAST_OBSERVE;
+		F.fc[q].mode = FORECAST_OBSERVE;
 		engine_forecast_service(&F.g, q, fc, T0, 40, 8);
 		assert_true(fc->q_adjust == 0 && fc->n_service == 0);
-		F.sig[q].forecast.mode = FORECAST_ON;
+		F.fc[q].mode = FORECAST_ON;
 		engine_forecast_service(&F.g, q, fc, T0, 40, 8);
 		assert_true(fc->q_adjust > 0 && fc->n_service == 1);
 		forecast_set_service(fc, 0);
@@ -1395,7 +1397,7 @@ static void test_forecast_observe_and_on(void **state)
 	fx_init(1, 20, 1);
 	F.g.behavior.boot_time_ms = S(120);
 	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 50);
-	F.sig[cpu].forecast.mode = FORECAST_OBSERVE;
+	F.fc[cpu].mode = FORECAST_OBSERVE;
 	fx_push(cpu, 50);
 	/* 4 instances at 50 %: the forecast total 400 (% x instances) needs 8. */
 	F.in[cpu].forecast_valid = true;
@@ -1416,7 +1418,7 @@ static void test_forecast_observe_and_on(void **state)
 	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(f, "raised")));
 	cJSON_Delete(j);
 
-	F.sig[cpu].forecast.mode = FORECAST_ON;
+	F.fc[cpu].mode = FORECAST_ON;
 	F.now += S(15);
 	fx_push(cpu, 50);
 	assert_int_equal(fx_eval(4), 8);
@@ -1424,7 +1426,7 @@ static void test_forecast_observe_and_on(void **state)
 	assert_true(F.d.signals[cpu].forecast_raised);
 
 	/* Off: the inputs are not read at all. */
-	F.sig[cpu].forecast.mode = FORECAST_OFF;
+	F.fc[cpu].mode = FORECAST_OFF;
 	F.now += S(15);
 	fx_push(cpu, 50);
 	assert_int_equal(fx_eval(4), 4);
@@ -1443,7 +1445,7 @@ static void test_forecast_never_scales_in_alone(void **state)
 	F.g.behavior.boot_time_ms = S(120);
 	F.g.behavior.scale_in.stabilization_ms = 0;
 	cpu = fx_signal("cpu", SIGNAL_UTILIZATION, 50);
-	F.sig[cpu].forecast.mode = FORECAST_ON;
+	F.fc[cpu].mode = FORECAST_ON;
 	F.in[cpu].forecast_valid = true;
 	F.in[cpu].forecast_total = 50;
 	F.in[cpu].forecast_keep_total = 50;
@@ -1503,7 +1505,7 @@ static void test_lazy_scale_in(void **state)
 	assert_int_equal(cur, 2);
 
 	/* With a forecast that needs 6 again within the keep time: 6 stay. */
-	F.sig[cpu].forecast.mode = FORECAST_ON;
+	F.fc[cpu].mode = FORECAST_ON;
 	F.in[cpu].forecast_valid = true;
 	F.in[cpu].forecast_total = 50;
 	F.in[cpu].forecast_keep_total = 600; /* 12 instances at 50 % */

@@ -34,6 +34,7 @@ struct series {
 
 struct fixture {
 	struct signal_conf sig;
+	struct forecast_conf fc;
 	struct profile_conf prof;
 	struct group_conf g;
 	struct series t;
@@ -108,6 +109,7 @@ static int setup(void **state)
 		.staleness_ms = 45 * S,
 		.poll_interval_ms = 15 * S,
 		.timeout_ms = 10 * S,
+		.forecast = &f->fc,
 	};
 	f->prof = (struct profile_conf){.name = "default", .kind = PROFILE_DEFAULT, .min = 1, .max = 10, .def = 1};
 	f->g = (struct group_conf){
@@ -497,11 +499,11 @@ static void test_decisions_do_not_see_the_future(void **state)
 		if (variant >= 2) {
 			f->p.warm = (struct sim_warm_pool){.size = 3, .state = SIM_WARM_SAVED, .restore_ms = 5 * S};
 			f->p.horizon = variant >= 4 ? SIM_HORIZON_WARM_RESTORE : SIM_HORIZON_MEASURED;
-			f->sig.forecast.mode = FORECAST_ON;
-			f->sig.forecast.quantile = 0.9;
+			f->fc.mode = FORECAST_ON;
+			f->fc.quantile = 0.9;
 			f->g.behavior.lazy_scale_in = true;
 			f->g.behavior.boot_time_ms = 30 * S;
-			f->sig.forecast.service_level = variant >= 4 ? 0.99 : 0;
+			f->fc.service_level = variant >= 4 ? 0.99 : 0;
 		}
 		f->p.initial = given ? 5 : -1;
 		assert_int_equal(run_series(f, &full, &m, &st_full, &n_full), 0);

@@ -999,8 +999,8 @@ static void test_boot_time_persists(void **st)
  * reason and leaves the forecaster fresh. */
 static void test_forecast_persists(void **st)
 {
-	struct signal_conf sigs[2] = { { .name = "cpu", .forecast = { .mode = FORECAST_ON, .quantile = 0.9 } },
-				       { .name = "queue" } };
+	struct forecast_conf cpu_fc = { .mode = FORECAST_ON, .quantile = 0.9 };
+	struct signal_conf sigs[2] = { { .name = "cpu", .forecast = &cpu_fc }, { .name = "queue" } };
 	struct group_conf g2 = { .name = "web", .signals = sigs, .n_signals = 2 };
 	struct forecast *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
 	struct forecast *fa[2] = { a, NULL }, *fb[2] = { b, NULL };
@@ -1021,7 +1021,7 @@ static void test_forecast_persists(void **st)
 	forecast_init(b, 0.9);
 	/* The service level is the configuration's: the offset measured for
 	 * it comes back with the file. */
-	sigs[0].forecast.service_level = 0.99;
+	cpu_fc.service_level = 0.99;
 	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), 1);
 	assert_true(b->service_level == 0.99);
 	assert_true(fabs(b->q_adjust - a->q_adjust) < 1e-9);
@@ -1037,7 +1037,7 @@ static void test_forecast_persists(void **st)
 	assert_true(fabs(va.upper - vb.upper) < 1e-6 * fabs(va.upper) + 1e-9);
 	/* Another level asked for since: the offset starts again at 0, the
 	 * history stays. */
-	sigs[0].forecast.service_level = 0.995;
+	cpu_fc.service_level = 0.995;
 	forecast_init(b, 0.9);
 	assert_int_equal(forecast_file_load(dir, &g2, fb, why, sizeof(why)), 1);
 	assert_true(b->service_level == 0.995 && b->q_adjust == 0);
@@ -1047,7 +1047,7 @@ static void test_forecast_persists(void **st)
 	{
 		cJSON *j = forecast_group_json(&g2, fa), *c = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "signals"), "cpu");
 
-		sigs[0].forecast.service_level = 0;
+		cpu_fc.service_level = 0;
 		cJSON_DeleteItemFromObject(c, "service_level");
 		cJSON_DeleteItemFromObject(c, "q_adjust");
 		cJSON_DeleteItemFromObject(c, "service_short");
