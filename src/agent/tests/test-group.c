@@ -362,6 +362,15 @@ static void fake_release(void)
 	pthread_mutex_unlock(&fake_lock);
 }
 
+/* Lets one held observation end (fake.hold_observe). */
+static void fake_release_observe(void)
+{
+	pthread_mutex_lock(&fake_lock);
+	fake.observe_releases++;
+	pthread_cond_broadcast(&fake_cond);
+	pthread_mutex_unlock(&fake_lock);
+}
+
 static void fake_set(int *field, int v)
 {
 	pthread_mutex_lock(&fake_lock);
@@ -623,10 +632,7 @@ static void test_driver_calls_bounded(void **state)
 
 	/* One call ends at a time: the next queued group's starts. */
 	for (int k = 1; k <= N_BOUNDED; k++) {
-		pthread_mutex_lock(&fake_lock);
-		fake.observe_releases++;
-		pthread_cond_broadcast(&fake_cond);
-		pthread_mutex_unlock(&fake_lock);
+		fake_release_observe();
 		assert_true(run_until(observed, &k));
 		want = N_BOUNDED - k < 3 ? N_BOUNDED - k : 3;
 		assert_true(run_until(observes_held, &want));
@@ -677,10 +683,7 @@ static void test_queued_call_cancelled(void **state)
 	assert_int_equal(FAKE(n_close), closed + 1);
 	assert_false(job_orphan_running(queued == gs[0] ? "g0" : "g1"));
 
-	pthread_mutex_lock(&fake_lock);
-	fake.observe_releases++;
-	pthread_cond_broadcast(&fake_cond);
-	pthread_mutex_unlock(&fake_lock);
+	fake_release_observe();
 	assert_true(run_until(idle, running));
 	assert_int_equal(FAKE(n_observe), 1);
 	assert_int_equal(FAKE(observe_on[id]), 0);
@@ -776,10 +779,7 @@ static void test_observations_admitted(void **state)
 	assert_non_null(second->admit_pprev);
 
 	for (int k = 1; k <= n_left; k++) {
-		pthread_mutex_lock(&fake_lock);
-		fake.observe_releases++;
-		pthread_cond_broadcast(&fake_cond);
-		pthread_mutex_unlock(&fake_lock);
+		fake_release_observe();
 		assert_true(run_until(observed, &k));
 		job_admit_stats("fake", &admitted, &waiting);
 		assert_true(admitted <= ADMIT_ROOM);
