@@ -142,6 +142,8 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 	struct decision d;
 	struct timespec t0, t1;
 	double busy = 0;
+	/* As the daemon does (forecasts_feed()): see forecast_prefetch(). */
+	bool prefetch = n * N_SIGNALS >= FORECAST_PREFETCH_MIN;
 	size_t i;
 	int c;
 
@@ -155,6 +157,9 @@ static double run(struct bench_group *groups, size_t n, int cycles, int64_t *now
 			/* Once a group, as the daemon reads it (forecasts_feed()). */
 			int64_t keep = engine_keep_ms(&b->g, BOOT_MS);
 
+			for (size_t k = 0; prefetch && k < N_SIGNALS; k++)
+				if (b->fc[k])
+					forecast_prefetch(b->fc[k], *now);
 			for (size_t k = 0; k < N_SIGNALS; k++) {
 				const struct sample *smp = window_newest(&b->win[k]);
 

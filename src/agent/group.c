@@ -859,6 +859,10 @@ static void forecasts_save(struct group_rt *g)
 	}
 }
 
+/* The forecasters of every runtime (forecasts_feed()'s prefetch). Runtimes
+ * are made and freed on the loop. */
+static size_t n_forecasters;
+
 /* Makes the forecasters of the signals that have one: a reload carries
  * over the old runtime's of a signal of the same name; a start restores
  * the file's, and a forecaster that has learnt nothing is seeded from its
@@ -880,6 +884,7 @@ static int forecasts_start(struct group_rt *g, const struct group_rt *old)
 		g->signals[i].fc = malloc(sizeof(*g->signals[i].fc));
 		if (!g->signals[i].fc)
 			return -ENOMEM;
+		n_forecasters++;
 		forecast_init(g->signals[i].fc, fcc->quantile);
 		any = true;
 		for (size_t k = 0; old && k < old->n_signals; k++) {
@@ -942,6 +947,10 @@ static void forecasts_feed(struct group_rt *g, struct clock_now t, int64_t boot_
 	int ready = ready_instances(g);
 	bool closed = false;
 
+	/* Every forecaster's lines asked for at once: see forecast_prefetch(). */
+	for (size_t i = 0; i < g->n_signals && n_forecasters >= FORECAST_PREFETCH_MIN; i++)
+		if (g->signals[i].fc)
+			forecast_prefetch(g->signals[i].fc, t.wall_ms);
 	for (size_t i = 0; i < g->n_signals; i++) {
 		struct signal_rt *s = &g->signals[i];
 		const struct sample *smp = window_newest(&s->win);
@@ -1745,8 +1754,10 @@ void group_rt_free(struct group_rt *g)
 		window_destroy(&g->signals[i].win);
 		signal_clear_error(&g->signals[i]);
 	}
-	for (size_t i = 0; i < g->n_signals; i++)
+	for (size_t i = 0; i < g->n_signals; i++) {
+		n_forecasters -= g->signals[i].fc != NULL;
 		free(g->signals[i].fc);
+	}
 	free(g->signals);
 	/* A call that has not started is not started for a group that is
 	 * gone (a reload removed it, or the daemon stops). */

@@ -370,7 +370,6 @@ static void add_pending(struct forecast *f, int64_t t_ms, int64_t horizon_ms, in
 	p->t_ms = t_ms + horizon_ms;
 	p->point = point_at(f, t_ms + horizon_ms, NULL, &seasonal);
 	f->n_pending++;
-	f->pending_every_ms = every;
 }
 
 /* The highest point prediction over [T_MS, T_MS + SPAN_MS]; *SEASONAL:
@@ -621,6 +620,23 @@ int forecast_for_engine(const struct forecast *f, int64_t t_ms, int64_t horizon_
 		return r;
 	*keep = v.upper;
 	return 0;
+}
+
+/* The lines of the fields (all read by an update) and the two buckets the
+ * profile at the sample is read between (season_at()); the pending rings'
+ * slots depend on the fields, and the keep span's further buckets are
+ * mostly in the same lines. */
+void forecast_prefetch(const struct forecast *f, int64_t t_ms)
+{
+	const char *p = (const char *)f, *end = (const char *)f->day;
+	size_t wi = week_index(bucket_of(t_ms - FORECAST_BUCKET_MS / 2)), di = wi % FORECAST_DAY_BUCKETS;
+
+	for (; p < end; p += 64)
+		__builtin_prefetch(p, 1);
+	__builtin_prefetch(&f->day[di], 1);
+	__builtin_prefetch(&f->week[wi], 1);
+	__builtin_prefetch(&f->day[(di + 1) % FORECAST_DAY_BUCKETS], 1);
+	__builtin_prefetch(&f->week[(wi + 1) % FORECAST_WEEK_BUCKETS], 1);
 }
 
 void forecast_refresh(struct forecast *f)

@@ -59,8 +59,7 @@ struct forecast_pending_peak {
 };
 
 struct forecast {
-	uint32_t version;
-	int64_t first_ms, last_ms; /* first and newest sample; 0 = none yet */
+	int64_t last_ms;          /* the newest sample; 0 = none yet */
 	uint64_t n_samples;
 	/* Short-term state. */
 	double level, trend;
@@ -79,7 +78,6 @@ struct forecast {
 	double quantile;          /* the one q_norm tracks */
 	int64_t horizon_ms;       /* the horizon of the pending predictions */
 	uint32_t n_pending, pending_head;
-	int64_t pending_every_ms; /* spacing of the pending predictions */
 	/* The same for the peak over the keep span (lazy scale-in): the
 	 * highest of several noisy values is above each one's quantile, so
 	 * it has its own, measured the same way. */
@@ -119,6 +117,9 @@ struct forecast {
 	struct forecast_pending pending[FORECAST_PENDING];
 	struct forecast_pending_peak peaks[FORECAST_PENDING];
 	struct forecast_bucket week[FORECAST_WEEK_BUCKETS];
+	/* Read at the first sample and in the cold start only. */
+	int64_t first_ms;         /* the first sample */
+	uint32_t version;
 };
 
 /* A forecast: point is the expected value at the target time, upper the
@@ -173,6 +174,16 @@ int forecast_predict_peak(const struct forecast *f, int64_t t_ms, int64_t span_m
  * KEEP_MS] in *KEEP. 0 or -ENODATA. */
 int forecast_for_engine(const struct forecast *f, int64_t t_ms, int64_t horizon_ms, int64_t keep_ms, double *ahead,
 			double *keep);
+
+/* Asks the memory for the parts of F an update at T_MS will read (its
+ * fields and the profile around T_MS), so that a caller with several
+ * forecasters to update (a group's signals) has their cache misses overlap
+ * instead of waiting for each in turn. Changes nothing. It pays only when
+ * the forecasters do not all stay in the cache between two updates: with
+ * fewer than FORECAST_PREFETCH_MIN of them (800 KB), the cache holds them
+ * and the prefetch is only more work (bench/engine). */
+#define FORECAST_PREFETCH_MIN 64
+void forecast_prefetch(const struct forecast *f, int64_t t_ms);
 
 /* Recomputes what the state derives from its profile and counters (after
  * it was read back or changed from outside). */

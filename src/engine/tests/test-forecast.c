@@ -316,6 +316,12 @@ static void test_bad_input(void **unused)
 	assert_int_equal(forecast_update(f, T0 + SEC, NAN, 60 * SEC, 0), -EINVAL);
 	assert_int_equal(forecast_update(f, T0 + SEC, INFINITY, 60 * SEC, 0), -EINVAL);
 	assert_int_equal(forecast_update(f, T0 + SEC, 1.0, -1, 0), -EINVAL);
+	/* A prefetch only asks for memory, at any time, the week's last
+	 * bucket and times before 1970 too. */
+	forecast_prefetch(f, T0);
+	forecast_prefetch(f, -7 * 86400 * SEC - 1);
+	forecast_prefetch(f, 7 * 86400 * SEC - 1);
+	forecast_prefetch(f, INT64_MAX / 2);
 	assert_memory_equal(f, &copy, sizeof(copy));
 	assert_true(forecast_state_valid(f));
 	f->version = 99;
