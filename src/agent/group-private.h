@@ -147,7 +147,6 @@ struct group_rt {
 	 * driver keeps the pointer until it closes the handle, which may be
 	 * after this runtime and its configuration are gone. */
 	struct autoscaled_host *host;
-	struct driver_options drv_opts;
 	struct signal_rt *signals;
 	size_t n_signals;
 	bool want_samples;        /* a signal reads one of the driver's sources */

@@ -1447,6 +1447,7 @@ void group_scale_done(struct group_rt *g, struct job *j, int64_t t)
 int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const struct group_rt *old,
 		 struct group_rt **ret)
 {
+	struct driver_options opts = { 0 };
 	const struct driver *loaded;
 	struct group_rt *g;
 	char err[512];
@@ -1491,9 +1492,6 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		goto fail;
 	}
 	g->drv = loaded->ops;
-	r = driver_options_from_group(gc, &g->drv_opts);
-	if (r < 0)
-		goto fail;
 
 	g->signals = calloc(gc->n_signals ? gc->n_signals : 1, sizeof(*g->signals));
 	if (!g->signals) {
@@ -1543,6 +1541,11 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	r = make_host(g);
 	if (r < 0)
 		goto fail;
+	/* The options are the driver's only during the call (driver.h): they
+	 * are made for it and go with it, as a job's are. */
+	r = driver_options_from_group(gc, &opts);
+	if (r < 0)
+		goto fail;
 	if ((old && old->job) || job_orphan_running(gc->name)) {
 		/* The group's driver is busy with a call through the old
 		 * options (or through those of a group of this name that a
@@ -1553,23 +1556,26 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 		 * are checked now, so that a reload that cannot work is
 		 * refused as one whose open fails is. */
 		if (AUTOSCALED_DRIVER_HAS_OP(g->drv, check)) {
-			r = g->drv->check(g->host, g->drv_opts.v, g->drv_opts.n);
+			r = g->drv->check(g->host, opts.v, opts.n);
 			if (r < 0) {
 				log_group_errno(LOG_ERR, gc->name, r, "driver '%s' refused its options", gc->driver);
 				goto fail;
 			}
 		}
+		driver_options_free(&opts);
 		*ret = g;
 		return 0;
 	}
-	r = g->drv->open(g->host, g->drv_opts.v, g->drv_opts.n, &g->handle);
+	r = g->drv->open(g->host, opts.v, opts.n, &g->handle);
 	if (r < 0) {
 		log_group_errno(LOG_ERR, gc->name, r, "driver '%s' failed to open", gc->driver);
 		goto fail;
 	}
+	driver_options_free(&opts);
 	*ret = g;
 	return 0;
 fail:
+	driver_options_free(&opts);
 	group_rt_free(g);
 	return r;
 }
@@ -1687,7 +1693,11 @@ void group_rt_rebind(struct group_rt *g, const struct group_conf *gc)
 		d.group = gc->name;
 		if (d.profile_index >= 0 && (size_t)d.profile_index < gc->n_profiles)
 			d.profile = gc->profiles[d.profile_index].name;
-		decision_pack(&d, g->last);
+		/* Its packed size follows what it holds (a pointer that
+		 * was NULL takes a word); without the memory the group has
+		 * no last decision until its next, and no record of it. */
+		if (!keep_last(g, &d))
+			g->record_pending = false;
 	}
 }
 
@@ -1782,7 +1792,6 @@ void group_rt_free(struct group_rt *g)
 		g->drv->close(g->handle);
 	driver_host_free(g->host);
 	close_retired(g);
-	driver_options_free(&g->drv_opts);
 	free(g->instances);
 	free(g->last_error.message);
 	free(g->last);

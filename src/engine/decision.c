@@ -454,55 +454,112 @@ size_t decision_journal_fields(const struct decision *d, struct decision_field_b
 	return DECISION_JOURNAL_FIELDS;
 }
 
-/* The packed form: the two counts, the decision up to its signals, the
- * signals it has, what lies between the signals and the rules, the rules
- * it has, and the rest. Offsets, not field names, so that a field added
- * to struct decision is kept without a change here. */
+/* The packed form: the two counts, then the decision's bytes in 8-byte
+ * words (up to its signals, the signals it has, what lies between the
+ * signals and the rules, the rules it has, and the rest), of which only
+ * the words that are not zero are kept, after a bitmap of which they are.
+ * Most of a kept decision is zero (a signal without a forecast has five
+ * zero fields, a hold no host bound, a group no pin): three signals and no
+ * rule take some 260 bytes instead of 430, for each of 10,000 groups.
+ * Offsets, not field names, so that a field added to struct decision is
+ * kept without a change here. */
 #define AT_SIGNALS offsetof(struct decision, signals)
 #define AFTER_SIGNALS (offsetof(struct decision, signals) + sizeof(((struct decision *)0)->signals))
 #define AT_RULES offsetof(struct decision, rules)
 #define AFTER_RULES (offsetof(struct decision, rules) + sizeof(((struct decision *)0)->rules))
+#define WORD sizeof(uint64_t)
+
+_Static_assert(AT_SIGNALS % WORD == 0 && sizeof(((struct decision *)0)->signals[0]) % WORD == 0 &&
+		       AFTER_SIGNALS % WORD == 0 && AT_RULES % WORD == 0 &&
+		       sizeof(((struct decision *)0)->rules[0]) % WORD == 0 && AFTER_RULES % WORD == 0 &&
+		       sizeof(struct decision) % WORD == 0,
+	       "a decision's packed parts are whole words");
 
 struct packed_counts {
 	size_t n_signals, n_rules;
 };
 
+/* The parts of a decision with N_SIGNALS signals and N_RULES rules that
+ * are packed, as byte ranges of struct decision. */
+struct packed_part {
+	size_t at, len;
+};
+#define PACKED_PARTS 5
+
+static void packed_parts(size_t n_signals, size_t n_rules, struct packed_part *p)
+{
+	p[0] = (struct packed_part){0, AT_SIGNALS};
+	p[1] = (struct packed_part){AT_SIGNALS, n_signals * sizeof(((struct decision *)0)->signals[0])};
+	p[2] = (struct packed_part){AFTER_SIGNALS, AT_RULES - AFTER_SIGNALS};
+	p[3] = (struct packed_part){AT_RULES, n_rules * sizeof(((struct decision *)0)->rules[0])};
+	p[4] = (struct packed_part){AFTER_RULES, sizeof(struct decision) - AFTER_RULES};
+}
+
+static uint64_t word_at(const struct decision *d, size_t at)
+{
+	uint64_t w;
+
+	memcpy(&w, (const char *)d + at, WORD);
+	return w;
+}
+
 size_t decision_packed_size(const struct decision *d)
 {
-	return sizeof(struct packed_counts) + AT_SIGNALS + d->n_signals * sizeof(d->signals[0]) +
-	       (AT_RULES - AFTER_SIGNALS) + d->n_rules * sizeof(d->rules[0]) + (sizeof(*d) - AFTER_RULES);
+	struct packed_part parts[PACKED_PARTS];
+	size_t words = 0, kept = 0;
+
+	packed_parts(d->n_signals, d->n_rules, parts);
+	for (size_t k = 0; k < PACKED_PARTS; k++)
+		for (size_t at = parts[k].at; at < parts[k].at + parts[k].len; at += WORD, words++)
+			kept += word_at(d, at) != 0;
+	return sizeof(struct packed_counts) + (words + 63) / 64 * WORD + kept * WORD;
 }
 
 void decision_pack(const struct decision *d, void *buf)
 {
 	const struct packed_counts n = {d->n_signals, d->n_rules};
-	const char *s = (const char *)d;
-	char *p = buf;
+	struct packed_part parts[PACKED_PARTS];
+	size_t words = 0, map_len;
+	char *map = (char *)buf + sizeof(n), *p;
 
-	p = mempcpy(p, &n, sizeof(n));
-	p = mempcpy(p, s, AT_SIGNALS);
-	p = mempcpy(p, d->signals, n.n_signals * sizeof(d->signals[0]));
-	p = mempcpy(p, s + AFTER_SIGNALS, AT_RULES - AFTER_SIGNALS);
-	p = mempcpy(p, d->rules, n.n_rules * sizeof(d->rules[0]));
-	memcpy(p, s + AFTER_RULES, sizeof(*d) - AFTER_RULES);
+	memcpy(buf, &n, sizeof(n));
+	packed_parts(n.n_signals, n.n_rules, parts);
+	for (size_t k = 0; k < PACKED_PARTS; k++)
+		words += parts[k].len / WORD;
+	map_len = (words + 63) / 64 * WORD;
+	memset(map, 0, map_len);
+	p = map + map_len;
+	words = 0;
+	for (size_t k = 0; k < PACKED_PARTS; k++)
+		for (size_t at = parts[k].at; at < parts[k].at + parts[k].len; at += WORD, words++) {
+			uint64_t w = word_at(d, at);
+
+			if (w) {
+				map[words / 8] |= (char)(1u << (words % 8));
+				p = mempcpy(p, &w, WORD);
+			}
+		}
 }
 
 void decision_unpack(const void *buf, struct decision *d)
 {
 	struct packed_counts n;
-	char *s = (char *)d;
-	const char *p = buf;
+	struct packed_part parts[PACKED_PARTS];
+	size_t words = 0;
+	const unsigned char *map = (const unsigned char *)buf + sizeof(n);
+	const char *p;
 
-	memcpy(&n, p, sizeof(n));
-	p += sizeof(n);
+	memcpy(&n, buf, sizeof(n));
 	memset(d, 0, sizeof(*d));
-	memcpy(s, p, AT_SIGNALS);
-	p += AT_SIGNALS;
-	memcpy(d->signals, p, n.n_signals * sizeof(d->signals[0]));
-	p += n.n_signals * sizeof(d->signals[0]);
-	memcpy(s + AFTER_SIGNALS, p, AT_RULES - AFTER_SIGNALS);
-	p += AT_RULES - AFTER_SIGNALS;
-	memcpy(d->rules, p, n.n_rules * sizeof(d->rules[0]));
-	p += n.n_rules * sizeof(d->rules[0]);
-	memcpy(s + AFTER_RULES, p, sizeof(*d) - AFTER_RULES);
+	packed_parts(n.n_signals, n.n_rules, parts);
+	for (size_t k = 0; k < PACKED_PARTS; k++)
+		words += parts[k].len / WORD;
+	p = (const char *)map + (words + 63) / 64 * WORD;
+	words = 0;
+	for (size_t k = 0; k < PACKED_PARTS; k++)
+		for (size_t at = parts[k].at; at < parts[k].at + parts[k].len; at += WORD, words++)
+			if (map[words / 8] & (1u << (words % 8))) {
+				memcpy((char *)d + at, p, WORD);
+				p += WORD;
+			}
 }

@@ -346,10 +346,13 @@ struct cJSON *decision_to_json(const struct decision *d, const struct group_conf
 /* A decision kept for later (a group's last one) in the room it uses:
  * struct decision has room for CONFIG_MAX_SIGNALS signals and
  * CONFIG_MAX_RULES rules, 1.8 KB, where a group of three signals and no
- * rule needs 0.4 KB. decision_pack() writes D in decision_packed_size(D)
- * bytes at BUF (pointers are copied as they are: what they point to must
- * outlive the copy, as for struct decision); decision_unpack() makes the
- * whole decision again, the room after its signals and rules zeroed. */
+ * rule needs 0.4 KB, and most of that is zero: only the words that are not
+ * are kept (some 0.26 KB). decision_pack() writes D in
+ * decision_packed_size(D) bytes at BUF, a size that depends on what D
+ * holds, not only on its counts (pointers are copied as they are: what
+ * they point to must outlive the copy, as for struct decision);
+ * decision_unpack() makes the whole decision again, the room after its
+ * signals and rules zeroed. */
 size_t decision_packed_size(const struct decision *d);
 void decision_pack(const struct decision *d, void *buf);
 void decision_unpack(const void *buf, struct decision *d);

@@ -1383,6 +1383,39 @@ static void test_decision_packed(void **state)
 	d.n_signals = 3;
 	d.n_rules = 0;
 	assert_true(decision_packed_size(&d) * 4 <= sizeof(d) + 64);
+	/* Only the words that are not zero are kept: without forecasts,
+	 * reasons or holds, the signals take less room, and a pointer set
+	 * takes one more word. */
+	for (i = 0; i < d.n_signals; i++)
+		d.signals[i] = (struct signal_decision){.valid = true, .value = 50, .target = 60, .recommendation = 4};
+	d.hold = HOLD_NONE;
+	size = decision_packed_size(&d);
+	assert_true(size <= 260);
+	d.override = "pin";
+	assert_int_equal(decision_packed_size(&d), size + 8);
+	/* Any words, zero or not, at every count: what unpacks is what was
+	 * packed, and the room after the counts is zero. */
+	srand(7);
+	for (k = 0; k < 2000; k++) {
+		uint64_t w;
+
+		for (i = 0; i < sizeof(d); i += sizeof(w)) {
+			w = rand() % 2 ? ((uint64_t)rand() << 32) ^ (uint64_t)rand() : 0;
+			memcpy((char *)&d + i, &w, sizeof(w));
+		}
+		d.n_signals = (size_t)rand() % (CONFIG_MAX_SIGNALS + 1);
+		d.n_rules = (size_t)rand() % (CONFIG_MAX_RULES + 1);
+		memset(&d.signals[d.n_signals], 0, (CONFIG_MAX_SIGNALS - d.n_signals) * sizeof(d.signals[0]));
+		memset(&d.rules[d.n_rules], 0, (CONFIG_MAX_RULES - d.n_rules) * sizeof(d.rules[0]));
+		size = decision_packed_size(&d);
+		buf = malloc(size);
+		assert_non_null(buf);
+		decision_pack(&d, buf);
+		memset(&back, 0xa5, sizeof(back));
+		decision_unpack(buf, &back);
+		assert_memory_equal(&back, &d, sizeof(d));
+		free(buf);
+	}
 }
 
 /* A forecast in observe mode is recorded, in the record and the sentence,
