@@ -154,13 +154,22 @@ static void test_escaping_and_prune(void **st)
 	assert_non_null(strstr(t, "autoscaled_group_desired_instances{group=\"we\\\"ird\\\\na\\nme\"} 1\n"));
 	free(t);
 
-	/* The renamed group is gone after a reload; web keeps its counters. */
+	/* The renamed group is gone after a reload; web keeps its counters,
+	 * and the names it shared with it (its signal "cpu", its profile,
+	 * kept once for both groups). */
 	metrics_record_action(m, "web", DIR_IN);
 	metrics_prune(m, &conf);
 	metrics_prune(m, &only_web);
 	t = render(m);
 	assert_null(strstr(t, "ird"));
 	assert_non_null(strstr(t, "autoscaled_actions_total{group=\"web\",direction=\"in\"} 1\n"));
+	assert_non_null(strstr(t, "autoscaled_signal_value{group=\"web\",signal=\"cpu\"} 90\n"));
+	free(t);
+	/* A name let go by every group and held again. */
+	metrics_prune(m, &(struct config){.groups = groups, .n_groups = 0});
+	record_web(m);
+	t = render(m);
+	assert_non_null(strstr(t, "autoscaled_signal_value{group=\"web\",signal=\"cpu\"} 90\n"));
 	free(t);
 	metrics_free(m);
 }
