@@ -139,8 +139,9 @@ static int on_cluster_timer(sd_event_source *s, uint64_t usec, void *userdata)
  * made again at each change, so they move: pages with nothing in use end
  * up between pages in use, and glibc gives back only those at the top of
  * the heap. Once a minute the loop gives back the others too, as it does
- * after a reload: a few milliseconds with 10,000 groups. Pages used again
- * fault back in one at a time. */
+ * after a reload: a few milliseconds with 10,000 groups, during which the
+ * workers' allocations wait for the heap's lock. Pages used again fault
+ * back in one at a time. */
 static int on_trim_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	(void)userdata;
