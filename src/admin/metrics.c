@@ -40,9 +40,9 @@ static const double driver_buckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 /* The names a group's entry holds (its signals', its driver's and its
  * operations', its profile's, its error kinds') are mostly the same in
  * every group: each is kept once, with a count of its holders, instead of
- * a copy in each group (some 8 small blocks a group, 2 MB at 10,000
- * groups). Every registry shares the pool; its own lock, since two
- * registries (the tests make several) have two locks. */
+ * a copy in each group (some eight small blocks a group). Every registry
+ * shares the pool; its own lock, since two registries (the tests make
+ * several) have two locks. */
 struct pooled_name {
 	size_t holders;
 	char name[]; /* the table's key */

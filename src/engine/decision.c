@@ -460,7 +460,8 @@ size_t decision_journal_fields(const struct decision *d, struct decision_field_b
  * the words that are not zero are kept, after a bitmap of which they are.
  * Most of a kept decision is zero (a signal without a forecast has five
  * zero fields, a hold no host bound, a group no pin): three signals and no
- * rule take some 260 bytes instead of 430, for each of 10,000 groups.
+ * rule take 248 bytes in a steady group instead of 432, for each of 10,000
+ * groups.
  * Offsets, not field names, so that a field added to struct decision is
  * kept without a change here. */
 #define AT_SIGNALS offsetof(struct decision, signals)
@@ -486,13 +487,19 @@ struct packed_part {
 };
 #define PACKED_PARTS 5
 
-static void packed_parts(size_t n_signals, size_t n_rules, struct packed_part *p)
+/* Fills P; returns the bytes of the bitmap of their words. */
+static size_t packed_parts(size_t n_signals, size_t n_rules, struct packed_part *p)
 {
+	size_t words = 0;
+
 	p[0] = (struct packed_part){0, AT_SIGNALS};
 	p[1] = (struct packed_part){AT_SIGNALS, n_signals * sizeof(((struct decision *)0)->signals[0])};
 	p[2] = (struct packed_part){AFTER_SIGNALS, AT_RULES - AFTER_SIGNALS};
 	p[3] = (struct packed_part){AT_RULES, n_rules * sizeof(((struct decision *)0)->rules[0])};
 	p[4] = (struct packed_part){AFTER_RULES, sizeof(struct decision) - AFTER_RULES};
+	for (size_t k = 0; k < PACKED_PARTS; k++)
+		words += p[k].len / WORD;
+	return (words + 63) / 64 * WORD;
 }
 
 static uint64_t word_at(const struct decision *d, size_t at)
@@ -506,30 +513,23 @@ static uint64_t word_at(const struct decision *d, size_t at)
 size_t decision_packed_size(const struct decision *d)
 {
 	struct packed_part parts[PACKED_PARTS];
-	size_t words = 0, kept = 0;
+	size_t map_len = packed_parts(d->n_signals, d->n_rules, parts), kept = 0;
 
-	packed_parts(d->n_signals, d->n_rules, parts);
 	for (size_t k = 0; k < PACKED_PARTS; k++)
-		for (size_t at = parts[k].at; at < parts[k].at + parts[k].len; at += WORD, words++)
+		for (size_t at = parts[k].at; at < parts[k].at + parts[k].len; at += WORD)
 			kept += word_at(d, at) != 0;
-	return sizeof(struct packed_counts) + (words + 63) / 64 * WORD + kept * WORD;
+	return sizeof(struct packed_counts) + map_len + kept * WORD;
 }
 
 void decision_pack(const struct decision *d, void *buf)
 {
 	const struct packed_counts n = {d->n_signals, d->n_rules};
 	struct packed_part parts[PACKED_PARTS];
-	size_t words = 0, map_len;
-	char *map = (char *)buf + sizeof(n), *p;
+	size_t words = 0, map_len = packed_parts(n.n_signals, n.n_rules, parts);
+	char *map = (char *)buf + sizeof(n), *p = map + map_len;
 
 	memcpy(buf, &n, sizeof(n));
-	packed_parts(n.n_signals, n.n_rules, parts);
-	for (size_t k = 0; k < PACKED_PARTS; k++)
-		words += parts[k].len / WORD;
-	map_len = (words + 63) / 64 * WORD;
 	memset(map, 0, map_len);
-	p = map + map_len;
-	words = 0;
 	for (size_t k = 0; k < PACKED_PARTS; k++)
 		for (size_t at = parts[k].at; at < parts[k].at + parts[k].len; at += WORD, words++) {
 			uint64_t w = word_at(d, at);
@@ -551,11 +551,7 @@ void decision_unpack(const void *buf, struct decision *d)
 
 	memcpy(&n, buf, sizeof(n));
 	memset(d, 0, sizeof(*d));
-	packed_parts(n.n_signals, n.n_rules, parts);
-	for (size_t k = 0; k < PACKED_PARTS; k++)
-		words += parts[k].len / WORD;
-	p = (const char *)map + (words + 63) / 64 * WORD;
-	words = 0;
+	p = (const char *)map + packed_parts(n.n_signals, n.n_rules, parts);
 	for (size_t k = 0; k < PACKED_PARTS; k++)
 		for (size_t at = parts[k].at; at < parts[k].at + parts[k].len; at += WORD, words++)
 			if (map[words / 8] & (1u << (words % 8))) {

@@ -347,7 +347,7 @@ struct cJSON *decision_to_json(const struct decision *d, const struct group_conf
  * struct decision has room for CONFIG_MAX_SIGNALS signals and
  * CONFIG_MAX_RULES rules, 1.8 KB, where a group of three signals and no
  * rule needs 0.4 KB, and most of that is zero: only the words that are not
- * are kept (some 0.26 KB). decision_pack() writes D in
+ * are kept (about 0.25 KB). decision_pack() writes D in
  * decision_packed_size(D) bytes at BUF, a size that depends on what D
  * holds, not only on its counts (pointers are copied as they are: what
  * they point to must outlive the copy, as for struct decision);

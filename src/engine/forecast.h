@@ -109,10 +109,10 @@ struct forecast {
 	/* The smoothing weights for the last sample spacing and horizon. */
 	int64_t rate_dt_ms, rate_horizon_ms;
 	double rate_level, rate_trend, rate_per_ms; /* rate_per_ms: 1 / rate_dt_ms */
-	/* The arrays last: an update reads the fields above and a few
-	 * entries of these, so the fields share a few cache lines (at 10,000
-	 * groups with three forecasters each, most reads of a forecaster miss
-	 * the cache). */
+	/* The arrays after the fields: an update reads the fields above and
+	 * a few entries of these, so the fields share a few cache lines (at
+	 * 10,000 groups with three forecasters each, most reads of a
+	 * forecaster miss the cache; forecast_prefetch()). */
 	struct forecast_bucket day[FORECAST_DAY_BUCKETS];
 	struct forecast_pending pending[FORECAST_PENDING];
 	struct forecast_pending_peak peaks[FORECAST_PENDING];
