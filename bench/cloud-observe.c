@@ -9,7 +9,9 @@
  * LIMIT threads, as the daemon queues one cycle's calls of one driver;
  * LIMIT 0 is the daemon's default for the driver (job_default_limit()).
  * "%d" in an option value becomes the group's index. Opens GROUPS handles,
- * then runs two cycles: cold (tokens fetched, connections opened) and warm.
+ * then runs two cycles: cold (tokens fetched, connections opened) and warm
+ * (with --pool, once the pool's threads have ended, as between the daemon's
+ * cycles).
  * Prints one JSON line with the wall time of each cycle. */
 #include <errno.h>
 #include <pthread.h>
@@ -169,7 +171,7 @@ int main(int argc, char **argv)
 	if (limit >= 0) {
 		if (limit == 0)
 			limit = job_default_limit(argv[1]);
-		if (workers_new(argv[1], limit, 60000, &pool) < 0)
+		if (workers_new(argv[1], limit, JOB_WORKER_IDLE_MS, &pool) < 0)
 			return 2;
 	}
 	groups = calloc((size_t)n, sizeof(*groups));
@@ -204,6 +206,16 @@ int main(int argc, char **argv)
 		}
 	}
 	cold = cycle(groups, n, &cold_err);
+	/* The daemon's next cycle comes an interval later, after its pool's
+	 * idle threads have ended (JOB_WORKER_IDLE_MS): the warm cycle keeps
+	 * the connections and tokens, and starts its threads anew. */
+	for (struct workers_stats st = {.threads = 1}; pool && st.threads > 0;) {
+		struct timespec pause = {.tv_nsec = 50 * 1000000L};
+
+		workers_stats(pool, &st);
+		if (st.threads > 0)
+			nanosleep(&pause, NULL);
+	}
 	warm = cycle(groups, n, &warm_err);
 	for (int i = 0; i < n; i++) {
 		total += groups[i].instances;

@@ -43,9 +43,6 @@
  * drivers' limit, as it may wait as they do: the pool wakes fewer threads
  * than calls when its calls turn out quick (workers.c). */
 #define JOB_WAITING_LIMIT 256
-/* A worker without work for this long ends: longer than the usual
- * interval, so that the threads of one cycle serve the next. */
-#define JOB_WORKER_IDLE_MS (60 * 1000)
 
 /* Observations let into a driver's pool at once, for each of its threads
  * (at least JOB_ADMIT_MIN): queued, running, or finished and not yet taken
