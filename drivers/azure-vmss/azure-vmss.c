@@ -334,6 +334,7 @@ static int refresh(struct autoscaled_driver_instance *h)
 		return rc;
 	}
 	cloud_members_carry(&cur, &h->members, rest_now_ms());
+	cloud_members_fit(&cur);
 	cloud_members_clear(&h->members);
 	h->members = cur;
 	for (size_t i = 0; i < cur.n; i++) {

@@ -13,7 +13,9 @@
 #include "cloud/rest.h"
 
 struct cloud_token {
-	char value[REST_MAX_TOKEN];
+	/* Allocated to fit (a token is some hundreds of bytes, at most
+	 * REST_MAX_TOKEN), NULL when none; wiped before it is freed. */
+	char *value;
 	int64_t obtained_ms;
 	int64_t expires_ms;
 };
@@ -32,7 +34,8 @@ int64_t cloud_token_lifetime_ms(const cJSON *v);
  * before expiry it counts as stale, so a refresh happens in time. */
 bool cloud_token_fresh(const struct cloud_token *tok, int64_t now_ms);
 /* Stores a token (printable ASCII without blanks) and its lifetime (clamped
- * to CLOUD_TOKEN_MAX_LIFETIME_MS); wipes the old one. Returns 0 or -EINVAL. */
+ * to CLOUD_TOKEN_MAX_LIFETIME_MS); wipes the old one. Returns 0, -EINVAL (the
+ * token or lifetime refused; the old token stays) or -ENOMEM. */
 int cloud_token_set(struct cloud_token *tok, const char *value, int64_t lifetime_ms, int64_t now_ms);
 void cloud_token_clear(struct cloud_token *tok);
 

@@ -155,11 +155,11 @@ int azauth_token(struct azauth *a, struct rest_client *c, const char **ret)
 	life = cloud_token_lifetime_ms(cJSON_GetObjectItemCaseSensitive(r.json, "expires_in"));
 	if (on > 0)
 		life = on;
-	rc = cJSON_IsObject(r.json) && cJSON_IsString(at) && life > 0 &&
-			     cloud_token_set(&a->tok, at->valuestring, life, now) == 0
-		     ? 0
-		     : -EBADMSG;
-	if (rc < 0)
+	rc = cJSON_IsObject(r.json) && cJSON_IsString(at) && life > 0 ? cloud_token_set(&a->tok, at->valuestring, life, now)
+								       : -EINVAL;
+	if (rc == -EINVAL)
+		rc = -EBADMSG;
+	if (rc == -EBADMSG)
 		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: token reply without access_token or expiry", c->who);
 	cloud_token_reply_clear(&r);
 	if (rc == 0)

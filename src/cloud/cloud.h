@@ -33,6 +33,11 @@ struct cloud_members {
 /* Appends a zeroed member; NULL when out of memory or past the bound. */
 struct cloud_member *cloud_members_add(struct cloud_members *m);
 void cloud_members_clear(struct cloud_members *m);
+/* Gives back the room beyond the members: a list kept until the next
+ * observation holds only what it has (a member is some 740 bytes, and the
+ * list grows by doubling from 16). Keeps the list as it is when the
+ * smaller block cannot be had. */
+void cloud_members_fit(struct cloud_members *m);
 const struct cloud_member *cloud_members_find(const struct cloud_members *m, const char *id);
 
 /* Fills created_ms (when the provider gave none) and running_since_ms from

@@ -37,6 +37,23 @@ void cloud_members_clear(struct cloud_members *m)
 	m->n = m->cap = 0;
 }
 
+void cloud_members_fit(struct cloud_members *m)
+{
+	struct cloud_member *v;
+
+	if (m->n == m->cap)
+		return;
+	if (m->n == 0) {
+		cloud_members_clear(m);
+		return;
+	}
+	v = realloc(m->v, m->n * sizeof(*v));
+	if (v) {
+		m->v = v;
+		m->cap = m->n;
+	}
+}
+
 const struct cloud_member *cloud_members_find(const struct cloud_members *m, const char *id)
 {
 	for (size_t i = 0; i < m->n; i++)

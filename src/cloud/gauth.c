@@ -19,7 +19,7 @@ bool cloud_token_fresh(const struct cloud_token *tok, int64_t now_ms)
 
 	if (margin > 300000)
 		margin = 300000;
-	return tok->value[0] != '\0' && now_ms < tok->expires_ms - margin;
+	return tok->value && now_ms < tok->expires_ms - margin;
 }
 
 int64_t cloud_token_lifetime_ms(const cJSON *v)
@@ -49,8 +49,9 @@ int64_t cloud_token_lifetime_ms(const cJSON *v)
 int cloud_token_set(struct cloud_token *tok, const char *value, int64_t lifetime_ms, int64_t now_ms)
 {
 	size_t n = strlen(value);
+	char *copy;
 
-	if (n == 0 || n >= sizeof(tok->value) || lifetime_ms <= 0)
+	if (n == 0 || n >= REST_MAX_TOKEN || lifetime_ms <= 0)
 		return -EINVAL;
 	/* The token goes into a header line: a reply must not be able to add
 	 * lines of its own. */
@@ -59,8 +60,12 @@ int cloud_token_set(struct cloud_token *tok, const char *value, int64_t lifetime
 			return -EINVAL;
 	if (lifetime_ms > CLOUD_TOKEN_MAX_LIFETIME_MS)
 		lifetime_ms = CLOUD_TOKEN_MAX_LIFETIME_MS;
+	copy = malloc(n + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, value, n + 1);
 	cloud_token_clear(tok);
-	memcpy(tok->value, value, n + 1);
+	tok->value = copy;
 	tok->obtained_ms = now_ms;
 	tok->expires_ms = now_ms + lifetime_ms;
 	return 0;
@@ -68,7 +73,11 @@ int cloud_token_set(struct cloud_token *tok, const char *value, int64_t lifetime
 
 void cloud_token_clear(struct cloud_token *tok)
 {
-	explicit_bzero(tok->value, sizeof(tok->value));
+	if (tok->value) {
+		explicit_bzero(tok->value, strlen(tok->value));
+		free(tok->value);
+		tok->value = NULL;
+	}
 	tok->obtained_ms = tok->expires_ms = 0;
 }
 
@@ -291,10 +300,12 @@ static int take_token(struct cloud_token *tok, const cJSON *j)
 {
 	const cJSON *at = cJSON_GetObjectItemCaseSensitive(j, "access_token");
 	int64_t life = cloud_token_lifetime_ms(cJSON_GetObjectItemCaseSensitive(j, "expires_in"));
+	int rc;
 
 	if (!cJSON_IsObject(j) || !cJSON_IsString(at) || life <= 0)
 		return -EBADMSG;
-	return cloud_token_set(tok, at->valuestring, life, rest_now_ms()) < 0 ? -EBADMSG : 0;
+	rc = cloud_token_set(tok, at->valuestring, life, rest_now_ms());
+	return rc == -EINVAL ? -EBADMSG : rc;
 }
 
 int gauth_token(struct gauth *g, struct rest_client *c, const char **ret)
@@ -345,7 +356,7 @@ int gauth_token(struct gauth *g, struct rest_client *c, const char **ret)
 	if (rc < 0)
 		return rc;
 	rc = take_token(&g->tok, r.json);
-	if (rc < 0)
+	if (rc == -EBADMSG)
 		cloud_log(sink, AUTOSCALED_LOG_ERROR, "%s: token reply without access_token or expires_in", c->who);
 	cloud_token_reply_clear(&r);
 	if (rc == 0)

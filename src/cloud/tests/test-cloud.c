@@ -237,8 +237,73 @@ static void tokens(void **state)
 	/* A token cannot carry a header line of its own. */
 	assert_int_equal(cloud_token_set(&t, "abc\r\nX-Evil: 1", 2000, 0), -EINVAL);
 	assert_int_equal(cloud_token_set(&t, "ab c", 2000, 0), -EINVAL);
+	/* A refused token leaves the one before in place. */
+	assert_string_equal(t.value, "abc");
+	assert_true(cloud_token_fresh(&t, 1499));
 	cloud_token_clear(&t);
-	assert_int_equal(t.value[0], '\0');
+	assert_null(t.value);
+	assert_false(cloud_token_fresh(&t, 0));
+	cloud_token_clear(&t);
+}
+
+/* A token is kept in a block of its size, up to REST_MAX_TOKEN - 1 bytes;
+ * a longer one is refused and the old one kept (ASan checks the copies). */
+static void token_sizes(void **state)
+{
+	struct cloud_token t = { 0 };
+	char *big = malloc(REST_MAX_TOKEN + 1);
+
+	assert_non_null(big);
+	memset(big, 'x', REST_MAX_TOKEN);
+	big[REST_MAX_TOKEN] = '\0';
+	assert_int_equal(cloud_token_set(&t, "short", 2000, 0), 0);
+	assert_int_equal(cloud_token_set(&t, big, 2000, 0), -EINVAL);
+	assert_string_equal(t.value, "short");
+	big[REST_MAX_TOKEN - 1] = '\0';
+	assert_int_equal(cloud_token_set(&t, big, 2000, 0), 0);
+	assert_int_equal(strlen(t.value), REST_MAX_TOKEN - 1);
+	assert_int_equal(cloud_token_set(&t, "y", 2000, 0), 0);
+	assert_string_equal(t.value, "y");
+	cloud_token_clear(&t);
+	free(big);
+}
+
+/* A kept list holds only its members: fitted, it still reads the same,
+ * grows again as before, and an empty one holds nothing. */
+static void members_fit(void **state)
+{
+	struct cloud_members m = { 0 };
+	char id[16];
+
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof(id), "vm-%d", i);
+		add(&m, id, AUTOSCALED_INSTANCE_RUNNING, 1000 + i);
+	}
+	assert_int_equal(m.cap, 16);
+	cloud_members_fit(&m);
+	assert_int_equal(m.n, 5);
+	assert_int_equal(m.cap, 5);
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof(id), "vm-%d", i);
+		assert_non_null(cloud_members_find(&m, id));
+		assert_int_equal(cloud_members_find(&m, id)->created_ms, 1000 + i);
+	}
+	add(&m, "vm-5", AUTOSCALED_INSTANCE_PROVISIONING, 2000);
+	assert_int_equal(m.n, 6);
+	assert_int_equal(m.cap, 10);
+	assert_string_equal(m.v[5].id, "vm-5");
+	assert_string_equal(m.v[4].id, "vm-4");
+	cloud_members_fit(&m);
+	assert_int_equal(m.cap, 6);
+	cloud_members_clear(&m);
+	cloud_members_fit(&m);
+	assert_null(m.v);
+	assert_int_equal(m.cap, 0);
+	add(&m, "vm-0", AUTOSCALED_INSTANCE_RUNNING, 1);
+	m.n = 0;
+	cloud_members_fit(&m);
+	assert_null(m.v);
+	assert_int_equal(m.cap, 0);
 }
 
 /* A lifetime from the wire never overflows the expiry: a huge expires_in
@@ -391,9 +456,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(durations),      cmocka_unit_test(option_errors), cmocka_unit_test(times),
 		cmocka_unit_test(uuids),          cmocka_unit_test(victims),       cmocka_unit_test(carry),
-		cmocka_unit_test(tokens),         cmocka_unit_test(token_lifetimes), cmocka_unit_test(retry_after),
-		cmocka_unit_test(error_bodies), cmocka_unit_test(escaping),     cmocka_unit_test(private_files),
-		cmocka_unit_test(base_urls),
+		cmocka_unit_test(tokens),         cmocka_unit_test(token_sizes),   cmocka_unit_test(members_fit),
+		cmocka_unit_test(token_lifetimes), cmocka_unit_test(retry_after),  cmocka_unit_test(error_bodies),
+		cmocka_unit_test(escaping),       cmocka_unit_test(private_files), cmocka_unit_test(base_urls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
