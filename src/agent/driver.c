@@ -581,19 +581,16 @@ void driver_section_where(const struct group_conf *gc, char *buf, size_t len)
 int driver_host_new(const char *group, const char *driver, const char *where, struct metrics *metrics,
 		    struct autoscaled_host **ret)
 {
-	struct driver_host *box = calloc(1, sizeof(*box) + strlen(group) + 1);
+	/* The group's, the driver's and the place's names follow the box, in
+	 * one block: 10,000 groups made 30,000 allocations of it before. */
+	size_t lg = strlen(group) + 1, ld = strlen(driver) + 1, lw = where ? strlen(where) + 1 : 0;
+	struct driver_host *box = calloc(1, sizeof(*box) + lg + ld + lw);
 
 	if (!box)
 		return -ENOMEM;
-	box->driver = strdup(driver);
-	box->where = where ? strdup(where) : NULL;
-	if (!box->driver || (where && !box->where)) {
-		free(box->driver);
-		free(box->where);
-		free(box);
-		return -ENOMEM;
-	}
-	strcpy(box->group, group);
+	memcpy(box->group, group, lg);
+	box->driver = memcpy(box->group + lg, driver, ld);
+	box->where = where ? memcpy(box->group + lg + ld, where, lw) : NULL;
 	box->metrics = metrics;
 	driver_host_init(&box->host, box->group, box);
 	box->host.where = box->where;
@@ -608,8 +605,6 @@ void driver_host_free(struct autoscaled_host *host)
 	if (!host)
 		return;
 	box = (struct driver_host *)host;
-	free(box->driver);
-	free(box->where);
 	free(box);
 }
 

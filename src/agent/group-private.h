@@ -89,6 +89,7 @@ struct job {
 	size_t n_instances, cap_instances;
 	char *names;
 	size_t names_len, names_cap;
+	uintptr_t last_location; /* the newest location's offset + 1, 0: none */
 	struct driver_sample *samples;
 	size_t n_samples, cap_samples;
 	int n_done;              /* scale: instances created or removed */

@@ -189,7 +189,13 @@ static int job_collect_instance(void *ctx, const struct autoscaled_instance *in)
 		j->cap_instances = cap;
 	}
 	id = job_add_name(j, in->id ? in->id : "");
-	if (!id || (in->location && !(location = job_add_name(j, in->location))))
+	if (!id)
+		return -ENOMEM;
+	/* A group's members share a few places (a zone, a host, a pool): one
+	 * the member before named is kept once. */
+	if (in->location && j->last_location && strcmp(j->names + j->last_location - 1, in->location) == 0)
+		location = j->last_location;
+	else if (in->location && !(location = j->last_location = job_add_name(j, in->location)))
 		return -ENOMEM;
 	o = &j->instances[j->n_instances];
 	*o = (struct instance_obs){
@@ -235,6 +241,7 @@ static void job_pack_instances(struct job *j)
 	free(j->names);
 	j->names = NULL;
 	j->names_len = j->names_cap = 0;
+	j->last_location = 0;
 	j->instances = v;
 	j->n_instances = j->cap_instances = v ? n : 0;
 }
