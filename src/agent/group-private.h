@@ -271,10 +271,13 @@ int job_default_limit(const char *driver);
  * cycle served the next, and at 10,000 groups the cloud drivers' 200-odd
  * threads held some 8 MB in those caches: bench/soak ended at 87 MB with
  * the caches turned off (GLIBC_TUNABLES) against 95, and at 84 MB with
- * threads ending after two seconds against 92 (runs side by side), at the
- * same CPU. Starting a thread and seeing it end takes some 35 us here,
- * against a REST call's round trips; threads of quick calls that run them
- * back to back are never idle that long. */
+ * threads ending after two seconds against 92 (runs side by side). The
+ * price is a thread started for each call an interval apart: with 200
+ * cloud groups alone, 745 threads a minute and 100 ms more of the daemon's
+ * CPU a minute (about 130 us a thread with its stack's page faults and its
+ * cache filled again; perf stat, both builds), some 0.2 % of a core in
+ * the soak. Threads of quick calls that run them back to back are never
+ * idle that long. */
 #define JOB_WORKER_IDLE_MS (2 * 1000)
 /* Takes a job whose group is going away off its pool's queue when it has
  * not started, and frees it (closing the handle it owns, as for an
