@@ -155,8 +155,9 @@ int azauth_token(struct azauth *a, struct rest_client *c, const char **ret)
 	life = cloud_token_lifetime_ms(cJSON_GetObjectItemCaseSensitive(r.json, "expires_in"));
 	if (on > 0)
 		life = on;
-	rc = cJSON_IsObject(r.json) && cJSON_IsString(at) && life > 0 ? cloud_token_set(&a->tok, at->valuestring, life, now)
-								       : -EINVAL;
+	rc = -EBADMSG;
+	if (cJSON_IsObject(r.json) && cJSON_IsString(at) && life > 0)
+		rc = cloud_token_set(&a->tok, at->valuestring, life, now);
 	if (rc == -EINVAL)
 		rc = -EBADMSG;
 	if (rc == -EBADMSG)
