@@ -333,17 +333,14 @@ static int refresh(struct autoscaled_driver_instance *h)
 		cloud_members_clear(&cur);
 		return rc;
 	}
-	cloud_members_carry(&cur, &h->members, rest_now_ms());
-	cloud_members_fit(&cur);
-	cloud_members_clear(&h->members);
-	h->members = cur;
-	for (size_t i = 0; i < cur.n; i++) {
-		live += cur.v[i].state != AUTOSCALED_INSTANCE_STOPPING;
-		settled &= cur.v[i].state == AUTOSCALED_INSTANCE_RUNNING;
+	cloud_members_keep(&h->members, &cur, rest_now_ms());
+	for (size_t i = 0; i < h->members.n; i++) {
+		live += h->members.v[i].state != AUTOSCALED_INSTANCE_STOPPING;
+		settled &= h->members.v[i].state == AUTOSCALED_INSTANCE_RUNNING;
 	}
 	h->stable = strcasecmp(h->state, "Succeeded") == 0 && settled && (int)live == h->capacity;
 	LOG(h, DEBUG, WHO ": '%s' (%s): capacity %d, provisioningState '%s', %zu VMs", h->name,
-	    h->flexible ? "Flexible" : "Uniform", h->capacity, h->state, cur.n);
+	    h->flexible ? "Flexible" : "Uniform", h->capacity, h->state, h->members.n);
 	return 0;
 }
 

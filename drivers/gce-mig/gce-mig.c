@@ -256,10 +256,7 @@ static int refresh(struct autoscaled_driver_instance *h)
 		cloud_members_clear(&cur);
 		return rc;
 	}
-	cloud_members_carry(&cur, &h->members, rest_now_ms());
-	cloud_members_fit(&cur);
-	cloud_members_clear(&h->members);
-	h->members = cur;
+	cloud_members_keep(&h->members, &cur, rest_now_ms());
 	return 0;
 }
 

@@ -33,17 +33,18 @@ struct cloud_members {
 /* Appends a zeroed member; NULL when out of memory or past the bound. */
 struct cloud_member *cloud_members_add(struct cloud_members *m);
 void cloud_members_clear(struct cloud_members *m);
-/* Gives back the room beyond the members: a list kept until the next
- * observation holds only what it has (a member is some 740 bytes, and the
- * list grows by doubling from 16). Keeps the list as it is when the
- * smaller block cannot be had. */
-void cloud_members_fit(struct cloud_members *m);
 const struct cloud_member *cloud_members_find(const struct cloud_members *m, const char *id);
 
 /* Fills created_ms (when the provider gave none) and running_since_ms from
  * what the previous observation `prev` saw, so ages survive between calls:
  * a member first seen now was created about now. */
 void cloud_members_carry(struct cloud_members *cur, const struct cloud_members *prev, int64_t now_ms);
+/* Makes the new observation `cur` the one kept: carries the ages over from
+ * `kept` (cloud_members_carry()), gives back the room beyond its members (a
+ * list kept until the next observation holds only what it has: a member is
+ * some 740 bytes, and a list grows by doubling from 16), frees the old list
+ * and moves `cur` into `kept`, leaving `cur` empty. */
+void cloud_members_keep(struct cloud_members *kept, struct cloud_members *cur, int64_t now_ms);
 
 /* Reports every member through fn; returns fn's first non-zero value. */
 int cloud_members_report(const struct cloud_members *m, autoscaled_instance_fn fn, void *ctx);

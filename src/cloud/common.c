@@ -37,7 +37,9 @@ void cloud_members_clear(struct cloud_members *m)
 	m->n = m->cap = 0;
 }
 
-void cloud_members_fit(struct cloud_members *m)
+/* Gives back the room beyond the members; keeps the list as it is when
+ * the smaller block cannot be had. */
+static void members_fit(struct cloud_members *m)
 {
 	struct cloud_member *v;
 
@@ -75,6 +77,15 @@ void cloud_members_carry(struct cloud_members *cur, const struct cloud_members *
 		else
 			c->running_since_ms = 0;
 	}
+}
+
+void cloud_members_keep(struct cloud_members *kept, struct cloud_members *cur, int64_t now_ms)
+{
+	cloud_members_carry(cur, kept, now_ms);
+	members_fit(cur);
+	cloud_members_clear(kept);
+	*kept = *cur;
+	*cur = (struct cloud_members){0};
 }
 
 int cloud_members_report(const struct cloud_members *m, autoscaled_instance_fn fn, void *ctx)

@@ -268,42 +268,47 @@ static void token_sizes(void **state)
 	free(big);
 }
 
-/* A kept list holds only its members: fitted, it still reads the same,
- * grows again as before, and an empty one holds nothing. */
-static void members_fit(void **state)
+/* An observation kept (as a driver keeps each): it holds only its members,
+ * reads the same with the ages carried from the one before, and the one
+ * before is freed (ASan); an empty one holds nothing. */
+static void members_kept(void **state)
 {
-	struct cloud_members m = { 0 };
+	struct cloud_members kept = { 0 }, cur = { 0 };
 	char id[16];
 
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof(id), "vm-%d", i);
-		add(&m, id, AUTOSCALED_INSTANCE_RUNNING, 1000 + i);
+		add(&cur, id, AUTOSCALED_INSTANCE_RUNNING, 1000 + i);
 	}
-	assert_int_equal(m.cap, 16);
-	cloud_members_fit(&m);
-	assert_int_equal(m.n, 5);
-	assert_int_equal(m.cap, 5);
+	assert_int_equal(cur.cap, 16);
+	cloud_members_keep(&kept, &cur, 5000);
+	assert_null(cur.v);
+	assert_int_equal(cur.n, 0);
+	assert_int_equal(kept.n, 5);
+	assert_int_equal(kept.cap, 5);
 	for (int i = 0; i < 5; i++) {
 		snprintf(id, sizeof(id), "vm-%d", i);
-		assert_non_null(cloud_members_find(&m, id));
-		assert_int_equal(cloud_members_find(&m, id)->created_ms, 1000 + i);
+		assert_non_null(cloud_members_find(&kept, id));
+		assert_int_equal(cloud_members_find(&kept, id)->created_ms, 1000 + i);
+		assert_int_equal(cloud_members_find(&kept, id)->running_since_ms, 5000);
 	}
-	add(&m, "vm-5", AUTOSCALED_INSTANCE_PROVISIONING, 2000);
-	assert_int_equal(m.n, 6);
-	assert_int_equal(m.cap, 10);
-	assert_string_equal(m.v[5].id, "vm-5");
-	assert_string_equal(m.v[4].id, "vm-4");
-	cloud_members_fit(&m);
-	assert_int_equal(m.cap, 6);
-	cloud_members_clear(&m);
-	cloud_members_fit(&m);
-	assert_null(m.v);
-	assert_int_equal(m.cap, 0);
-	add(&m, "vm-0", AUTOSCALED_INSTANCE_RUNNING, 1);
-	m.n = 0;
-	cloud_members_fit(&m);
-	assert_null(m.v);
-	assert_int_equal(m.cap, 0);
+	/* The next observation: one more member, and no creation time given. */
+	for (int i = 0; i < 6; i++) {
+		snprintf(id, sizeof(id), "vm-%d", i);
+		add(&cur, id, i < 5 ? AUTOSCALED_INSTANCE_RUNNING : AUTOSCALED_INSTANCE_PROVISIONING, 0);
+	}
+	cloud_members_keep(&kept, &cur, 9000);
+	assert_int_equal(kept.n, 6);
+	assert_int_equal(kept.cap, 6);
+	assert_int_equal(cloud_members_find(&kept, "vm-4")->created_ms, 1004);
+	assert_int_equal(cloud_members_find(&kept, "vm-4")->running_since_ms, 5000);
+	assert_int_equal(cloud_members_find(&kept, "vm-5")->created_ms, 9000);
+	assert_int_equal(cloud_members_find(&kept, "vm-5")->running_since_ms, 0);
+	/* An empty observation keeps nothing. */
+	cloud_members_keep(&kept, &cur, 9500);
+	assert_null(kept.v);
+	assert_int_equal(kept.n, 0);
+	assert_int_equal(kept.cap, 0);
 }
 
 /* A lifetime from the wire never overflows the expiry: a huge expires_in
@@ -456,7 +461,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(durations),      cmocka_unit_test(option_errors), cmocka_unit_test(times),
 		cmocka_unit_test(uuids),          cmocka_unit_test(victims),       cmocka_unit_test(carry),
-		cmocka_unit_test(tokens),         cmocka_unit_test(token_sizes),   cmocka_unit_test(members_fit),
+		cmocka_unit_test(tokens),         cmocka_unit_test(token_sizes),   cmocka_unit_test(members_kept),
 		cmocka_unit_test(token_lifetimes), cmocka_unit_test(retry_after),  cmocka_unit_test(error_bodies),
 		cmocka_unit_test(escaping),       cmocka_unit_test(private_files), cmocka_unit_test(base_urls),
 	};
