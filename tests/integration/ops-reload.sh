@@ -172,9 +172,7 @@ t_high=$(last_high_ms)
 # being slewed by NTP runs slower or faster): the window is measured on the
 # monotonic clock, the stamps compared below are the wall clock's.
 clocks() { python3 -c 'import time; print(time.monotonic_ns() // 1000000, time.time_ns() // 1000000)'; }
-read -r mono0 wall0 <<EOF_CLOCKS
-$(clocks)
-EOF_CLOCKS
+read -r mono0 wall0 < <(clocks)
 # Reload in the middle of the window, by both routes, with a configuration
 # that only adds a group.
 past() { [ "$(now_ms)" -ge "$1" ]; }
@@ -188,9 +186,7 @@ check "and says so" wait_for 10 log_has "3 groups, 3 unchanged"
 check "the added group runs" wait_for 10 grep -q ' set_capacity 0 1$' "$T/calls3"
 wait_for $((WINDOW + 10)) grep -q ' remove ' "$T/calls"
 t_in=$(awk '/ remove / { print $1; exit }' "$T/calls")
-read -r mono1 wall1 <<EOF_CLOCKS
-$(clocks)
-EOF_CLOCKS
+read -r mono1 wall1 < <(clocks)
 lag=$(((mono1 - mono0) - (wall1 - wall0)))
 [ "$lag" -gt 0 ] || lag=0
 if [ -z "$t_in" ]; then
