@@ -4,6 +4,7 @@
  * over HTTP from the event loop. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -31,6 +32,9 @@ static struct group_conf groups[2] = {
 	{.name = "we\"ird\\na\nme", .signals = sigs, .n_signals = 1},
 };
 static struct config conf = {.groups = groups, .n_groups = 2};
+
+/* Where the registry's families start, after the process's. */
+#define REGISTRY_START "# HELP autoscaled_build_info "
 
 static char *render(const struct metrics *m)
 {
@@ -540,7 +544,11 @@ static void test_endpoint(void **st)
 	assert_string_equal(p2.content_encoding, "");
 	assert_int_equal(loop_http_gunzip(z.reply, z.len, &text, &text_len), 0);
 	assert_non_null(strstr(text, "autoscaled_group_desired_instances{group=\"web\"} 7\n"));
-	assert_string_equal(text, p1.reply);
+	/* The process's figures are read at each rendering; the rest is the
+	 * registry's, the same in both. */
+	assert_non_null(strstr(text, REGISTRY_START));
+	assert_non_null(strstr(p1.reply, REGISTRY_START));
+	assert_string_equal(strstr(text, REGISTRY_START), strstr(p1.reply, REGISTRY_START));
 	assert_string_equal(p2.reply, p1.reply);
 	free(text);
 	free(p1.reply);
@@ -563,6 +571,105 @@ static void test_endpoint(void **st)
  * "no lease" of a daemon that has none to have), then the lease's state,
  * counters, members and orphans, and a group's ownership as its decision
  * reported it. */
+static double scrape_sample(const struct metrics *m, const char *name)
+{
+	char *text = render(m);
+	double v = sample(text, name);
+
+	free(text);
+	return v;
+}
+
+/* The process's own figures, as Prometheus' client libraries export them,
+ * and the heap's: each scrape reads them anew, from the kernel and the
+ * allocator. */
+static void test_process(void **st)
+{
+	static const char *const names[] = {
+		"process_cpu_seconds_total", "process_start_time_seconds",   "process_resident_memory_bytes",
+		"process_virtual_memory_bytes", "process_open_fds",	      "process_max_fds",
+		"autoscaled_threads",	     "autoscaled_heap_in_use_bytes", "autoscaled_heap_free_bytes",
+		"autoscaled_heap_mapped_bytes",
+	};
+	struct metrics *m;
+	char *text, header[128], *big;
+	long pages = 0;
+	double v, fds;
+	FILE *f;
+	int fd;
+
+	(void)st;
+	assert_int_equal(metrics_new(NULL, NULL, &m), 0);
+	text = render(m);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(header, sizeof(header), "# TYPE %s ", names[i]);
+		assert_non_null(strstr(text, header));
+		v = sample(text, names[i]);
+		assert_false(isnan(v));
+		assert_true(v >= 0);
+	}
+	/* The resident size is the kernel's, within what the scrape added. */
+	f = fopen("/proc/self/statm", "re");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%*s %ld", &pages), 1);
+	fclose(f);
+	v = sample(text, "process_resident_memory_bytes");
+	assert_true(fabs(v - (double)pages * (double)sysconf(_SC_PAGESIZE)) < 8.0 * 1024 * 1024);
+	assert_true(fabs(sample(text, "process_start_time_seconds") - (double)time(NULL)) < 3600);
+	assert_true(sample(text, "autoscaled_threads") >= 1);
+	free(text);
+
+	/* A descriptor opened is counted at the next scrape. */
+	fds = scrape_sample(m, "process_open_fds");
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_true(scrape_sample(m, "process_open_fds") == fds + 1);
+	close(fd);
+	assert_true(scrape_sample(m, "process_open_fds") == fds);
+
+	/* CPU time only grows. */
+	v = scrape_sample(m, "process_cpu_seconds_total");
+	for (volatile unsigned long i = 0; i < 20000000UL; i++)
+		;
+	assert_true(scrape_sample(m, "process_cpu_seconds_total") > v);
+
+#ifndef __SANITIZE_ADDRESS__
+	/* The heap's figures are glibc's (ASan's allocator has its own). A
+	 * block beyond the threshold for a mapping of its own counts there;
+	 * blocks below it count in use, and free once freed. */
+	v = scrape_sample(m, "autoscaled_heap_mapped_bytes");
+	big = malloc(64 << 20);
+	assert_non_null(big);
+	memset(big, 1, 64 << 20);
+	assert_true(scrape_sample(m, "autoscaled_heap_mapped_bytes") >= v + (64 << 20));
+	free(big);
+	{
+		enum { N_SMALL = 4096 };
+		char **small = calloc(N_SMALL, sizeof(*small));
+		double in_use, free_before;
+
+		assert_non_null(small);
+		in_use = scrape_sample(m, "autoscaled_heap_in_use_bytes");
+		for (size_t i = 0; i < N_SMALL; i++) {
+			small[i] = malloc(1000);
+			assert_non_null(small[i]);
+		}
+		assert_true(scrape_sample(m, "autoscaled_heap_in_use_bytes") >= in_use + N_SMALL * 1000);
+		free_before = scrape_sample(m, "autoscaled_heap_free_bytes");
+		/* Every other one, so that they cannot merge into the top. */
+		for (size_t i = 0; i < N_SMALL; i += 2)
+			free(small[i]);
+		assert_true(scrape_sample(m, "autoscaled_heap_free_bytes") >= free_before + N_SMALL / 2 * 1000);
+		for (size_t i = 1; i < N_SMALL; i += 2)
+			free(small[i]);
+		free(small);
+	}
+#else
+	(void)big;
+#endif
+	metrics_free(m);
+}
+
 static void test_cluster(void **st)
 {
 	struct decision d = {.current = 2, .desired = 2};
@@ -605,6 +712,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exposition),
 		cmocka_unit_test(test_cluster),
+		cmocka_unit_test(test_process),
 		cmocka_unit_test(test_escaping_and_prune),
 		cmocka_unit_test(test_driver_metrics),
 		cmocka_unit_test(test_alerting_series),
