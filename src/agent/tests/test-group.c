@@ -610,6 +610,14 @@ static void load_many(struct fixture *fx, int n, int limit)
 	pthread_mutex_unlock(&fake_lock);
 }
 
+static bool pool_threads_ended(void *arg)
+{
+	struct workers_stats st;
+
+	workers_stats(arg, &st);
+	return st.threads == 0;
+}
+
 /* Twelve groups on one driver that agent.driver_concurrency limits to 3
  * calls at once: three observations run, the nine others wait in the
  * driver's queue, and as each call ends the next group's starts; never
@@ -619,6 +627,7 @@ static void test_driver_calls_bounded(void **state)
 	struct fixture *fx = *state;
 	struct group_rt *gs[N_BOUNDED + 1] = {0};
 	struct workers_stats st;
+	struct workers *pool;
 	int want;
 
 	load_many(fx, N_BOUNDED, 3);
@@ -633,7 +642,8 @@ static void test_driver_calls_bounded(void **state)
 	assert_true(run_until(observes_held, &want));
 	/* Every group asks (its job is queued), three calls run. */
 	assert_true(run_until(all_asked, gs));
-	workers_stats(gs[0]->job->pool, &st);
+	pool = gs[0]->job->pool;
+	workers_stats(pool, &st);
 	assert_int_equal(st.running, 3);
 	assert_int_equal(st.queued, N_BOUNDED - 3);
 	assert_true(st.threads <= 3);
@@ -647,6 +657,11 @@ static void test_driver_calls_bounded(void **state)
 	}
 	for (int i = 0; i < N_BOUNDED; i++)
 		assert_true(run_until(idle, gs[i]));
+	/* The pool's threads end once idle (JOB_WORKER_IDLE_MS: two seconds,
+	 * so that the caches of freed blocks glibc keeps in each thread go
+	 * back to the heap between cycles), well within run_until()'s 10 s. */
+	assert_true(JOB_WORKER_IDLE_MS <= 5000);
+	assert_true(run_until(pool_threads_ended, pool));
 	assert_int_equal(FAKE(max_busy), 3);
 	assert_int_equal(FAKE(n_observe), N_BOUNDED);
 	for (int i = 0; i < N_BOUNDED; i++) {
