@@ -326,7 +326,17 @@ static void score(struct forecast *f, int64_t t_ms, double err)
 	if (!(b->scale > 0))
 		b->scale = (float)f->scale;
 	b->scale = (float)(b->scale > 0 ? b->scale + SCALE_RATE_BUCKET * (a - b->scale) : a);
-	f->scale = f->scale > 0 ? f->scale + SCALE_RATE_GLOBAL * (a - f->scale) : a;
+	/* The global scale is the mean of the errors so far until it has
+	 * 1 / SCALE_RATE_GLOBAL of them, then a moving one: started from the
+	 * first error and moved a hundredth at a time, one draw (a ramp's
+	 * first, the largest of a cold start) set the headroom for the next
+	 * hundred predictions. */
+	{
+		double r = (double)(f->n_scored + 1) * SCALE_RATE_GLOBAL < 1.0 ? 1.0 / (double)(f->n_scored + 1)
+									    : SCALE_RATE_GLOBAL;
+
+		f->scale = f->scale > 0 ? f->scale + r * (a - f->scale) : a;
+	}
 	f->n_scored++;
 }
 
