@@ -1333,8 +1333,7 @@ static void read_process(struct process_figures *p)
 		p->open_fds = (double)(n - 1);
 		closedir(d);
 	}
-	/* The allocator walks its free lists under the heap's lock: a
-	 * millisecond or so with a fragmented heap of 10,000 groups, once a
+	/* The allocator walks its free lists under the heap's lock, once a
 	 * scrape. */
 	mi = mallinfo2();
 	p->heap_in_use = (double)mi.uordblks;

@@ -567,10 +567,7 @@ static void test_endpoint(void **st)
 	sd_event_unref(e);
 }
 
-/* The cluster families: absent outside a cluster (a zero there would say
- * "no lease" of a daemon that has none to have), then the lease's state,
- * counters, members and orphans, and a group's ownership as its decision
- * reported it. */
+/* The value of NAME in a scrape rendered now. */
 static double scrape_sample(const struct metrics *m, const char *name)
 {
 	char *text = render(m);
@@ -670,6 +667,10 @@ static void test_process(void **st)
 	metrics_free(m);
 }
 
+/* The cluster families: absent outside a cluster (a zero there would say
+ * "no lease" of a daemon that has none to have), then the lease's state,
+ * counters, members and orphans, and a group's ownership as its decision
+ * reported it. */
 static void test_cluster(void **st)
 {
 	struct decision d = {.current = 2, .desired = 2};
