@@ -196,6 +196,9 @@ struct metrics {
 	/* Drivers publish from their worker threads while the loop records and
 	 * serves: every entry point takes the lock. */
 	pthread_mutex_t lock;
+	/* When the process started (Unix time; NaN when unreadable): read
+	 * once, as it does not change. */
+	double start_s;
 	struct httpd *httpd;
 	struct group_metrics **groups; /* in the order they were first recorded */
 	size_t n_groups, cap_groups;
@@ -1264,47 +1267,48 @@ static void write_locked(const struct metrics *m, FILE *f)
  * scrape, outside the registry's lock. */
 struct process_figures {
 	double cpu_s;
-	double start_s;
 	double resident, virtual;
 	double threads;
 	double open_fds, max_fds;
 	double heap_in_use, heap_free, heap_mapped;
 };
 
-/* Fields 20-24 of /proc/self/stat (threads, start time, virtual and
- * resident size) and the boot time of /proc/stat; NaN when unreadable. */
-static void read_stat(struct process_figures *p)
+/* The fields of /proc/self/stat after the command name, in S (at least
+ * SIZE bytes); NULL when unreadable. The name, in parentheses, may hold
+ * spaces and ')'. */
+static const char *read_stat(char *s, size_t size)
 {
-	char buf[1024], *s;
-	unsigned long long start = 0, vsize = 0, btime = 0;
-	long rss = 0, threads = 0;
 	size_t n;
 	FILE *f;
 
-	p->start_s = p->resident = p->virtual = p->threads = NAN;
 	f = fopen("/proc/self/stat", "re");
 	if (!f)
-		return;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	n = fread(s, 1, size - 1, f);
 	fclose(f);
-	buf[n] = '\0';
-	/* The command name, in parentheses, may hold spaces and ')'. */
-	s = strrchr(buf, ')');
-	if (!s || sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld %*d %llu %llu %ld",
-			  &threads, &start, &vsize, &rss) != 4)
-		return;
-	p->threads = (double)threads;
-	p->virtual = (double)vsize;
-	p->resident = (double)rss * (double)sysconf(_SC_PAGESIZE);
-	f = fopen("/proc/stat", "re");
-	if (!f)
-		return;
+	s[n] = '\0';
+	s = strrchr(s, ')');
+	return s ? s + 1 : NULL;
+}
+
+/* Field 22 of /proc/self/stat (clock ticks from boot) after the boot time
+ * of /proc/stat. */
+static double process_start(void)
+{
+	char buf[1024];
+	const char *s = read_stat(buf, sizeof(buf));
+	unsigned long long start, btime = 0;
+	FILE *f;
+
+	if (!s || sscanf(s, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			 &start) != 1 ||
+	    !(f = fopen("/proc/stat", "re")))
+		return NAN;
 	while (fgets(buf, sizeof(buf), f))
 		if (sscanf(buf, "btime %llu", &btime) == 1)
 			break;
 	fclose(f);
-	if (btime)
-		p->start_s = (double)btime + (double)start / (double)sysconf(_SC_CLK_TCK);
+	return btime ? (double)btime + (double)start / (double)sysconf(_SC_CLK_TCK) : NAN;
 }
 
 static void read_process(struct process_figures *p)
@@ -1315,7 +1319,22 @@ static void read_process(struct process_figures *p)
 	struct dirent *e;
 	DIR *d;
 
-	read_stat(p);
+	/* Fields 20, 23 and 24 of /proc/self/stat: threads, virtual and
+	 * resident size. */
+	{
+		char buf[1024];
+		const char *s = read_stat(buf, sizeof(buf));
+		unsigned long long vsize;
+		long rss, threads;
+
+		p->resident = p->virtual = p->threads = NAN;
+		if (s && sscanf(s, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %ld %*d %*u %llu %ld",
+				&threads, &vsize, &rss) == 3) {
+			p->threads = (double)threads;
+			p->virtual = (double)vsize;
+			p->resident = (double)rss * (double)sysconf(_SC_PAGESIZE);
+		}
+	}
 	p->cpu_s = NAN;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		p->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
@@ -1352,14 +1371,14 @@ static void gauge(FILE *f, const char *name, const char *type, const char *help,
 	fputc('\n', f);
 }
 
-static void process_families(FILE *f)
+static void process_families(const struct metrics *m, FILE *f)
 {
 	struct process_figures p;
 
 	read_process(&p);
 	gauge(f, "process_cpu_seconds_total", "counter", "CPU time (user and system) the daemon has used, all threads.",
 	      p.cpu_s);
-	gauge(f, "process_start_time_seconds", "gauge", "When the daemon started (Unix time).", p.start_s);
+	gauge(f, "process_start_time_seconds", "gauge", "When the daemon started (Unix time).", m->start_s);
 	gauge(f, "process_resident_memory_bytes", "gauge", "Resident memory (RSS).", p.resident);
 	gauge(f, "process_virtual_memory_bytes", "gauge", "Virtual memory size.", p.virtual);
 	gauge(f, "process_open_fds", "gauge", "Open file descriptors.", p.open_fds);
@@ -1384,7 +1403,7 @@ int metrics_write(const struct metrics *m, FILE *f)
 	 * it does not change what a const registry holds. */
 	pthread_mutex_t *lock = (pthread_mutex_t *)&m->lock;
 
-	process_families(f);
+	process_families(m, f);
 	pthread_mutex_lock(lock);
 	write_locked(m, f);
 	pthread_mutex_unlock(lock);
@@ -1453,6 +1472,7 @@ int metrics_new(sd_event *event, const char *listen, struct metrics **ret)
 	 * load counts as a successful one. */
 	m->reload_ok = true;
 	m->reload_success = wall_seconds();
+	m->start_s = process_start();
 	if (listen) {
 		fd = httpd_listen_tcp(listen);
 		if (fd < 0) {
