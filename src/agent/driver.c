@@ -473,7 +473,7 @@ int driver_options_from_group(const struct group_conf *gc, struct driver_options
 	struct autoscaled_option *v;
 	int r = driver_options_from_config(&gc->driver_options, &o);
 
-	if (r < 0 || !gc->warm_pool.file) {
+	if (r < 0 || !gc->warm_pool) {
 		if (r == 0)
 			*ret = o;
 		return r;
@@ -484,7 +484,7 @@ int driver_options_from_group(const struct group_conf *gc, struct driver_options
 		return -ENOMEM;
 	}
 	o.v = v;
-	r = add_warm_pool(&gc->warm_pool, &o);
+	r = add_warm_pool(gc->warm_pool, &o);
 	if (r < 0) {
 		driver_options_free(&o);
 		return r;

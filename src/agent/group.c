@@ -37,7 +37,7 @@
 static bool same_driver(const struct group_conf *a, const struct group_conf *b)
 {
 	return strcmp(a->driver, b->driver) == 0 && config_options_equal(&a->driver_options, &b->driver_options) &&
-	       config_warm_pool_equal(&a->warm_pool, &b->warm_pool);
+	       config_warm_pool_equal(group_warm_pool(a), group_warm_pool(b));
 }
 
 /* The host a handle of this group is opened with, made once per handle. */
@@ -1092,7 +1092,7 @@ static void group_evaluate(struct group_rt *g)
 	group_save(g);
 	metrics_record_action(g->ctx->metrics, g->gc->name, d.action);
 	if (json && g->ctx->notifier)
-		notify_action(g->ctx->notifier, &g->gc->notify, g->gc->name, json);
+		notify_action(g->ctx->notifier, group_notify(g->gc), g->gc->name, json);
 	if (d.action == DIR_IN && group_start_drain(g, d.current - d.desired, json ? json : "{}")) {
 		ring_push(g, json);
 		return;
@@ -1346,7 +1346,7 @@ bool group_start_drain(struct group_rt *g, int count, const char *record)
 	size_t n = 0;
 	int r;
 
-	if (!g->gc->notify.pre_scale_in || !g->ctx->notifier)
+	if (!group_notify(g->gc)->pre_scale_in || !g->ctx->notifier)
 		return false;
 	v = calloc(g->n_instances ? g->n_instances : 1, sizeof(*v));
 	ids = calloc(g->n_instances ? g->n_instances : 1, sizeof(*ids));
@@ -1357,7 +1357,7 @@ bool group_start_drain(struct group_rt *g, int count, const char *record)
 		engine_order_victims(v, n);
 		for (size_t i = 0; i < n; i++)
 			ids[i] = v[i].id;
-		r = drain_start(g->ctx->notifier, &g->gc->notify, g->gc->name, ids, n, (size_t)count, record, on_drained,
+		r = drain_start(g->ctx->notifier, group_notify(g->gc), g->gc->name, ids, n, (size_t)count, record, on_drained,
 				g, &g->drain);
 	} else {
 		r = -ENOMEM;

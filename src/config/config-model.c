@@ -223,6 +223,19 @@ int parse_duration_ms(const char *s, int64_t *ret)
 
 const struct forecast_conf config_forecast_none = { .mode = FORECAST_OFF, .quantile = 0.9 };
 
+/* The defaults cfg_notify_defaults() and read_warm_pool() set. */
+const struct notify_conf config_notify_none = {
+	.webhook_timeout_ms = 10 * MS_PER_SEC,
+	.webhook_retries = 3,
+	.command_timeout_ms = 30 * MS_PER_SEC,
+	.pre_scale_in_deadline_ms = 300 * MS_PER_SEC,
+};
+const struct warm_pool_conf config_warm_pool_none = {
+	.state = WARM_PAUSED,
+	.refill_ms = 30 * MS_PER_SEC,
+	.warmup_ms = 60 * MS_PER_SEC,
+};
+
 const struct config_option *options_get(const struct options *o, const char *key)
 {
 	for (size_t i = 0; o && i < o->n; i++)
@@ -453,5 +466,6 @@ bool config_group_equal(const struct group_conf *a, const struct group_conf *b)
 	       a->behavior.lazy_scale_in == b->behavior.lazy_scale_in &&
 	       a->behavior.billing_minimum_ms == b->behavior.billing_minimum_ms &&
 	       a->behavior.billing_granularity_ms == b->behavior.billing_granularity_ms &&
-	       notify_equal(&a->notify, &b->notify) && config_warm_pool_equal(&a->warm_pool, &b->warm_pool);
+	       notify_equal(group_notify(a), group_notify(b)) &&
+	       config_warm_pool_equal(group_warm_pool(a), group_warm_pool(b));
 }

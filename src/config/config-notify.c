@@ -25,10 +25,7 @@ static const char *const hooks_keys[] = {"pre_scale_in", "deadline"};
 
 void cfg_notify_defaults(struct notify_conf *n)
 {
-	n->webhook_timeout_ms = 10 * MS_PER_SEC;
-	n->webhook_retries = 3;
-	n->command_timeout_ms = 30 * MS_PER_SEC;
-	n->pre_scale_in_deadline_ms = 300 * MS_PER_SEC;
+	*n = config_notify_none;
 }
 
 /* An argv: a non-empty list or array of strings whose first is an absolute

@@ -395,14 +395,13 @@ static void check_rules_only(struct config_ctx *x, const config_setting_t *s, co
 static void read_warm_pool(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
 {
 	const config_setting_t *m = cfg_get_group(x, s, "warm_pool");
-	struct warm_pool_conf *w = &g->warm_pool;
+	struct warm_pool_conf *w;
 	int v;
 
-	w->state = WARM_PAUSED;
-	w->refill_ms = 30 * MS_PER_SEC;
-	w->warmup_ms = 60 * MS_PER_SEC;
-	if (!m)
+	if (!m || !(w = cfg_alloc(x, 1, sizeof(*w))))
 		return;
+	*w = config_warm_pool_none;
+	g->warm_pool = w;
 	w->file = cfg_file_name(x, m);
 	w->line = (int)m->line;
 	cfg_check_keys(x, m, warm_pool_keys, N_ELEMS(warm_pool_keys));
@@ -426,6 +425,24 @@ static void read_warm_pool(struct config_ctx *x, const config_setting_t *s, stru
 			  "'warm_pool' is for driver 'libvirt' only, not '%s' (a cloud's own standby pool is set up "
 			  "in the cloud)",
 			  g->driver);
+}
+
+/* A group's notifications and hooks: the agent's, shared, when the group
+ * sets neither. */
+static void read_group_notify(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
+{
+	const struct notify_conf *a = &x->c->agent.notify;
+	struct notify_conf n, *p;
+
+	if (!config_setting_get_member(s, "notifications") && !config_setting_get_member(s, "hooks")) {
+		g->notify = a;
+		return;
+	}
+	cfg_read_notify(x, s, &n, a);
+	if ((p = cfg_alloc(x, 1, sizeof(*p)))) {
+		*p = n;
+		g->notify = p;
+	}
 }
 
 static void read_group(struct config_ctx *x, const config_setting_t *s, struct group_conf *g)
@@ -455,7 +472,7 @@ static void read_group(struct config_ctx *x, const config_setting_t *s, struct g
 	cfg_read_profiles(x, s, g);
 	cfg_read_behavior(x, s, g);
 	check_rules_only(x, s, g);
-	cfg_read_notify(x, s, &g->notify, &a->notify);
+	read_group_notify(x, s, g);
 	read_warm_pool(x, s, g);
 	cfg_read_owner(x, s, g);
 }

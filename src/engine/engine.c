@@ -910,7 +910,7 @@ int engine_evaluate(const struct group_conf *g, struct clock_now now, const stru
 	}
 	d->action = direction_of(e.current, d->desired);
 	if (d->action == DIR_IN)
-		d->victims = g->notify.pre_scale_in ? VICTIMS_DRAIN : VICTIMS_DRIVER;
+		d->victims = group_notify(g)->pre_scale_in ? VICTIMS_DRAIN : VICTIMS_DRIVER;
 	return 0;
 }
 

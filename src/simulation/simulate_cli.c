@@ -666,7 +666,7 @@ int simulate_main(int argc, char **argv)
 		log_warnx("simulate: no group '%s' in '%s'", group, cfg_path);
 		goto out;
 	}
-	if (warm_pool_from_flags(&wf, &g->warm_pool, p.boot_ms, &p.warm) < 0) {
+	if (warm_pool_from_flags(&wf, group_warm_pool(g), p.boot_ms, &p.warm) < 0) {
 		status = 2;
 		goto out;
 	}

@@ -72,9 +72,10 @@ static void test_defaults_and_inheritance(void **st)
 						      "  hooks = { pre_scale_in = [ \"/usr/local/bin/drain\" ]; deadline = \"90s\"; };\n") " );\n",
 			      &c, &e),
 			 0);
-	a = &c->groups[0].notify;
-	b = &c->groups[1].notify;
-	/* Group a takes the agent's notifications and the defaults. */
+	a = c->groups[0].notify;
+	b = c->groups[1].notify;
+	/* Group a takes the agent's notifications and the defaults, shared. */
+	assert_ptr_equal(a, &c->agent.notify);
 	assert_string_equal(a->webhook_url, "http://127.0.0.1:8080/hook");
 	assert_string_equal(a->webhook_secret_file, "/etc/key");
 	assert_int_equal(a->webhook_timeout_ms, 10000);
@@ -97,9 +98,9 @@ static void test_defaults_and_inheritance(void **st)
 
 	/* Nothing configured: nothing to notify. */
 	assert_int_equal(load("groups = ( " GROUP("a", "") " );\n", &c, &e), 0);
-	assert_null(c->groups[0].notify.webhook_url);
-	assert_null(c->groups[0].notify.command);
-	assert_int_equal(c->groups[0].notify.pre_scale_in_deadline_ms, 300000);
+	assert_null(group_notify(&c->groups[0])->webhook_url);
+	assert_null(group_notify(&c->groups[0])->command);
+	assert_int_equal(group_notify(&c->groups[0])->pre_scale_in_deadline_ms, 300000);
 	config_free(c);
 }
 

@@ -494,7 +494,7 @@ static void test_warm_pool(void **state)
 	struct driver_options o;
 
 	c = load_ok(GROUP_HEAD "  driver_options = { template = \"t\"; };\n  warm_pool = { size = 3; };\n" GROUP_TAIL);
-	w = &c->groups[0].warm_pool;
+	w = c->groups[0].warm_pool;
 	assert_int_equal(w->size, 3);
 	assert_int_equal(w->state, WARM_PAUSED);
 	assert_int_equal(w->max_age_ms, 0);
@@ -516,7 +516,7 @@ static void test_warm_pool(void **state)
 	c = load_ok(GROUP_HEAD "  warm_pool = { size = 2; state = \"saved\"; max_age = \"6h\"; refill = \"10s\";\n"
 		    "    warmup = \"5s\"; return_on_scale_in = true; reseed_command = [ \"/bin/true\", \"x\" ]; };\n"
 		    GROUP_TAIL);
-	w = &c->groups[0].warm_pool;
+	w = c->groups[0].warm_pool;
 	assert_int_equal(w->state, WARM_SAVED);
 	assert_int_equal(w->max_age_ms, 6 * 3600 * 1000);
 	assert_int_equal(w->refill_ms, 10000);
@@ -537,11 +537,23 @@ static void test_warm_pool(void **state)
 					   "    reseed_command = [ \"/bin/true\", \"x\" ]; };\n" GROUP_TAIL);
 
 		assert_false(config_group_equal(&c->groups[0], &d->groups[0]));
-		assert_false(config_warm_pool_equal(&c->groups[0].warm_pool, &d->groups[0].warm_pool));
-		d->groups[0].warm_pool.state = WARM_SAVED;
-		assert_true(config_warm_pool_equal(&c->groups[0].warm_pool, &d->groups[0].warm_pool));
+		assert_false(config_warm_pool_equal(c->groups[0].warm_pool, d->groups[0].warm_pool));
+		((struct warm_pool_conf *)d->groups[0].warm_pool)->state = WARM_SAVED;
+		assert_true(config_warm_pool_equal(c->groups[0].warm_pool, d->groups[0].warm_pool));
 		config_free(d);
 	}
+	config_free(c);
+
+	/* Without the block: no pool, and the defaults read through it. */
+	c = load_ok(GROUP_HEAD "  driver_options = { template = \"t\"; };\n" GROUP_TAIL);
+	assert_null(c->groups[0].warm_pool);
+	assert_int_equal(group_warm_pool(&c->groups[0])->size, 0);
+	assert_int_equal(group_warm_pool(&c->groups[0])->refill_ms, 30000);
+	assert_int_equal(group_warm_pool(&c->groups[0])->warmup_ms, 60000);
+	assert_int_equal(driver_options_from_group(&c->groups[0], &o), 0);
+	for (size_t i = 0; i < o.n; i++)
+		assert_null(strstr(o.v[i].key, "warm_pool."));
+	driver_options_free(&o);
 	config_free(c);
 
 	expect_errors(GROUP_HEAD "  warm_pool = { state = \"frozen\"; sise = 2;\n    max_age = \"-1\"; refill = 0;\n"

@@ -1098,8 +1098,7 @@ static void test_victims(void **state)
 	assert_int_equal(fx_eval(4), 2);
 	assert_int_equal(F.d.victims, VICTIMS_DRIVER);
 	assert_null(strstr(fx_sentence(), "victims"));
-	F.g.notify.pre_scale_in = hook;
-	F.g.notify.n_pre_scale_in = 1;
+	F.g.notify = &(struct notify_conf){.pre_scale_in = hook, .n_pre_scale_in = 1};
 	assert_int_equal(fx_eval(4), 2);
 	assert_int_equal(F.d.victims, VICTIMS_DRAIN);
 	assert_non_null(strstr(fx_sentence(), "scale in 4 -> 2 (victims: not yet serving first, then the newest"));
