@@ -150,7 +150,6 @@ struct group_rt {
 	struct autoscaled_host *host;
 	struct signal_rt *signals;
 	size_t n_signals;
-	bool want_samples;        /* a signal reads one of the driver's sources */
 	struct timer timer;       /* the evaluations' (sources/loop.h) */
 	/* persisted: engine state, in-flight action, pin, pause, dry run;
 	 * packed, and read through group_st() (group.c) */
@@ -164,9 +163,6 @@ struct group_rt {
 	 * (monotonic; 0 never): see refresh_ms() in group.c. */
 	uint64_t saved_shape;
 	int64_t saved_mono_ms;
-	enum state_origin origin;
-	bool save_failed;
-	bool save_retry;          /* the writer failed to write the newest save: write it again */
 	struct admin_ring ring;   /* recent decision records for the admin API */
 	const char *override;     /* "paused", "pinned" or NULL, of the last decision */
 	struct drain *drain;      /* pre-scale-in hooks running */
@@ -176,7 +172,6 @@ struct group_rt {
 	 * when there was no memory for it). */
 	void *last;
 	size_t last_size;
-	bool have_last;           /* a first decision was made */
 	/* The newest decision's record is not made yet: it is `last` (with
 	 * record_dry_run), made when something reads it, when a newer
 	 * decision replaces it and the ring would keep it, or before what a
@@ -187,20 +182,17 @@ struct group_rt {
 	 * --verbose) is made at once, as is one that points at a signal's
 	 * error text (which goes when the error changes). record_bytes:
 	 * what the last one pushed takes in the ring (deflated), what the
-	 * ring is asked about before making the next. */
-	bool record_pending;
-	bool record_dry_run;
+	 * ring is asked about before making the next (the flags below). */
 	size_t record_bytes;
 	/* What the last logged decision said besides its action and hold
 	 * reason: an override ("paused", "pinned" or NULL) and whether a
-	 * failed operation was in it. A change of either is at INFO. */
+	 * failed operation was in it (last_had_error). A change of either is
+	 * at INFO. */
 	const char *last_override;
-	bool last_had_error;
 	/* The group's one driver call in flight, if any. After a reload it
 	 * may be a call of the replaced runtime, on its handle (see
 	 * job.close_when_done): no call of this runtime starts before it ends. */
 	struct job *job;
-	bool take_over;           /* group_rt_adopt() takes the old runtime's handle */
 	/* The handle a reload replaced, once its last call has ended: closed
 	 * when this runtime's own handle is open, so that the group's backend
 	 * always has a connection (libvirt's test:///default forgets its
@@ -214,15 +206,10 @@ struct group_rt {
 	struct instance_obs *instances;
 	size_t n_instances;
 	int current;
-	bool stable;
-	bool partial;
 	/* How many more instances the group's hosts can take, as the newest
 	 * observation measured it; -1 when the driver does not bound them. */
 	int host_room;
-	bool observed;            /* at least one observation succeeded */
 	int64_t observed_start_ms; /* monotonic: when the newest observation's call was started */
-	bool first_reported;      /* the agent was told of the first observation */
-	bool stopped;
 	int64_t started_ms;       /* when group_rt_start() last ran, monotonic */
 	/* Cluster mode: the holding (cluster_owned_since()) whose record from
 	 * etcd this runtime has taken and merged; it acts only then. */
@@ -232,6 +219,22 @@ struct group_rt {
 	 * job_admit()): on that driver's list while admit_pprev is set. */
 	struct group_rt *admit_next, **admit_pprev;
 	struct driver_pool *admit_pool;
+	enum state_origin origin;
+	/* The flags, together: a bool between two wider fields took eight
+	 * bytes (408 bytes a runtime with them there, 10,000 runtimes). */
+	bool want_samples;        /* a signal reads one of the driver's sources */
+	bool save_failed;
+	bool save_retry;          /* the writer failed to write the newest save: write it again */
+	bool have_last;           /* a first decision was made */
+	bool record_pending;      /* see `last` */
+	bool record_dry_run;
+	bool last_had_error;      /* see last_override */
+	bool take_over;           /* group_rt_adopt() takes the old runtime's handle */
+	bool stable;              /* of the newest observation, with `current` */
+	bool partial;
+	bool observed;            /* at least one observation succeeded */
+	bool first_reported;      /* the agent was told of the first observation */
+	bool stopped;
 };
 
 /* job.c. What carries finished jobs back to the loop is made once per
