@@ -245,18 +245,26 @@ static int cmp_instance_id(const void *a, const void *b)
 
 /* The instance of the previous observation with the id of `in`, or NULL.
  * Lists usually come in the same order each time, so the same index is
- * tried first; `sorted` (the previous list sorted by id, or NULL when it
- * could not be allocated) serves the rest. */
-static const struct instance_obs *previous_instance(const struct group_rt *g, const struct instance_obs *const *sorted,
+ * tried first; the previous list sorted by id (*SORTED, made at the first
+ * miss; when it cannot be allocated, each miss finds nothing) serves the
+ * rest. */
+static const struct instance_obs *previous_instance(const struct group_rt *g, const struct instance_obs ***sorted,
 						    size_t i, const struct instance_obs *in)
 {
-	const struct instance_obs *const *hit;
+	const struct instance_obs **hit;
 
 	if (i < g->n_instances && strcmp(g->instances[i].id, in->id) == 0)
 		return &g->instances[i];
-	if (!sorted)
+	if (g->n_instances == 0)
 		return NULL;
-	hit = bsearch(&in, sorted, g->n_instances, sizeof(*sorted), cmp_instance_id);
+	if (!*sorted && (*sorted = malloc(g->n_instances * sizeof(**sorted)))) {
+		for (size_t k = 0; k < g->n_instances; k++)
+			(*sorted)[k] = &g->instances[k];
+		qsort(*sorted, g->n_instances, sizeof(**sorted), cmp_instance_id);
+	}
+	if (!*sorted)
+		return NULL;
+	hit = bsearch(&in, *sorted, g->n_instances, sizeof(**sorted), cmp_instance_id);
 	return hit ? *hit : NULL;
 }
 
@@ -270,18 +278,13 @@ static void map_start_times(const struct group_rt *g, struct instance_obs *v, si
 {
 	const struct instance_obs **sorted = NULL;
 
-	if (g->n_instances > 0 && (sorted = malloc(g->n_instances * sizeof(*sorted)))) {
-		for (size_t i = 0; i < g->n_instances; i++)
-			sorted[i] = &g->instances[i];
-		qsort(sorted, g->n_instances, sizeof(*sorted), cmp_instance_id);
-	}
 	for (size_t i = 0; i < n; i++) {
 		const struct instance_obs *old;
 		int64_t m;
 
 		if (!v[i].running_since_ms && !v[i].created_ms)
 			continue;
-		old = previous_instance(g, sorted, i, &v[i]);
+		old = previous_instance(g, &sorted, i, &v[i]);
 		if (v[i].created_ms) {
 			if (old && old->created_ms == v[i].created_ms && old->created_mono_ms) {
 				v[i].created_mono_ms = old->created_mono_ms;

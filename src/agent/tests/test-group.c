@@ -66,6 +66,7 @@
 #define T0_WALL_MS ((int64_t)1780000000000)
 
 static int64_t vclock_ms; /* virtual time elapsed since T0 */
+static int64_t wall_step_ms; /* how far the wall clock was stepped on its own */
 
 struct clock_now __wrap_clock_now(void);
 int64_t __wrap_clock_mono_ms(void);
@@ -73,7 +74,7 @@ int64_t __wrap_clock_wall_ms(void);
 
 struct clock_now __wrap_clock_now(void)
 {
-	return (struct clock_now){.wall_ms = T0_WALL_MS + vclock_ms, .mono_ms = T0_MONO_MS + vclock_ms};
+	return (struct clock_now){.wall_ms = T0_WALL_MS + vclock_ms + wall_step_ms, .mono_ms = T0_MONO_MS + vclock_ms};
 }
 
 int64_t __wrap_clock_mono_ms(void)
@@ -83,7 +84,7 @@ int64_t __wrap_clock_mono_ms(void)
 
 int64_t __wrap_clock_wall_ms(void)
 {
-	return T0_WALL_MS + vclock_ms;
+	return T0_WALL_MS + vclock_ms + wall_step_ms;
 }
 
 /* Real time, for the tests' own deadlines. */
@@ -131,6 +132,7 @@ static struct fake {
 	bool hold_observe;  /* observations wait for an observe release */
 	int observe_releases;
 	int observe_held;   /* observations waiting now */
+	bool reverse;       /* observations list the members last first */
 } fake;
 
 /* Between cases, when no call runs. */
@@ -223,7 +225,8 @@ static int fake_observe(struct autoscaled_driver_instance *h, autoscaled_instanc
 	fake.observe_on[h->id <= FAKE_MAX_HANDLES ? h->id : 0]++;
 	if (sample)
 		fake.n_sampled++;
-	for (int i = 0; fn && r >= 0 && i < fake.size; i++) {
+	for (int k = 0; fn && r >= 0 && k < fake.size; k++) {
+		int i = fake.reverse ? fake.size - 1 - k : k;
 		char id[16];
 
 		member_id(id, sizeof(id), i);
@@ -505,6 +508,7 @@ static int setup(void **state)
 	if (!mkdtemp(dir))
 		return -1;
 	vclock_ms = 0;
+	wall_step_ms = 0;
 	fake_reset();
 	fx = (struct fixture){0};
 	*state = &fx;
@@ -907,6 +911,52 @@ static void test_members_kept_with_names(void **state)
 	}
 	/* 40 is above the group's max: the scale-in it starts ends first. */
 	assert_true(run_until(idle, fx->g));
+}
+
+/* Each member's start times are mapped to the monotonic clock once and
+ * kept while the driver reports the same times, in whatever order it
+ * lists the members (a step of the wall clock moves no member's age);
+ * the previous list is sorted only when the order changed. */
+static void test_members_start_times_kept(void **state)
+{
+	struct fixture *fx = *state;
+	int64_t created[8], running[8];
+	char id[16];
+
+	start(fx, 8, 8 * 50);
+	assert_int_equal(fx->g->n_instances, 8);
+	for (int i = 0; i < 8; i++) {
+		created[i] = fx->g->instances[i].created_mono_ms;
+		running[i] = fx->g->instances[i].running_since_mono_ms;
+		assert_int_equal(created[i], T0_MONO_MS - 3600 * 1000 + i);
+	}
+	/* The wall clock steps back an hour: the same members, the same
+	 * mapping. */
+	wall_step_ms = -3600 * 1000;
+	for (int round = 0; round < 3; round++) {
+		const struct decision *d;
+
+		/* The third lists them last first. */
+		fake_set_bool(&fake.reverse, round == 2);
+		d = tick(fx->g, 15000);
+		assert_int_equal(FAKE(n_observe), 2 + round);
+		assert_int_equal(d->action, DIR_NONE);
+		assert_int_equal(fx->g->n_instances, 8);
+		for (int k = 0; k < 8; k++) {
+			const struct instance_obs *in = &fx->g->instances[k];
+			int i = round == 2 ? 7 - k : k;
+
+			member_id(id, sizeof(id), i);
+			assert_string_equal(in->id, id);
+			if (fake_location(i)) {
+				assert_string_equal(in->location, fake_location(i));
+			} else {
+				assert_null(in->location);
+			}
+			assert_int_equal(in->created_mono_ms, created[i]);
+			assert_int_equal(in->running_since_mono_ms, running[i]);
+		}
+	}
 }
 
 /* The group's state file, once the writer has written what is queued. */
@@ -1609,6 +1659,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_observations_admitted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_states_kept_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_members_kept_with_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_members_start_times_kept, setup, teardown),
 	};
 	int r;
 
