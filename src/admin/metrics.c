@@ -9,6 +9,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -146,23 +147,24 @@ struct signal_metric {
 	float service_short;
 };
 
+/* A group's entry; the small fields side by side, as padding between
+ * them was bytes in every one of ten thousand entries. */
 struct group_metrics {
 	char *name;
-	bool keep;           /* metrics_prune(): the configuration still has it */
-	bool have_decision;
 	int current, desired;
 	double boot_seconds; /* the boot time in force at the last evaluation */
-	bool paused, pinned, in_flight;
 	int owned; /* cluster mode: 0 or 1; -1 outside a cluster or not evaluated yet */
 	/* The active profile and its bounds: the default profile's until
 	 * the first evaluation; have_bounds is false for a group recorded
 	 * before its configuration was (the unit tests do that). */
-	bool have_bounds;
 	int min, max, def;
 	char *profile;
 	double last_evaluation;  /* wall time, 0: none yet */
 	double last_observation; /* wall time of the last successful driver observe, 0: none */
-	unsigned long long holds[N_HOLDS];
+	/* Evaluations held, by reason. 32 bits: at one evaluation a second
+	 * (the shortest interval) a count wraps after 136 years, and the
+	 * registry's 64 were 64 bytes more in each entry. */
+	uint32_t holds[N_HOLDS];
 	/* The arrays below hold what the group uses, not their bounds: with
 	 * ten thousand groups, room for 16 signals and 8 driver operations
 	 * in each was 2 KB a group of nothing. */
@@ -188,8 +190,12 @@ struct group_metrics {
 	struct named_gauge *warm; /* at most METRICS_MAX_WARM_STATES */
 	size_t n_warm;
 	/* New instances the group's hosts can take (AUTOSCALED_METRIC_HOST_ROOM). */
-	bool have_host_room;
 	double host_room;
+	bool have_host_room;
+	bool keep;           /* metrics_prune(): the configuration still has it */
+	bool have_decision;
+	bool paused, pinned, in_flight;
+	bool have_bounds;
 };
 
 struct metrics {
