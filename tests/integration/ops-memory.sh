@@ -1,21 +1,23 @@
 #!/bin/bash
-# The heap gives its free pages back. 2,000 groups on the filepool driver,
+# The heap gives its free pages back. 3,000 groups on the filepool driver,
 # then two reloads that change every group (each builds the new runtimes
 # while the old ones live, and frees the old ones in the middle of the
 # heap). The daemon trims the heap after its start and after each reload:
 # of the bytes the heap holds free, at most half (or 6 MiB) may stay
 # resident. Read from the kernel (the [heap] mapping's Rss in smaps) and
 # from the daemon's own metrics (autoscaled_heap_{in_use,free}_bytes, from
-# the allocator). Without the trims the free bytes stay resident: 10.3 and
-# 11.5 MiB of 10.3 and 11.5 free after the reloads at this size, against
-# 3.3-3.9 MiB of 3.6-12.3 with them.
+# the allocator). Without the trims the free bytes stay resident: 8.5,
+# 6.7 and 6.1 MiB of 8.5, 6.7 and 6.1 free after the start and the two
+# reloads, against 2.6-4.9 MiB of 5.7-8.4 with them. (With 2,000 groups,
+# once a group's runtime took less room, the heap held at most 5 MiB free
+# and the bound could not tell the two apart.)
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/integration/ops-lib.sh"
 command -v curl >/dev/null || skip_all "curl is not installed"
 # ASan has an allocator of its own, which glibc's trim does not touch.
 [ "${AUTOSCALED_SANITIZERS:-}" = yes ] && skip_all "a sanitized build: ASan's allocator is not glibc's heap"
 
-N=2000
+N=3000
 python3 - "$T/load.csv" <<'PY'
 import sys
 with open(sys.argv[1], "w") as f:
@@ -101,9 +103,11 @@ for target in 11.0 10.0; do
 		'[ "$(grep -c "agent: reloaded" "$T/daemon.log")" -ge $reloads ]'
 	measure "after reload $reloads"
 done
-# Otherwise the checks above had nothing to give back, and show nothing.
-check "the reloads left more than 8 MiB free in the heap at least once (most: $most_free kB)" \
-	test "$most_free" -gt 8192
+# Otherwise the checks above had nothing to give back, and show nothing:
+# without the trims the free bytes stay resident, which the bound of 6 MiB
+# catches only once there are more of them.
+check "the heap held more than 7 MiB free at least once (most: $most_free kB)" \
+	test "$most_free" -gt 7168
 check "the daemon still answers" daemon_answers
 stop_daemon; rc=$?
 check "the daemon stops cleanly (rc $rc)" test $rc -eq 0
