@@ -162,8 +162,8 @@ struct group_metrics {
 	double last_evaluation;  /* wall time, 0: none yet */
 	double last_observation; /* wall time of the last successful driver observe, 0: none */
 	/* Evaluations held, by reason. 32 bits: at one evaluation a second
-	 * (the shortest interval) a count wraps after 136 years, and the
-	 * registry's 64 were 64 bytes more in each entry. */
+	 * (the shortest interval) a count wraps after 136 years, and 64-bit
+	 * counts took 64 bytes more in each entry. */
 	uint32_t holds[N_HOLDS];
 	/* The arrays below hold what the group uses, not their bounds: with
 	 * ten thousand groups, room for 16 signals and 8 driver operations
