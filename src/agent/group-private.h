@@ -245,7 +245,10 @@ typedef void (*job_done_fn)(struct job *j);
 /* `admitted` is called on the loop's thread for a group whose turn to
  * observe has come (job_admit()). */
 typedef void (*job_admitted_fn)(struct group_rt *g);
-int job_done_init(sd_event *event, job_done_fn done, job_admitted_fn admitted);
+/* `ended` is called on the loop's thread once the jobs that ended together
+ * have been passed to `done`, before any group is let in to observe. */
+typedef void (*job_ended_fn)(void);
+int job_done_init(sd_event *event, job_done_fn done, job_admitted_fn admitted, job_ended_fn ended);
 /* Whether g may start an observation now. A driver lets in at most
  * JOB_ADMIT_PER_THREAD times its limit of calls at once (at least
  * JOB_ADMIT_MIN) of observations that are queued, running, or finished

@@ -97,6 +97,7 @@ static void start_driver_call(struct group_rt *g)
 /* -------------------------------------------------------------- signals */
 
 static void group_evaluate(struct group_rt *g);
+static void group_start_actions(void);
 static bool signals_reported(const struct group_rt *g);
 
 /* What a signal's error says when its own words cannot be held: it is
@@ -133,8 +134,10 @@ static void signal_set_error(struct signal_rt *s, const char *fmt, ...)
  * the last of them to answer starts it. */
 static void maybe_first_evaluation(struct group_rt *g)
 {
-	if (!g->have_last && g->observed && !g->stopped && !group_calling(g) && signals_reported(g))
+	if (!g->have_last && g->observed && !g->stopped && !group_calling(g) && signals_reported(g)) {
 		group_evaluate(g);
+		group_start_actions();
+	}
 }
 
 static void signal_poll_done(void *userdata, int64_t t_ms, int status, double value, const char *error)
@@ -591,6 +594,10 @@ enum save_kind {
 	/* A clean stop: the state as it is, saying that nothing newer was
 	 * left unwritten. */
 	SAVE_FINAL,
+	/* As SAVE_WAIT, but the caller waits later, with the ticket
+	 * save_state_ticket() gives it (an action about to start: intend()).
+	 * Not in a cluster, where it is a SAVE_WAIT. */
+	SAVE_QUEUED,
 };
 
 /* Writes the state file when the state changed, through the state writer
@@ -598,7 +605,7 @@ enum save_kind {
  * until a write succeeds again, and the write is retried at the next save:
  * the daemon keeps running on its in-memory state. A failure of the
  * writer's is learnt at the next save. */
-static void save_state(struct group_rt *g, enum save_kind kind)
+static void save_state_ticket(struct group_rt *g, enum save_kind kind, struct state_writer_ticket *ticket)
 {
 	const char *dir = g->ctx->agent_conf->state_directory;
 	char path[PATH_MAX], name[PATH_MAX];
@@ -608,7 +615,11 @@ static void save_state(struct group_rt *g, enum save_kind kind)
 	cJSON *j;
 	int64_t r;
 	bool final = kind == SAVE_FINAL;
-	bool wait = kind == SAVE_WAIT || (kind == SAVE_SETTLED && g->ctx->cluster);
+	bool wait = kind == SAVE_WAIT || ((kind == SAVE_SETTLED || kind == SAVE_QUEUED) && g->ctx->cluster);
+	bool queued = kind == SAVE_QUEUED && !g->ctx->cluster;
+
+	if (ticket)
+		ticket->e = NULL;
 
 	r = state_path(dir, g->gc->name, path, sizeof(path));
 	if (r == 0 && snprintf(name, sizeof(name), "%s.state", g->gc->name) >= (int)sizeof(name))
@@ -648,6 +659,8 @@ static void save_state(struct group_rt *g, enum save_kind kind)
 		r = -ENOMEM;
 	else if (wait)
 		r = state_writer_save_now(dir, path, name, text);
+	else if (queued)
+		r = state_writer_save_durable(dir, path, name, text, ticket);
 	else
 		r = state_writer_save(dir, path, name, text, only_history(group_st(g)));
 	if (r < 0) {
@@ -661,6 +674,11 @@ static void save_state(struct group_rt *g, enum save_kind kind)
 	g->saved_digest = digest;
 	g->saved_shape = shape;
 	g->saved_mono_ms = now.mono_ms;
+}
+
+static void save_state(struct group_rt *g, enum save_kind kind)
+{
+	save_state_ticket(g, kind, NULL);
 }
 
 void group_save(struct group_rt *g)
@@ -1022,6 +1040,93 @@ void group_engine_inputs(const struct group_rt *g, enum scale_direction in_fligh
 	}
 }
 
+/* What follows an action's decision once the state file holds it in
+ * flight: the record and the notification, then the drain or the driver's
+ * call. JSON: the decision's record (taken; NULL if not made). */
+static void start_action(struct group_rt *g, enum scale_direction action, int current, int desired, char *json)
+{
+	metrics_record_action(g->ctx->metrics, g->gc->name, action);
+	if (json && g->ctx->notifier)
+		notify_action(g->ctx->notifier, group_notify(g->gc), g->gc->name, json);
+	if (action == DIR_IN && group_start_drain(g, current - desired, json ? json : "{}")) {
+		ring_push(g, json);
+		return;
+	}
+	ring_push(g, json);
+	group_start_scale_job(g, action == DIR_OUT ? JOB_SCALE_OUT : JOB_SCALE_IN,
+			      action == DIR_OUT ? desired : current - desired, current, NULL, 0);
+}
+
+/* The actions decided in this turn of the loop, whose state is being
+ * synced (intend()). */
+struct intent {
+	struct group_rt *g;
+	struct state_writer_ticket ticket;
+	enum scale_direction action;
+	int current, desired;
+	char *json;
+};
+
+static struct intent *intents;
+static size_t n_intents, intents_size;
+
+/* An action is in the state file, synced, before its driver call starts,
+ * so that a crash from there on is reconciled after the restart. The
+ * actions that the evaluations of one turn of the loop decide (the
+ * observations that ended together, in a burst of load at 10,000 groups)
+ * are synced together: their saves are queued here, and
+ * group_start_actions(), at the end of the turn, waits for them, which
+ * the writer makes in one go with one sync of the directory, and then
+ * starts them in the order they were decided. Nothing else runs on the
+ * loop in between, so no evaluation, reload or request sees an action
+ * decided and not started. In a cluster the group's record in etcd must be
+ * written first, and the action starts at once, as when no room is left
+ * to queue it. */
+static void intend(struct group_rt *g, enum scale_direction action, int current, int desired, char *json)
+{
+	struct intent *it;
+
+	if (!g->ctx->cluster && n_intents == intents_size) {
+		size_t n = intents_size ? 2 * intents_size : 16;
+		struct intent *grown = realloc(intents, n * sizeof(*grown));
+
+		if (grown) {
+			intents = grown;
+			intents_size = n;
+		}
+	}
+	if (g->ctx->cluster || n_intents == intents_size) {
+		group_save(g);
+		start_action(g, action, current, desired, json);
+		return;
+	}
+	it = &intents[n_intents++];
+	*it = (struct intent){ .g = g, .action = action, .current = current, .desired = desired, .json = json };
+	save_state_ticket(g, SAVE_QUEUED, &it->ticket);
+}
+
+/* Starts the actions intend() queued, once their saves are synced (on
+ * the loop, at the end of each callback that evaluates). */
+static void group_start_actions(void)
+{
+	for (size_t i = 0; i < n_intents; i++) {
+		struct intent *it = &intents[i];
+
+		if (it->ticket.e) {
+			int r = state_writer_wait(&it->ticket);
+
+			if (r < 0) {
+				save_failed(it->g, it->g->ctx->agent_conf->state_directory, r);
+				it->g->save_retry = true;
+			} else {
+				save_ok(it->g);
+			}
+		}
+		start_action(it->g, it->action, it->current, it->desired, it->json);
+	}
+	n_intents = 0;
+}
+
 static void group_evaluate(struct group_rt *g)
 {
 	struct engine_signal_input in[CONFIG_MAX_SIGNALS];
@@ -1092,17 +1197,7 @@ static void group_evaluate(struct group_rt *g)
 		.deadline_ms = t.mono_ms + STATE_IN_FLIGHT_DEADLINE_MS,
 	};
 	forecast_boot_action(&group_st(g)->boot, t.mono_ms, d.current, d.desired);
-	group_save(g);
-	metrics_record_action(g->ctx->metrics, g->gc->name, d.action);
-	if (json && g->ctx->notifier)
-		notify_action(g->ctx->notifier, group_notify(g->gc), g->gc->name, json);
-	if (d.action == DIR_IN && group_start_drain(g, d.current - d.desired, json ? json : "{}")) {
-		ring_push(g, json);
-		return;
-	}
-	ring_push(g, json);
-	group_start_scale_job(g, d.action == DIR_OUT ? JOB_SCALE_OUT : JOB_SCALE_IN,
-			d.action == DIR_OUT ? d.desired : d.current - d.desired, d.current, NULL, 0);
+	intend(g, d.action, d.current, d.desired, json);
 }
 
 /* Whether every signal with its own source has answered its first poll.
@@ -1221,8 +1316,10 @@ static void on_group_timer(struct timer *t, uint64_t due, void *userdata)
 		/* A driver call is still running, or the group still waits for
 		 * its turn to observe: evaluation and logging go on with the
 		 * last observation; no second action is issued. */
-		if (g->observed)
+		if (g->observed) {
 			group_evaluate(g);
+			group_start_actions();
+		}
 		return;
 	}
 	if (g->ctx->cluster && !cluster_observes(g->ctx->cluster, g->gc->name)) {
@@ -1458,7 +1555,7 @@ int group_rt_new(const struct group_ctx *ctx, const struct group_conf *gc, const
 	size_t cap;
 	int r;
 
-	r = job_done_init(ctx->event, group_job_done, start_driver_call);
+	r = job_done_init(ctx->event, group_job_done, start_driver_call, group_start_actions);
 	if (r < 0)
 		return r;
 	g = calloc(1, sizeof(*g));

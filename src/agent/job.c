@@ -86,6 +86,7 @@ static job_done_fn job_done;
 /* The group runtime's start of an observation whose turn has come, and
  * the group it is called for (job_admit() lets it in). */
 static job_admitted_fn job_admitted;
+static job_ended_fn job_ended;
 static struct group_rt *admitting;
 /* Jobs still running for groups that are gone, on the loop's thread. */
 static struct job *orphans;
@@ -602,15 +603,17 @@ static int on_jobs_done(sd_event_source *s, int fd, uint32_t revents, void *user
 		}
 		job_free(j);
 	}
+	job_ended();
 	for (struct driver_pool *p = pools; p; p = p->next)
 		admit_waiting(p);
 	return 0;
 }
 
-int job_done_init(sd_event *event, job_done_fn done, job_admitted_fn admitted)
+int job_done_init(sd_event *event, job_done_fn done, job_admitted_fn admitted, job_ended_fn ended)
 {
 	job_done = done;
 	job_admitted = admitted;
+	job_ended = ended;
 	if (done_fd >= 0)
 		return 0;
 	done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

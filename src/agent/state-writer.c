@@ -17,7 +17,7 @@
 #include "agent/state-writer.h"
 #include "state/state.h"
 
-struct entry {
+struct state_writer_entry {
 	char *dir, *path, *name;
 	char *text;              /* the newest text not yet being written, or NULL */
 	int64_t seq;             /* its number */
@@ -27,14 +27,14 @@ struct entry {
 	bool durable;            /* the text queued must be synced: a waiter needs it on disk */
 	bool in_place;           /* unless durable, it may be written in place (STATE_WRITE_IN_PLACE) */
 	int waiters;
-	struct entry *next;      /* in the queue, while text is set */
+	struct state_writer_entry *next; /* in the queue, while text is set */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;  /* a text was queued */
 static pthread_cond_t done = PTHREAD_COND_INITIALIZER;  /* a write ended */
 static GHashTable *entries;
-static struct entry *head, *tail;
+static struct state_writer_entry *head, *tail;
 static int64_t last_seq;
 static bool started;
 /* Callers waiting for writes (state_writer_sync(), state_writer_flush()):
@@ -43,9 +43,20 @@ static int hurry;
 /* The writer sleeps without a deadline (nothing queued): a routine save
  * wakes it only then. */
 static bool idle;
-static uint64_t wakeups;
+static uint64_t wakeups, dir_syncs;
 
-static void entry_free(struct entry *e)
+/* One save the writer has taken from the queue. */
+struct write_turn {
+	struct state_writer_entry *e;
+	char *text;
+	int64_t seq;
+	enum state_write how;
+	int r;
+};
+/* The writer starts no turn (state_writer_hold(), for the tests). */
+static bool held;
+
+static void entry_free(struct state_writer_entry *e)
 {
 	free(e->dir);
 	free(e->path);
@@ -55,7 +66,7 @@ static void entry_free(struct entry *e)
 }
 
 /* Frees an entry that holds nothing any more; under the lock. */
-static void entry_release(struct entry *e)
+static void entry_release(struct state_writer_entry *e)
 {
 	if (!e->text && !e->writing && !e->err && e->waiters == 0) {
 		g_hash_table_remove(entries, e->path);
@@ -80,23 +91,40 @@ static void gather(void)
 			break;
 }
 
+/* Takes the entry at the head of the queue for writing (under the lock):
+ * its text, its number and how it is written. */
+static void take_head(struct write_turn *w)
+{
+	struct state_writer_entry *e = head;
+
+	head = e->next;
+	if (!head)
+		tail = NULL;
+	e->next = NULL;
+	w->e = e;
+	w->text = e->text;
+	w->seq = e->seq;
+	w->how = e->durable ? STATE_WRITE_DURABLE : e->in_place ? STATE_WRITE_IN_PLACE : STATE_WRITE_RENAME;
+	e->text = NULL;
+	e->durable = false;
+	e->writing = true;
+}
+
 static void *writer_main(void *arg)
 {
+	struct write_turn batch[STATE_WRITER_BATCH];
 	bool draining = false;
 
 	(void)arg;
 	pthread_mutex_lock(&lock);
 	for (;;) {
-		struct entry *e;
-		enum state_write how;
-		char *text;
-		int64_t seq;
-		int r;
+		bool sync = false;
+		size_t n = 1;
 
-		if (!head) {
+		if (!head || held) {
 			draining = false;
-			idle = true;
-			while (!head)
+			idle = !head;
+			while (!head || held)
 				pthread_cond_wait(&work, &lock);
 			idle = false;
 		}
@@ -106,27 +134,42 @@ static void *writer_main(void *arg)
 			if (!head)
 				continue;
 		}
-		e = head;
-		head = e->next;
-		if (!head)
-			tail = NULL;
-		e->next = NULL;
-		text = e->text;
-		seq = e->seq;
-		how = e->durable ? STATE_WRITE_DURABLE : e->in_place ? STATE_WRITE_IN_PLACE : STATE_WRITE_RENAME;
-		e->text = NULL;
-		e->durable = false;
-		e->writing = true;
+		take_head(&batch[0]);
+		/* The saves that must be synced, queued together, are synced
+		 * together: each file, then their directory once for all their
+		 * renames, where one save at a time synced the directory once
+		 * each (the saves of actions come in bursts at 10,000 groups). */
+		if (batch[0].how == STATE_WRITE_DURABLE)
+			while (n < STATE_WRITER_BATCH && head && head->durable && strcmp(head->dir, batch[0].e->dir) == 0)
+				take_head(&batch[n++]);
 		pthread_mutex_unlock(&lock);
-		r = state_write_file(e->dir, e->path, e->name, text, how);
-		free(text);
+		for (size_t i = 0; i < n; i++) {
+			enum state_write how = batch[i].how == STATE_WRITE_DURABLE ? STATE_WRITE_DURABLE_FILE : batch[i].how;
+
+			batch[i].r = state_write_file(batch[i].e->dir, batch[i].e->path, batch[i].e->name, batch[i].text, how);
+			free(batch[i].text);
+			sync = sync || (batch[i].r == 0 && how == STATE_WRITE_DURABLE_FILE);
+		}
+		if (sync) {
+			int r = state_sync_dir(batch[0].e->dir);
+
+			for (size_t i = 0; i < n; i++)
+				if (batch[i].r == 0)
+					batch[i].r = r;
+		}
 		pthread_mutex_lock(&lock);
-		e->writing = false;
-		e->done_seq = seq;
-		/* A later write that succeeds clears an earlier failure. */
-		e->err = r;
+		if (sync)
+			dir_syncs++;
+		for (size_t i = 0; i < n; i++) {
+			struct state_writer_entry *e = batch[i].e;
+
+			e->writing = false;
+			e->done_seq = batch[i].seq;
+			/* A later write that succeeds clears an earlier failure. */
+			e->err = batch[i].r;
+			entry_release(e);
+		}
 		pthread_cond_broadcast(&done);
-		entry_release(e);
 	}
 	return NULL;
 }
@@ -153,9 +196,9 @@ static int start_writer(void)
 
 /* Queues TEXT for PATH and returns its entry (under the lock). */
 static int queue(const char *dir, const char *path, const char *name, char *text, bool urgent, bool in_place,
-		 struct entry **ret)
+		 struct state_writer_entry **ret)
 {
-	struct entry *e;
+	struct state_writer_entry *e;
 	int r = start_writer();
 
 	if (r < 0) {
@@ -178,7 +221,7 @@ static int queue(const char *dir, const char *path, const char *name, char *text
 		 * it must go first. */
 		free(e->text);
 		if (urgent && head != e) {
-			struct entry **p = &head, *prev = NULL;
+			struct state_writer_entry **p = &head, *prev = NULL;
 
 			while (*p != e) {
 				prev = *p;
@@ -210,8 +253,11 @@ static int queue(const char *dir, const char *path, const char *name, char *text
 	e->durable = e->durable || urgent;
 	e->in_place = in_place;
 	/* A routine save joins the writer's turn; only one that finds it
-	 * idle, or that must be synced, wakes it. */
-	if (urgent || idle) {
+	 * idle wakes it. One that must be synced waits at the head of the
+	 * queue for its waiter to wake the writer (state_writer_wait()), so
+	 * that the saves queued before the first wait are written in one
+	 * turn. */
+	if (!urgent && idle) {
 		idle = false;
 		pthread_cond_signal(&work);
 		wakeups++;
@@ -222,7 +268,7 @@ static int queue(const char *dir, const char *path, const char *name, char *text
 
 int64_t state_writer_save(const char *dir, const char *path, const char *name, char *text, bool in_place)
 {
-	struct entry *e;
+	struct state_writer_entry *e;
 	int64_t seq;
 	int r;
 
@@ -233,35 +279,57 @@ int64_t state_writer_save(const char *dir, const char *path, const char *name, c
 	return seq;
 }
 
-int state_writer_save_now(const char *dir, const char *path, const char *name, char *text)
+int state_writer_save_durable(const char *dir, const char *path, const char *name, char *text,
+			      struct state_writer_ticket *ret)
 {
-	struct entry *e;
-	int64_t seq;
+	struct state_writer_entry *e;
 	int r;
 
 	pthread_mutex_lock(&lock);
 	r = queue(dir, path, name, text, true, false, &e);
-	if (r < 0) {
-		pthread_mutex_unlock(&lock);
-		return r;
+	if (r == 0) {
+		e->waiters++;
+		*ret = (struct state_writer_ticket){ .e = e, .seq = e->seq };
 	}
-	seq = e->seq;
-	e->waiters++;
-	while (e->done_seq < seq)
-		pthread_cond_wait(&done, &lock);
-	e->waiters--;
-	/* Reported here, not again by state_writer_status(). */
-	r = e->err;
-	if (e->done_seq == seq)
-		e->err = 0;
-	entry_release(e);
 	pthread_mutex_unlock(&lock);
 	return r;
 }
 
+int state_writer_wait(struct state_writer_ticket *t)
+{
+	struct state_writer_entry *e = t->e;
+	int r;
+
+	pthread_mutex_lock(&lock);
+	if (e->done_seq < t->seq) {
+		idle = false;
+		pthread_cond_signal(&work);
+		wakeups++;
+	}
+	while (e->done_seq < t->seq)
+		pthread_cond_wait(&done, &lock);
+	e->waiters--;
+	/* Reported here, not again by state_writer_status(). */
+	r = e->err;
+	if (e->done_seq == t->seq)
+		e->err = 0;
+	entry_release(e);
+	pthread_mutex_unlock(&lock);
+	t->e = NULL;
+	return r;
+}
+
+int state_writer_save_now(const char *dir, const char *path, const char *name, char *text)
+{
+	struct state_writer_ticket t;
+	int r = state_writer_save_durable(dir, path, name, text, &t);
+
+	return r < 0 ? r : state_writer_wait(&t);
+}
+
 int state_writer_status(const char *path)
 {
-	struct entry *e;
+	struct state_writer_entry *e;
 	int r = 0;
 
 	pthread_mutex_lock(&lock);
@@ -279,7 +347,7 @@ int state_writer_status(const char *path)
 
 void state_writer_sync(const char *path)
 {
-	struct entry *e;
+	struct state_writer_entry *e;
 
 	pthread_mutex_lock(&lock);
 	e = entries ? g_hash_table_lookup(entries, path) : NULL;
@@ -305,7 +373,7 @@ static bool any_in_flight(void)
 		return false;
 	g_hash_table_iter_init(&it, entries);
 	while (g_hash_table_iter_next(&it, &k, &v)) {
-		const struct entry *e = v;
+		const struct state_writer_entry *e = v;
 
 		if (e->text || e->writing)
 			return true;
@@ -324,12 +392,32 @@ void state_writer_flush(void)
 	pthread_mutex_unlock(&lock);
 }
 
-uint64_t state_writer_wakeups(void)
+void state_writer_hold(bool hold)
+{
+	pthread_mutex_lock(&lock);
+	held = hold;
+	if (!hold)
+		pthread_cond_signal(&work);
+	pthread_mutex_unlock(&lock);
+}
+
+/* A counter of the writer's, read under the lock. */
+static uint64_t counter(const uint64_t *c)
 {
 	uint64_t n;
 
 	pthread_mutex_lock(&lock);
-	n = wakeups;
+	n = *c;
 	pthread_mutex_unlock(&lock);
 	return n;
+}
+
+uint64_t state_writer_dir_syncs(void)
+{
+	return counter(&dir_syncs);
+}
+
+uint64_t state_writer_wakeups(void)
+{
+	return counter(&wakeups);
 }

@@ -9,9 +9,10 @@
  * leaves the old file or the new one. What the writer had not written yet
  * at a crash is lost. A save that must be on disk before the daemon goes on
  * (an action about to start, or done, or an operator's pause) waits for its
- * write (state_writer_save_now()), which is also synced, file and directory, so
- * that a power loss cannot take it back either. The routine saves after
- * each evaluation (the windows' history) are not synced: two fsyncs a
+ * write (state_writer_save_now(), or state_writer_save_durable() and then
+ * state_writer_wait() for several at once), which is also synced, file and
+ * directory, so that a power loss cannot take it back either. The routine
+ * saves after each evaluation (the windows' history) are not synced: two fsyncs a
  * group an interval were half of the daemon's CPU with 10,000 groups, and
  * a power loss that takes the newest of them back leaves an older state,
  * or none and a safe start; a routine save of a state that holds nothing
@@ -45,8 +46,25 @@
  * Returns the save's number (> 0), or a negative errno when it could not
  * be queued (TEXT is freed). */
 int64_t state_writer_save(const char *dir, const char *path, const char *name, char *text, bool in_place);
-/* As state_writer_save(), ahead of every save queued, then waits until it
- * is written: returns 0 or the negative errno of its write. */
+/* A save that must be synced, to wait for (state_writer_wait()). */
+struct state_writer_entry;
+struct state_writer_ticket {
+	struct state_writer_entry *e;
+	int64_t seq;
+};
+/* As state_writer_save(), ahead of every routine save queued, and synced,
+ * file and directory; returns at once, 0 or a negative errno (TEXT is
+ * freed), and *RET is the save's ticket, which must be waited for. The
+ * saves that must be synced, queued together in one directory, are
+ * written in one turn of the writer and take one sync of the directory
+ * between them (at most STATE_WRITER_BATCH a turn). */
+#define STATE_WRITER_BATCH 64
+int state_writer_save_durable(const char *dir, const char *path, const char *name, char *text,
+			      struct state_writer_ticket *ret);
+/* Waits until the save of ticket T is written (and synced): returns 0 or
+ * the negative errno of its write. */
+int state_writer_wait(struct state_writer_ticket *t);
+/* state_writer_save_durable(), then state_writer_wait(). */
 int state_writer_save_now(const char *dir, const char *path, const char *name, char *text);
 /* What became of the newest save of PATH: 0 when it is written or there
  * is none, 1 while one is queued or being written, or the negative errno
@@ -57,7 +75,11 @@ int state_writer_status(const char *path);
 void state_writer_sync(const char *path);
 /* Waits until every save queued is written (a clean stop). */
 void state_writer_flush(void);
-/* How many times a save woke the writer (for the tests). */
+/* How many times a save woke the writer, and how many times it synced a
+ * directory; holding the writer keeps it from starting a turn (for the
+ * tests). */
 uint64_t state_writer_wakeups(void);
+uint64_t state_writer_dir_syncs(void);
+void state_writer_hold(bool hold);
 
 #endif

@@ -649,8 +649,7 @@ static int overwrite_in_place(const char *path, const char *text)
 	return 0;
 }
 
-/* Syncs the directory DIR, so that a rename in it is durable. */
-static int sync_dir(const char *dir)
+int state_sync_dir(const char *dir)
 {
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
 
@@ -664,8 +663,9 @@ static int sync_dir(const char *dir)
 
 /* A save that replaces PATH whole, through the group's spare file,
  * "<dir>/.<name>.spare": TEXT is written to it (and synced when DURABLE,
- * the directory too after the swap), and the spare and PATH swap names in
- * one rename (RENAME_EXCHANGE), so the old state becomes the next spare.
+ * the directory too after the swap when SYNC_DIR), and the spare and PATH
+ * swap names in one rename (RENAME_EXCHANGE), so the old state becomes the
+ * next spare.
  * Nothing is allocated or freed on the disk, where a new file renamed over
  * the old one frees the old one's blocks and allocates new ones: a third
  * of the CPU of a durable save, and more of one that is not synced (the
@@ -674,7 +674,8 @@ static int sync_dir(const char *dir)
  * is not a plain file of one link, or cannot be opened or written): the
  * caller then writes a new file. A spare that cannot be used is removed,
  * so the next save makes a new one. */
-static int write_through_spare(const char *dir, const char *path, const char *name, const char *text, bool durable)
+static int write_through_spare(const char *dir, const char *path, const char *name, const char *text, bool durable,
+			       bool sync_dir)
 {
 	char spare[PATH_MAX];
 	size_t len = strlen(text);
@@ -719,18 +720,19 @@ static int write_through_spare(const char *dir, const char *path, const char *na
 			return r;
 		}
 	}
-	return durable ? sync_dir(dir) : 0;
+	return durable && sync_dir ? state_sync_dir(dir) : 0;
 }
 
 int state_write_file(const char *dir, const char *path, const char *name, const char *text, enum state_write how)
 {
-	bool durable = how == STATE_WRITE_DURABLE;
+	bool durable = how == STATE_WRITE_DURABLE || how == STATE_WRITE_DURABLE_FILE;
+	bool sync_dir = how == STATE_WRITE_DURABLE;
 	char tmp[PATH_MAX];
 	int fd, r;
 
 	if (how == STATE_WRITE_IN_PLACE && overwrite_in_place(path, text) == 0)
 		return 0;
-	if ((r = write_through_spare(dir, path, name, text, durable)) != -EAGAIN)
+	if ((r = write_through_spare(dir, path, name, text, durable, sync_dir)) != -EAGAIN)
 		return r;
 
 	if (snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= (int)sizeof(tmp))
@@ -753,10 +755,10 @@ int state_write_file(const char *dir, const char *path, const char *name, const 
 		unlink(tmp);
 		return r;
 	}
-	if (!durable)
+	if (!sync_dir)
 		return 0;
 	/* The rename is durable only once the directory is. */
-	return sync_dir(dir);
+	return state_sync_dir(dir);
 }
 
 int state_save(const char *dir, const char *group, const struct group_state *s, struct clock_now now)

@@ -166,7 +166,12 @@ enum state_write {
 	 * file synced before the rename and the directory after it, so that
 	 * a power loss too leaves the old text or the new one. */
 	STATE_WRITE_DURABLE,
-	/* The same, unsynced: a power loss may lose the save (the kernel
+	/* As STATE_WRITE_DURABLE, but the directory is left to the caller:
+	 * the rename is durable only once state_sync_dir() has synced DIR
+	 * after it. Several files renamed in one directory then take one
+	 * sync of it between them instead of one each. */
+	STATE_WRITE_DURABLE_FILE,
+	/* The same as STATE_WRITE_DURABLE, unsynced: a power loss may lose the save (the kernel
 	 * writes it back within its writeback interval). */
 	STATE_WRITE_RENAME,
 	/* A file of at most STATE_IN_PLACE_MAX bytes whose new text fits too
@@ -185,6 +190,9 @@ enum state_write {
  * daemon's group. 0 or a negative errno. */
 #define STATE_IN_PLACE_MAX 4096
 int state_write_file(const char *dir, const char *path, const char *name, const char *text, enum state_write how);
+/* Syncs the directory DIR, so that the renames made in it are durable
+ * (after STATE_WRITE_DURABLE_FILE). 0 or a negative errno. */
+int state_sync_dir(const char *dir);
 /* Reads at most STATE_MAX_FILE_SIZE bytes of a regular file PATH into a
  * malloc'd string. 0, -ENOENT, -EFBIG or another negative errno. */
 int state_read_text(const char *path, char **ret);

@@ -32,7 +32,11 @@
  *     once;
  *   - many groups on one driver: never more calls at once than the
  *     driver's limit (agent.driver_concurrency), every group served;
- *   - a call still queued when its group goes is never made. */
+ *   - a call still queued when its group goes is never made;
+ *   - the scale-outs of groups whose observations end together are synced
+ *     to their state files together (one sync of the directory), and
+ *     every one is on disk before any of their calls starts; one call a
+ *     group. */
 #include <errno.h>
 #include <pthread.h>
 #include <limits.h>
@@ -133,7 +137,15 @@ static struct fake {
 	int observe_releases;
 	int observe_held;   /* observations waiting now */
 	bool reverse;       /* observations list the members last first */
+	/* Groups g0 ... g<intents - 1> (of intents_conf) whose state files
+	 * must hold a scale-out in flight when a scale call starts, and how
+	 * many files did not at one. */
+	int intents;
+	int missing_intents;
 } fake;
+static const struct config *intents_conf;
+
+static void check_intents(void);
 
 /* Between cases, when no call runs. */
 static void fake_reset(void)
@@ -296,6 +308,7 @@ static int fake_set_capacity(struct autoscaled_driver_instance *h, int count, au
 	pthread_mutex_lock(&fake_lock);
 	fake.n_set_capacity++;
 	fake.last_capacity = count;
+	check_intents();
 	/* The ABI's rule: set_capacity only ever grows. */
 	if (count < fake.size) {
 		pthread_mutex_unlock(&fake_lock);
@@ -400,6 +413,21 @@ static void fake_set_bool(bool *field, bool v)
 
 static sd_event *event;
 static char dir[64];
+
+/* Counts the files of groups g0 ... g<fake.intents - 1> that do not hold
+ * a scale-out in flight (with the lock held, on the call's thread). */
+static void check_intents(void)
+{
+	for (int i = 0; i < fake.intents; i++) {
+		char path[PATH_MAX], why[256];
+		struct group_state s;
+
+		if (state_path(dir, intents_conf->groups[i].name, path, sizeof(path)) < 0 ||
+		    state_read_file(path, &intents_conf->groups[i], __wrap_clock_now(), &s, why, sizeof(why)) < 0 ||
+		    s.in_flight.direction != DIR_OUT)
+			fake.missing_intents++;
+	}
+}
 
 /* Runs the loop until cond(arg) holds; false after 10 s of real time. */
 static bool run_until(bool (*cond)(void *), void *arg)
@@ -674,6 +702,92 @@ static void test_driver_calls_bounded(void **state)
 	}
 	/* The one-call-per-group rule, which teardown checks, is not what
 	 * this case is about. */
+	fake_set(&fake.max_busy, 1);
+}
+
+#define N_TOGETHER 8
+
+/* No call of the pool runs or waits (each has passed its job to the loop). */
+static bool calls_ended(void *arg)
+{
+	struct workers_stats st;
+
+	workers_stats(arg, &st);
+	return st.running == 0 && st.queued == 0;
+}
+
+static bool set_capacity_calls(void *arg)
+{
+	return FAKE(n_set_capacity) == *(const int *)arg;
+}
+
+/* Waits, without running the loop, until cond(arg) holds; false after
+ * 10 s of real time. */
+static bool wait_real(bool (*cond)(void *), void *arg)
+{
+	int64_t end = real_mono_ms() + 10000;
+
+	while (!cond(arg)) {
+		struct timespec ts = {0, 1000 * 1000};
+
+		if (real_mono_ms() > end)
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
+
+/* Eight groups whose observations end before the loop learns of any, each
+ * of two members at 95 % (four wanted): the loop evaluates the eight in one
+ * turn, and their scale-outs are synced to their state files together,
+ * with one sync of the directory, before the first call starts (every
+ * call finds all eight files holding their scale-out in flight). One call
+ * a group. */
+static void test_actions_synced_together(void **state)
+{
+	struct fixture *fx = *state;
+	struct group_rt *gs[N_TOGETHER + 1] = {0};
+	struct workers *pool;
+	uint64_t syncs;
+	int want = N_TOGETHER;
+
+	load_many(fx, N_TOGETHER, N_TOGETHER);
+	fake_set(&fake.load, 190);
+	fake_set_bool(&fake.hold_observe, true);
+	for (int i = 0; i < N_TOGETHER; i++)
+		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
+	for (int i = 0; i < N_TOGETHER; i++)
+		group_rt_start(gs[i]);
+	assert_true(run_until(observes_held, &want));
+	assert_true(run_until(all_asked, gs));
+	pool = gs[0]->job->pool;
+	intents_conf = fx->c;
+	fake_set(&fake.intents, N_TOGETHER);
+	state_writer_flush();
+	syncs = state_writer_dir_syncs();
+	pthread_mutex_lock(&fake_lock);
+	fake.observe_releases = N_TOGETHER;
+	pthread_cond_broadcast(&fake_cond);
+	pthread_mutex_unlock(&fake_lock);
+	assert_true(wait_real(calls_ended, pool));
+	assert_int_equal(FAKE(n_set_capacity), 0);
+
+	assert_true(run_until(set_capacity_calls, &want));
+	for (int i = 0; i < N_TOGETHER; i++) {
+		assert_true(run_until(idle, gs[i]));
+		assert_int_equal(group_rt_state(gs[i])->engine.last_action_dir, DIR_OUT);
+	}
+	assert_int_equal(state_writer_dir_syncs() - syncs, 1);
+	assert_int_equal(FAKE(missing_intents), 0);
+	assert_int_equal(FAKE(n_set_capacity), N_TOGETHER);
+	for (int i = 1; i <= N_TOGETHER; i++)
+		assert_int_equal(FAKE(scale_on[i]), 1);
+	for (int i = 0; i < N_TOGETHER; i++) {
+		group_rt_stop(gs[i]);
+		group_rt_free(gs[i]);
+	}
+	fake_set(&fake.intents, 0);
+	/* As in test_driver_calls_bounded. */
 	fake_set(&fake.max_busy, 1);
 }
 
@@ -1656,6 +1770,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_same_handle_adopts_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_calls_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_queued_call_cancelled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_actions_synced_together, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_observations_admitted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_states_kept_apart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_members_kept_with_names, setup, teardown),

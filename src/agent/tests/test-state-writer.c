@@ -10,7 +10,10 @@
  *   - a failed write (the directory is gone) is reported once, by the save
  *     made at once or by the status of the path, and a later write that
  *     succeeds clears it;
- *   - sync waits for the file's pending save before it is read back. */
+ *   - sync waits for the file's pending save before it is read back;
+ *   - saves that must be synced, queued together, are synced together:
+ *     one sync of their directory for each directory and at most
+ *     STATE_WRITER_BATCH saves. */
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -223,6 +226,49 @@ static void test_routine_saves_gathered(void **state)
 	assert_file("r0.state", "{\"r\":2}");
 }
 
+/* Saves to be synced, queued while the writer is held, then waited for:
+ * 70 in the test's directory and one in another, queued last so that it
+ * is written first (such saves go ahead of the others). Each is on disk
+ * when its wait returns, and the writer synced a directory three times:
+ * the other one, then the 70 in two turns of at most STATE_WRITER_BATCH. */
+static void test_durable_saves_batched(void **state)
+{
+	struct state_writer_ticket t[71];
+	char path[PATH_MAX], name[32], text[32], other[PATH_MAX / 2 + 16];
+	uint64_t s0;
+
+	(void)state;
+	assert_true(STATE_WRITER_BATCH < 70);
+	snprintf(other, sizeof(other), "%s/other", dir);
+	assert_int_equal(mkdir(other, 0700), 0);
+	state_writer_flush();
+	s0 = state_writer_dir_syncs();
+	state_writer_hold(true);
+	for (int i = 0; i < 70; i++) {
+		snprintf(name, sizeof(name), "d%d.state", i);
+		snprintf(text, sizeof(text), "{\"d\":%d}", i);
+		path_of(path, sizeof(path), name);
+		assert_int_equal(state_writer_save_durable(dir, path, name, strdup(text), &t[i]), 0);
+	}
+	snprintf(path, sizeof(path), "%s/o.state", other);
+	assert_int_equal(state_writer_save_durable(other, path, "o.state", strdup("{\"o\":1}"), &t[70]), 0);
+	/* Nothing is written while the writer is held. */
+	assert_null(read_back("d0.state"));
+	assert_int_equal(state_writer_dir_syncs(), s0);
+	state_writer_hold(false);
+	for (int i = 0; i < 71; i++)
+		assert_int_equal(state_writer_wait(&t[i]), 0);
+	for (int i = 0; i < 70; i++) {
+		snprintf(name, sizeof(name), "d%d.state", i);
+		snprintf(text, sizeof(text), "{\"d\":%d}", i);
+		assert_file(name, text);
+	}
+	assert_file("other/o.state", "{\"o\":1}");
+	assert_int_equal(state_writer_dir_syncs() - s0, 3);
+	path_of(path, sizeof(path), "d0.state");
+	assert_int_equal(state_writer_status(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +278,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failure_reported_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sync_before_reading, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_routine_saves_gathered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_durable_saves_batched, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
