@@ -92,7 +92,8 @@ static void gather(void)
 }
 
 /* Takes the entry at the head of the queue for writing (under the lock):
- * its text, its number and how it is written. */
+ * its text, its number and how it is written (a save that must be synced
+ * with its directory left to the writer's turn). */
 static void take_head(struct write_turn *w)
 {
 	struct state_writer_entry *e = head;
@@ -104,7 +105,7 @@ static void take_head(struct write_turn *w)
 	w->e = e;
 	w->text = e->text;
 	w->seq = e->seq;
-	w->how = e->durable ? STATE_WRITE_DURABLE : e->in_place ? STATE_WRITE_IN_PLACE : STATE_WRITE_RENAME;
+	w->how = e->durable ? STATE_WRITE_DURABLE_FILE : e->in_place ? STATE_WRITE_IN_PLACE : STATE_WRITE_RENAME;
 	e->text = NULL;
 	e->durable = false;
 	e->writing = true;
@@ -139,16 +140,15 @@ static void *writer_main(void *arg)
 		 * together: each file, then their directory once for all their
 		 * renames, where one save at a time synced the directory once
 		 * each (the saves of actions come in bursts at 10,000 groups). */
-		if (batch[0].how == STATE_WRITE_DURABLE)
+		if (batch[0].how == STATE_WRITE_DURABLE_FILE)
 			while (n < STATE_WRITER_BATCH && head && head->durable && strcmp(head->dir, batch[0].e->dir) == 0)
 				take_head(&batch[n++]);
 		pthread_mutex_unlock(&lock);
 		for (size_t i = 0; i < n; i++) {
-			enum state_write how = batch[i].how == STATE_WRITE_DURABLE ? STATE_WRITE_DURABLE_FILE : batch[i].how;
-
-			batch[i].r = state_write_file(batch[i].e->dir, batch[i].e->path, batch[i].e->name, batch[i].text, how);
+			batch[i].r = state_write_file(batch[i].e->dir, batch[i].e->path, batch[i].e->name, batch[i].text,
+						      batch[i].how);
 			free(batch[i].text);
-			sync = sync || (batch[i].r == 0 && how == STATE_WRITE_DURABLE_FILE);
+			sync = sync || (batch[i].r == 0 && batch[i].how == STATE_WRITE_DURABLE_FILE);
 		}
 		if (sync) {
 			int r = state_sync_dir(batch[0].e->dir);
