@@ -642,6 +642,15 @@ static void load_many(struct fixture *fx, int n, int limit)
 	pthread_mutex_unlock(&fake_lock);
 }
 
+/* Builds and starts groups g0 ... g<n - 1> of load_many() into GS. */
+static void start_many(struct fixture *fx, struct group_rt **gs, int n)
+{
+	for (int i = 0; i < n; i++)
+		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
+	for (int i = 0; i < n; i++)
+		group_rt_start(gs[i]);
+}
+
 static bool pool_threads_ended(void *arg)
 {
 	struct workers_stats st;
@@ -665,10 +674,7 @@ static void test_driver_calls_bounded(void **state)
 	load_many(fx, N_BOUNDED, 3);
 	assert_int_equal(job_driver_limit(&fx->c->agent, "fake"), 3);
 	fake_set_bool(&fake.hold_observe, true);
-	for (int i = 0; i < N_BOUNDED; i++)
-		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
-	for (int i = 0; i < N_BOUNDED; i++)
-		group_rt_start(gs[i]);
+	start_many(fx, gs, N_BOUNDED);
 
 	want = 3;
 	assert_true(run_until(observes_held, &want));
@@ -754,10 +760,7 @@ static void test_actions_synced_together(void **state)
 	load_many(fx, N_TOGETHER, N_TOGETHER);
 	fake_set(&fake.load, 190);
 	fake_set_bool(&fake.hold_observe, true);
-	for (int i = 0; i < N_TOGETHER; i++)
-		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
-	for (int i = 0; i < N_TOGETHER; i++)
-		group_rt_start(gs[i]);
+	start_many(fx, gs, N_TOGETHER);
 	assert_true(run_until(observes_held, &want));
 	assert_true(run_until(all_asked, gs));
 	pool = gs[0]->job->pool;
@@ -803,10 +806,7 @@ static void test_queued_call_cancelled(void **state)
 
 	load_many(fx, 2, 1);
 	fake_set_bool(&fake.hold_observe, true);
-	for (int i = 0; i < 2; i++)
-		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
-	for (int i = 0; i < 2; i++)
-		group_rt_start(gs[i]);
+	start_many(fx, gs, 2);
 	assert_true(run_until(observes_held, &want));
 	assert_true(run_until(all_asked, gs));
 	for (int i = 0; i < 2; i++) {
@@ -877,10 +877,7 @@ static void test_observations_admitted(void **state)
 
 	load_many(fx, N_ADMIT, 1);
 	fake_set_bool(&fake.hold_observe, true);
-	for (int i = 0; i < N_ADMIT; i++)
-		assert_int_equal(group_rt_new(&fx->ctx, &fx->c->groups[i], NULL, &gs[i]), 0);
-	for (int i = 0; i < N_ADMIT; i++)
-		group_rt_start(gs[i]);
+	start_many(fx, gs, N_ADMIT);
 	assert_true(run_until(observes_held, &want));
 	assert_true(run_until(admit_is, &(struct admit_want){ADMIT_ROOM, N_ADMIT - ADMIT_ROOM}));
 	for (int i = 0; i < N_ADMIT; i++) {
