@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -52,6 +53,8 @@ struct httpd {
 	void *userdata;
 	struct link *links;   /* oldest first */
 	unsigned n_live;      /* links not cut */
+	uint64_t last_run;    /* when run() last began, loop time (usec) */
+	uint64_t due;         /* when the timer is set to call run(), UINT64_MAX: not set */
 	/* The replies shared for a while (httpd_response.share_ms): one for
 	 * the clients that take gzip and one for the others, so that a flood
 	 * of requests that alternate the two still costs one of each. */
@@ -629,8 +632,12 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		return;
 	}
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (!ci)
+	if (!ci) {
+		/* No deadline of ours without its socket: MHD's idle timeout
+		 * (off for the others) limits it instead. */
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)HTTPD_REQUEST_TIMEOUT_S);
 		return;
+	}
 	l = calloc(1, sizeof(*l));
 	if (!l) {
 		/* A connection without a deadline would escape the limits. */
@@ -721,6 +728,23 @@ static void run(struct httpd *h)
 	for (size_t i = 0; i < 2; i++)
 		if (h->shared[i].r && now >= h->shared[i].until)
 			shared_drop(&h->shared[i]);
+	/* The loop came back later than the timer was set for: something
+	 * else held it (a reload of a large configuration, a machine out of
+	 * CPU). The clients sent and read all the same, and nothing here
+	 * served them, so the time since the last run is not counted against
+	 * their exchanges: a scrape is not cut for the daemon's own stall.
+	 * A timer is set whenever a connection is open (each has a deadline),
+	 * so no stall past a deadline goes unseen; sd-event's timers may fire
+	 * up to 250 ms late, well within HTTPD_LATE_US. */
+	if (h->due != UINT64_MAX && now > h->due + HTTPD_LATE_US) {
+		log_debug("%s: the loop came back %" PRIu64 " ms after the time set; the %" PRIu64
+			  " ms since the server last ran are not counted against the exchanges",
+			  h->name, (now - h->due) / 1000, (now - h->last_run) / 1000);
+		for (struct link *l = h->links; l; l = l->next)
+			if (!l->cut)
+				l->since += now - (l->since > h->last_run ? l->since : h->last_run);
+	}
+	h->last_run = now;
 	for (struct link *l = h->links; l; l = l->next)
 		if (!l->cut && now >= l->since + timeout + l->reply_us)
 			link_cut(h, l, "its request and reply took longer than the time allowed");
@@ -741,6 +765,7 @@ static void run(struct httpd *h)
 	for (size_t i = 0; i < 2; i++)
 		if (h->shared[i].r && h->shared[i].until < next)
 			next = h->shared[i].until;
+	h->due = next;
 	if (next == UINT64_MAX) {
 		sd_event_source_set_enabled(h->timer, SD_EVENT_OFF);
 		return;
@@ -779,6 +804,7 @@ int httpd_new(sd_event *event, int listen_fd, const char *name, size_t max_body,
 		return -ENOMEM;
 	}
 	h->event = event;
+	h->due = UINT64_MAX;
 	snprintf(h->name, sizeof(h->name), "%s", name);
 	h->max_body = max_body;
 	h->handler = handler;
@@ -789,7 +815,7 @@ int httpd_new(sd_event *event, int listen_fd, const char *name, size_t max_body,
 				  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
 				  MHD_OPTION_LISTEN_SOCKET, listen_fd,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTPD_MAX_CONNECTIONS,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_CONNECTION_TIMEOUT_S,
+				  MHD_OPTION_CONNECTION_TIMEOUT, 0u,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_CONNECTION_MEMORY,
 				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
@@ -831,6 +857,11 @@ void httpd_free(struct httpd *h)
 	shared_drop(&h->shared[0]);
 	shared_drop(&h->shared[1]);
 	free(h);
+}
+
+unsigned httpd_connections(const struct httpd *h)
+{
+	return h->n_live;
 }
 
 size_t httpd_shared_len(const struct httpd *h)

@@ -31,14 +31,21 @@ struct httpd;
  * once (EAGAIN), so it is deep enough for a burst of autoscalectl calls
  * from scripts; the kernel caps it at net.core.somaxconn. */
 #define HTTPD_BACKLOG 128
-#define HTTPD_CONNECTION_TIMEOUT_S 10
 #define HTTPD_CONNECTION_MEMORY (64 * 1024)
 
 /* The whole of one exchange (the request read and its reply written) must
- * fit in this time. MHD's own timeout only limits silence, and a client
- * that sends a byte a second is never silent for long: without this, a few
- * dozen such clients would hold every connection for as long as they like. */
+ * fit in this time, and so must the wait for the next request on a
+ * kept-alive connection. It is the only limit on a connection's time: MHD's
+ * own idle timeout is off, as it only limits silence (a client that sends a
+ * byte a second is never silent for long), and it counts the time the
+ * daemon's loop was held elsewhere against the client, which this one does
+ * not (HTTPD_LATE_US). */
 #define HTTPD_REQUEST_TIMEOUT_S 10
+
+/* The loop is taken to have been held elsewhere when it runs the server
+ * this long after the time its timer was set for; the time it was held is
+ * then not counted against the exchanges (see run() in httpd.c). */
+#define HTTPD_LATE_US 1000000
 
 /* A reply adds the time it takes at this rate (bytes a second) to that of
  * its exchange: the metrics of 10,000 groups are tens of MB, which a
@@ -104,6 +111,9 @@ void httpd_free(struct httpd *h);
  * none is: each is let go when its time is up, whether or not anyone asks
  * again. */
 size_t httpd_shared_len(const struct httpd *h);
+
+/* The connections open and not cut off. */
+unsigned httpd_connections(const struct httpd *h);
 
 /* Creates a listening Unix socket at `path` (an old socket file there is
  * replaced) with file mode `mode`, owned by group `group` when not NULL.

@@ -4,15 +4,19 @@
  * The operations behind the endpoints are a small model of one group here;
  * the daemon's own are tested by the integration tests. */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -875,6 +879,92 @@ static void test_long_reply(void **st)
 	rmdir(path);
 }
 
+/* A client of test_stalled_loop: blocking I/O on a thread of its own, so
+ * that it sends while the loop is held. */
+struct stalled_client {
+	struct sockaddr_un sa;
+	atomic_int stage; /* 1: the request's head sent; 2: told to end it; 3: done */
+	char reply[512];
+	size_t len;
+};
+
+static void *stalled_client_run(void *arg)
+{
+	struct stalled_client *c = arg;
+	const char head[] = "GET /x HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+	const struct timespec ms = {0, 1000000};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ssize_t n;
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&c->sa, sizeof(c->sa)) < 0 ||
+	    write(fd, head, sizeof(head) - 1) != (ssize_t)sizeof(head) - 1)
+		goto out;
+	atomic_store(&c->stage, 1);
+	while (atomic_load(&c->stage) < 2)
+		nanosleep(&ms, NULL);
+	if (write(fd, "\r\n", 2) != 2)
+		goto out;
+	while (c->len < sizeof(c->reply) - 1 && (n = read(fd, c->reply + c->len, sizeof(c->reply) - 1 - c->len)) > 0)
+		c->len += (size_t)n;
+out:
+	if (fd >= 0)
+		close(fd);
+	atomic_store(&c->stage, 3);
+	return NULL;
+}
+
+static void short_reply(void *userdata, const struct httpd_request *req, struct httpd_response *resp)
+{
+	(void)userdata;
+	(void)req;
+	resp->content_type = "text/plain";
+	resp->body = strdup("served");
+	resp->status = resp->body ? 200 : 500;
+}
+
+/* The loop held elsewhere for longer than HTTPD_REQUEST_TIMEOUT_S (a
+ * reload of a large configuration, a machine out of CPU) while a client
+ * that connected before sends the rest of its request: the client did its
+ * part in time, so it is answered, not cut off for the daemon's stall. */
+static void test_stalled_loop(void **st)
+{
+	char path[] = "/tmp/test-admin-stall.XXXXXX";
+	struct stalled_client c = {.sa = {.sun_family = AF_UNIX}};
+	const struct timespec held = {HTTPD_REQUEST_TIMEOUT_S + 2, 0};
+	struct httpd *h;
+	pthread_t th;
+	uint64_t deadline;
+	int fd;
+
+	(void)st;
+	assert_non_null(mkdtemp(path));
+	snprintf(c.sa.sun_path, sizeof(c.sa.sun_path), "%s/s", path);
+	fd = httpd_listen_unix(c.sa.sun_path, 0600, NULL);
+	assert_true(fd >= 0);
+	assert_int_equal(httpd_new(event, fd, "stall", 0, short_reply, NULL, &h), 0);
+	assert_int_equal(pthread_create(&th, NULL, stalled_client_run, &c), 0);
+	/* The server holds the connection and has read the request's head. */
+	deadline = loop_http_now() + 10000000;
+	while ((atomic_load(&c.stage) < 1 || httpd_connections(h) < 1) && loop_http_now() < deadline)
+		sd_event_run(event, 10000);
+	assert_int_equal(atomic_load(&c.stage), 1);
+	assert_int_equal(httpd_connections(h), 1);
+	sd_event_run(event, 10000);
+	/* The loop is held: the client ends its request meanwhile. */
+	atomic_store(&c.stage, 2);
+	nanosleep(&held, NULL);
+	deadline = loop_http_now() + 10000000;
+	while (atomic_load(&c.stage) < 3 && loop_http_now() < deadline)
+		sd_event_run(event, 10000);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	c.reply[c.len] = '\0';
+	if (strncmp(c.reply, "HTTP/1.1 200 ", 13) != 0 || !strstr(c.reply, "served"))
+		fail_msg("the client that sent in time got \"%s\"", c.reply);
+	httpd_free(h);
+	unlink(c.sa.sun_path);
+	rmdir(path);
+}
+
 /* A reply shared for SHARED_MS with whoever asks for it then. */
 #define SHARED_MS 300
 
@@ -1214,6 +1304,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_clients, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stalled_loop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shared_reply_let_go, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_clients_held, setup, teardown),
