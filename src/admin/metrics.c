@@ -5,7 +5,6 @@
  * HELP and TYPE before the samples, and label values escaped. */
 #include <dirent.h>
 #include <errno.h>
-#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -19,6 +18,7 @@
 #include <glib.h>
 
 #include "base/clock.h"
+#include "base/heap.h"
 #include "admin/httpd.h"
 #include "log/log.h"
 #include "admin/metrics.h"
@@ -1321,7 +1321,7 @@ static void read_process(struct process_figures *p)
 {
 	struct rusage ru;
 	struct rlimit rl;
-	struct mallinfo2 mi;
+	struct heap_figures hf;
 	struct dirent *e;
 	DIR *d;
 
@@ -1358,12 +1358,13 @@ static void read_process(struct process_figures *p)
 		p->open_fds = (double)(n - 1);
 		closedir(d);
 	}
-	/* The allocator walks its free lists under the heap's lock, once a
-	 * scrape. */
-	mi = mallinfo2();
-	p->heap_in_use = (double)mi.uordblks;
-	p->heap_free = (double)mi.fordblks;
-	p->heap_mapped = (double)mi.hblkhd;
+	/* Once a scrape: glibc walks its free lists under the heap's lock. */
+	p->heap_in_use = p->heap_free = p->heap_mapped = NAN;
+	if (heap_read(&hf)) {
+		p->heap_in_use = (double)hf.in_use;
+		p->heap_free = (double)hf.free;
+		p->heap_mapped = (double)hf.mapped;
+	}
 }
 
 static void gauge(FILE *f, const char *name, const char *type, const char *help, double v)
@@ -1391,15 +1392,15 @@ static void process_families(const struct metrics *m, FILE *f)
 	gauge(f, "process_max_fds", "gauge", "The limit on open file descriptors (RLIMIT_NOFILE).", p.max_fds);
 	gauge(f, "autoscaled_threads", "gauge", "The daemon's threads: its loop's and the driver pools' idle or busy.",
 	      p.threads);
-	gauge(f, "autoscaled_heap_in_use_bytes", "gauge", "Bytes of the heap's blocks in use (glibc's mallinfo2()).",
-	      p.heap_in_use);
+	gauge(f, "autoscaled_heap_in_use_bytes", "gauge", "Bytes of the heap's blocks in use.", p.heap_in_use);
 	gauge(f, "autoscaled_heap_free_bytes", "gauge",
-	      "Bytes the heap holds free between its blocks in use: resident, or given back to the kernel by the "
-	      "heap's trim until used again.",
+	      "Bytes the heap holds free between its blocks in use. glibc: resident, or given back to the kernel "
+	      "by the heap's trim until used again; jemalloc: resident, in its pages of blocks or freed and not "
+	      "yet given back.",
 	      p.heap_free);
 	gauge(f, "autoscaled_heap_mapped_bytes", "gauge",
-	      "Bytes of the large blocks that each have a mapping of their own, outside the heap (given back when "
-	      "freed).",
+	      "glibc: bytes of the large blocks that each have a mapping of their own, outside the heap (given "
+	      "back when freed); jemalloc: bytes of all it has mapped.",
 	      p.heap_mapped);
 }
 

@@ -7,7 +7,6 @@
  * and the journal and STATUS= say why. */
 #include <errno.h>
 #include <limits.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include "admin/admin.h"
 #include "agent/agent.h"
 #include "base/clock.h"
+#include "base/heap.h"
 #include "config/config.h"
 #include "agent/group.h"
 #include "agent/state-writer.h"
@@ -147,7 +147,7 @@ static int on_trim_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	(void)userdata;
 	sd_event_source_set_time(s, usec + TRIM_USEC);
 	sd_event_source_set_enabled(s, SD_EVENT_ON);
-	malloc_trim(0);
+	heap_give_back();
 	return 0;
 }
 
@@ -448,7 +448,7 @@ static int agent_reload(struct agent *a, char *err, size_t err_len)
 	 * whole: from the heap, its blocks and the new one's, among the tree's,
 	 * left the resident memory some 40 MB higher after each reload that
 	 * changed groups at 10,000 groups. */
-	malloc_trim(0);
+	heap_give_back();
 	sd_notify(false, "READY=1");
 	agent_status(a, true);
 	log_fields(LOG_INFO, NULL, LOG_ID_RELOAD, (const struct log_field[]){{"RESULT", "done"}}, 1,
@@ -795,7 +795,7 @@ int agent_run(const struct agent_options *opts)
 		group_rt_start(a.groups[i]);
 	/* The reader's tree went in the middle of the heap, under the groups
 	 * (see on_trim_timer()). */
-	malloc_trim(0);
+	heap_give_back();
 	if (sd_event_add_time_relative(a.event, &a.trim_timer, CLOCK_MONOTONIC, TRIM_USEC, 0, on_trim_timer, &a) < 0)
 		log_warnx("agent: cannot set up the heap's trim timer");
 	if (a.n_groups == 0)

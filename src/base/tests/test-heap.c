@@ -1,0 +1,76 @@
+/* The heap's allocator (heap.c), built twice: as the unit tests are, on
+ * glibc's malloc, and, when configure found jemalloc, linked with it as the
+ * daemon is (test-heap-jemalloc, HEAP_TEST_JEMALLOC). Each time: the
+ * allocator is told right, the bytes in use follow what is allocated and
+ * freed, and with jemalloc the pages freed are given back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/heap.h"
+
+#ifdef HEAP_TEST_JEMALLOC
+/* As the daemon's (src/main.c). */
+const char *malloc_conf = "narenas:1,tcache:false,dirty_decay_ms:2000,muzzy_decay_ms:0";
+#endif
+
+#define N_BLOCKS 20000
+#define BLOCK 100
+
+static void test_allocator(void **state)
+{
+	(void)state;
+#ifdef HEAP_TEST_JEMALLOC
+	assert_string_equal(heap_allocator(), "jemalloc");
+#else
+	assert_string_equal(heap_allocator(), "glibc");
+#endif
+}
+
+static void test_figures(void **state)
+{
+	static void *blocks[N_BLOCKS];
+	struct heap_figures before, full, after;
+
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__)
+	skip(); /* the sanitizer's allocator is neither */
+#endif
+	assert_true(heap_read(&before));
+	for (size_t i = 0; i < N_BLOCKS; i++) {
+		blocks[i] = malloc(BLOCK);
+		assert_non_null(blocks[i]);
+		memset(blocks[i], (int)i, BLOCK);
+	}
+	assert_true(heap_read(&full));
+	if (full.in_use < before.in_use + (size_t)N_BLOCKS * BLOCK)
+		fail_msg("%d blocks of %d bytes: in use %zu -> %zu", N_BLOCKS, BLOCK, before.in_use, full.in_use);
+	for (size_t i = 0; i < N_BLOCKS; i++)
+		free(blocks[i]);
+	heap_give_back();
+	assert_true(heap_read(&after));
+	if (after.in_use > before.in_use + 256 * 1024)
+		fail_msg("in use %zu after the blocks went, %zu before them", after.in_use, before.in_use);
+#ifdef HEAP_TEST_JEMALLOC
+	/* Their pages are empty and purged: not held resident. Without the
+	 * purge they stay for the two seconds of dirty_decay_ms. */
+	if (after.free > before.free + 512 * 1024)
+		fail_msg("jemalloc holds %zu bytes free resident after the purge, %zu before the blocks", after.free,
+			 before.free);
+#endif
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_allocator),
+		cmocka_unit_test(test_figures),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
