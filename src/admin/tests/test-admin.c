@@ -943,7 +943,7 @@ static void test_stalled_loop(void **st)
 	assert_true(fd >= 0);
 	assert_int_equal(httpd_new(event, fd, "stall", 0, short_reply, NULL, &h), 0);
 	assert_int_equal(pthread_create(&th, NULL, stalled_client_run, &c), 0);
-	/* The server holds the connection and has read the request's head. */
+	/* The server holds the connection: its exchange's time runs. */
 	deadline = loop_http_now() + 10000000;
 	while ((atomic_load(&c.stage) < 1 || httpd_connections(h) < 1) && loop_http_now() < deadline)
 		sd_event_run(event, 10000);
