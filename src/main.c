@@ -77,8 +77,8 @@ static int check_config(const char *path, bool quiet)
 /* jemalloc's settings, read when it starts (MALLOC_CONF in the environment
  * adds to them). One arena and no per-thread caches: the driver workers
  * (hundreds of threads at 10,000 groups) make and free small blocks, and
- * with a cache each (one arena alone) the soak stood at 115 MB five
- * minutes in, against 85 MB with glibc's malloc beside it. Freed pages go
+ * with a cache each (one arena alone) the soak stood at 112 MB five
+ * minutes in, against 83 MB with glibc's malloc beside it. Freed pages go
  * back to the kernel after two seconds unused (dirty_decay_ms), outright
  * rather than lazily (muzzy_decay_ms 0: a page freed lazily counts in RSS
  * until the kernel wants it); with both at 0 the soak took 9.1 % of a core
