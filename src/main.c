@@ -14,6 +14,7 @@
 #include "simulation/explain.h"
 #include "log/log.h"
 #include "agent/preflight.h"
+#include "base/heap.h"
 #include "simulation/simulate.h"
 
 #define DEFAULT_CONFIG AUTOSCALED_CONFIG_FILE
@@ -83,7 +84,7 @@ static int check_config(const char *path, bool quiet)
  * rather than lazily (muzzy_decay_ms 0: a page freed lazily counts in RSS
  * until the kernel wants it); with both at 0 the soak took 9.1 % of a core
  * against 6.8 % (most of it system time). docs/soak.md has the runs. */
-const char *malloc_conf = "narenas:1,tcache:false,dirty_decay_ms:2000,muzzy_decay_ms:0";
+const char *malloc_conf = HEAP_JEMALLOC_CONF;
 #endif
 
 int main(int argc, char **argv)

@@ -25,6 +25,10 @@ struct heap_figures {
 	size_t mapped;  /* glibc: the large blocks mapped on their own; jemalloc: all it has mapped */
 };
 
+/* jemalloc's settings for the daemon (src/main.c gives them to it as its
+ * malloc_conf; test-heap-jemalloc as well): see there why. */
+#define HEAP_JEMALLOC_CONF "narenas:1,tcache:false,dirty_decay_ms:2000,muzzy_decay_ms:0"
+
 /* "jemalloc" or "glibc". */
 const char *heap_allocator(void);
 

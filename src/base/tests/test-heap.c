@@ -16,7 +16,7 @@
 
 #ifdef HEAP_TEST_JEMALLOC
 /* As the daemon's (src/main.c). */
-const char *malloc_conf = "narenas:1,tcache:false,dirty_decay_ms:2000,muzzy_decay_ms:0";
+const char *malloc_conf = HEAP_JEMALLOC_CONF;
 #endif
 
 #define N_BLOCKS 20000
