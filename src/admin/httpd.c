@@ -737,12 +737,16 @@ static void run(struct httpd *h)
 	 * so no stall past a deadline goes unseen; sd-event's timers may fire
 	 * up to 250 ms late, well within HTTPD_LATE_US. */
 	if (h->due != UINT64_MAX && now > h->due + HTTPD_LATE_US) {
+		/* Every link's exchange began during a run, so at or before
+		 * the last one. */
+		uint64_t held = now - h->last_run;
+
 		log_debug("%s: the loop came back %" PRIu64 " ms after the time set; the %" PRIu64
 			  " ms since the server last ran are not counted against the exchanges",
-			  h->name, (now - h->due) / 1000, (now - h->last_run) / 1000);
+			  h->name, (now - h->due) / 1000, held / 1000);
 		for (struct link *l = h->links; l; l = l->next)
 			if (!l->cut)
-				l->since += now - (l->since > h->last_run ? l->since : h->last_run);
+				l->since += held;
 	}
 	h->last_run = now;
 	for (struct link *l = h->links; l; l = l->next)

@@ -82,6 +82,7 @@ last_cpu=
 read_heap() {
 	local cpu
 	res=$(heap_kb)
+	# jemalloc's pages are no [heap] mapping: its own figures are checked.
 	[ "$jemalloc" = yes ] && res=0
 	scrape || return 1
 	cpu=$(awk '$1 == "process_cpu_seconds_total" { print $2 }' "$T/scrape")
