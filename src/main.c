@@ -79,11 +79,13 @@ static int check_config(const char *path, bool quiet)
  * adds to them). One arena and no per-thread caches: the driver workers
  * (hundreds of threads at 10,000 groups) make and free small blocks, and
  * with a cache each (one arena alone) the soak stood at 112 MB five
- * minutes in, against 83 MB with glibc's malloc beside it. Freed pages go
- * back to the kernel after two seconds unused (dirty_decay_ms), outright
- * rather than lazily (muzzy_decay_ms 0: a page freed lazily counts in RSS
- * until the kernel wants it); with both at 0 the soak took 9.1 % of a core
- * against 6.8 % (most of it system time). docs/soak.md has the runs. */
+ * minutes in, against 83 MB with glibc's malloc beside it; the loop's
+ * thread and the state writer's take a small one (heap_thread_cache()).
+ * Freed pages go back to the kernel after two seconds unused
+ * (dirty_decay_ms), outright rather than lazily (muzzy_decay_ms 0: a page
+ * freed lazily counts in RSS until the kernel wants it); with both at 0
+ * the soak took 9.1 % of a core against 6.8 % (most of it system time).
+ * docs/soak.md has the runs. */
 const char *malloc_conf = HEAP_JEMALLOC_CONF;
 #endif
 
@@ -105,6 +107,8 @@ int main(int argc, char **argv)
 	bool check = false, list = false;
 	int c;
 
+	/* Every mode's work is on this thread (the daemon's loop, a replay). */
+	heap_thread_cache();
 	if (argc > 1 && strcmp(argv[1], "explain") == 0)
 		return explain_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "simulate") == 0)

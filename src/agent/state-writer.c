@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "agent/state-writer.h"
+#include "base/heap.h"
 #include "state/state.h"
 
 struct state_writer_entry {
@@ -117,6 +118,7 @@ static void *writer_main(void *arg)
 	bool draining = false;
 
 	(void)arg;
+	heap_thread_cache();
 	pthread_mutex_lock(&lock);
 	for (;;) {
 		bool sync = false;

@@ -1,4 +1,5 @@
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/heap.h"
@@ -17,10 +18,22 @@ const char *heap_allocator(void)
 
 void heap_give_back(void)
 {
-	if (mallctl)
+	if (mallctl) {
+		/* The caller's own cache first (heap_thread_cache()), so that
+		 * the pages its blocks hold can go too. */
+		mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
 		mallctl("arena." JEMALLOC_ALL_ARENAS ".purge", NULL, NULL, NULL, 0);
-	else
+	} else {
 		malloc_trim(0);
+	}
+}
+
+void heap_thread_cache(void)
+{
+	bool on = true;
+
+	if (mallctl)
+		mallctl("thread.tcache.enabled", NULL, NULL, &on, sizeof(on));
 }
 
 static bool je_size(const char *name, size_t *v)

@@ -3,8 +3,10 @@
  * daemon is (test-heap-jemalloc, HEAP_TEST_JEMALLOC). Each time: the
  * allocator is told right, the bytes in use follow what is allocated and
  * freed, and with jemalloc the pages freed are given back. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,8 +17,25 @@
 #include "base/heap.h"
 
 #ifdef HEAP_TEST_JEMALLOC
+#include <jemalloc/jemalloc.h>
+
 /* As the daemon's (src/main.c). */
 const char *malloc_conf = HEAP_JEMALLOC_CONF;
+
+static bool thread_cache_on(void)
+{
+	bool on = true;
+	size_t len = sizeof(on);
+
+	assert_int_equal(mallctl("thread.tcache.enabled", &on, &len, NULL, 0), 0);
+	return on;
+}
+
+static void *other_thread(void *arg)
+{
+	*(bool *)arg = thread_cache_on();
+	return NULL;
+}
 #endif
 
 #define N_BLOCKS 20000
@@ -30,6 +49,40 @@ static void test_allocator(void **state)
 #else
 	assert_string_equal(heap_allocator(), "glibc");
 #endif
+}
+
+/* The thread that asks gets a cache of its own; with jemalloc, the
+ * daemon's settings leave every other thread without. */
+static void test_thread_cache(void **state)
+{
+	void *p;
+
+	(void)state;
+#ifdef HEAP_TEST_JEMALLOC
+	pthread_t t;
+	bool other = true;
+	unsigned slots;
+	size_t largest, len;
+
+	/* The settings took: an unknown name would only be warned about. */
+	len = sizeof(slots);
+	assert_int_equal(mallctl("opt.tcache_nslots_small_max", &slots, &len, NULL, 0), 0);
+	assert_int_equal(slots, 32);
+	len = sizeof(largest);
+	assert_int_equal(mallctl("opt.tcache_max", &largest, &len, NULL, 0), 0);
+	assert_int_equal(largest, 4096);
+	assert_false(thread_cache_on());
+	heap_thread_cache();
+	assert_true(thread_cache_on());
+	assert_int_equal(pthread_create(&t, NULL, other_thread, &other), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_false(other);
+#else
+	heap_thread_cache();
+#endif
+	p = malloc(BLOCK);
+	assert_non_null(p);
+	free(p);
 }
 
 /* Not under the sanitizers (main()). */
@@ -67,6 +120,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allocator),
+		cmocka_unit_test(test_thread_cache),
 	/* The sanitizer's allocator is neither, and glibc's figures do not
 	 * count its blocks. */
 #ifndef __SANITIZE_ADDRESS__
