@@ -65,14 +65,19 @@ wait "$PID_a" 2>/dev/null
 at_kill=$(pool_size)
 echo "# agent a killed with $at_kill instances of 5 in the pool"
 check "a was killed in the middle of its scale-out" test "$at_kill" -lt 5
-check "b owns the group" wait_for 30 owned_by agent-b
+check "b owns the group" wait_since 30 owned_by agent-b
 t_over=$(date +%s%3N)
-echo "# failover: b owns the group $((t_over - t_kill)) ms after a was killed (TTL ${TTL} s, interval 1 s)"
+# b took the group after the last look that did not find it (0: the first
+# look found it) and before t_over: the looks (etcdctl, started each time)
+# take time of their own on a loaded machine, so the bound below is broken
+# for sure only when it is from the last miss on.
+t_miss=$((WAIT_MISS_MS > t_kill ? WAIT_MISS_MS : t_kill))
+echo "# failover: b owns the group $((t_miss - t_kill)) to $((t_over - t_kill)) ms after a was killed (TTL ${TTL} s, interval 1 s)"
 # a renewed at most TTL/3 before the kill; etcd expires the lease after
 # the TTL, checking its leases every 500 ms; b reads the owner keys every
 # TTL/3, here the interval.
 check "within the TTL and one interval (and etcd's 500 ms expiry check)" \
-	test $((t_over - t_kill)) -le $((TTL * 1000 + INTERVAL_MS + 500))
+	test $((t_miss - t_kill)) -le $((TTL * 1000 + INTERVAL_MS + 500))
 check "b completes the scale-out: the pool reaches 5" wait_for 60 pool_is 5
 t_done=$(date +%s%3N)
 echo "# the pool at 5 $((t_done - t_kill)) ms after the kill"

@@ -190,11 +190,16 @@ at_kill=$(domains | wc -l)
 a_created=$(created_by a)
 echo "# agent a killed $((t_kill - t_load)) ms after the load rose, with $at_kill domains of 5 (its log: $a_created created)"
 check "a was killed in the middle of its scale-out" test "$at_kill" -lt 5
-check "b owns the group" wait_for 30 owned_by agent-b
+check "b owns the group" wait_since 30 owned_by agent-b
 t_over=$(date +%s%3N)
-echo "# failover: b owns the group $((t_over - t_kill)) ms after a was killed (TTL ${TTL} s, interval 1 s)"
+# b took the group after the last look that did not find it (0: the first
+# look found it) and before t_over: the looks (etcdctl, started each time)
+# take time of their own on a loaded machine, so the bound below is broken
+# for sure only when it is from the last miss on.
+t_miss=$((WAIT_MISS_MS > t_kill ? WAIT_MISS_MS : t_kill))
+echo "# failover: b owns the group $((t_miss - t_kill)) to $((t_over - t_kill)) ms after a was killed (TTL ${TTL} s, interval 1 s)"
 check "within the TTL and one interval (and etcd's 500 ms expiry check)" \
-	test $((t_over - t_kill)) -le $((TTL * 1000 + INTERVAL_MS + 500))
+	test $((t_miss - t_kill)) -le $((TTL * 1000 + INTERVAL_MS + 500))
 check "b continues from the record a left" \
 	wait_for 20 grep -q "continuing from the record agent 'agent-a' left" "$T/b/daemon.log"
 check "b completes the scale-out: the group has 5 domains" wait_for 60 domains_is 5

@@ -126,6 +126,33 @@ wait_for() {
 	done
 }
 
+# wait_since SECONDS COMMAND...: as wait_for, and sets WAIT_MISS_MS to the
+# time (epoch ms) at which the last run of COMMAND that failed started, 0
+# when the first run succeeded. What COMMAND waits for came after that
+# time and before wait_since returned: a bound on how long something took
+# is broken for sure only when it is broken from WAIT_MISS_MS on, since
+# the runs themselves (a client process started each time) take time of
+# their own on a loaded machine. bash only ($EPOCHREALTIME).
+wait_since() {
+	local ws_end ws_dead ws_start
+	WAIT_MISS_MS=0
+	uptime_cs
+	seconds_cs "$1"
+	ws_end=$((UPTIME_CS + SECONDS_CS))
+	shift
+	while :; do
+		watched_alive
+		ws_dead=$?
+		ws_start=${EPOCHREALTIME/./}
+		"$@" && return 0
+		WAIT_MISS_MS=$((ws_start / 1000))
+		[ "$ws_dead" -eq 0 ] || return 1
+		uptime_cs
+		[ "$UPTIME_CS" -lt "$ws_end" ] || return 1
+		sleep 0.2
+	done
+}
+
 # free_port: a loopback TCP port free at the moment, chosen at random
 # below the kernel's ephemeral range: ports from bind(0) are the ones
 # outgoing connections use too, and one may take it before the server
