@@ -240,10 +240,13 @@ check "the renewal failures are counted" test "$(metric a autoscaled_cluster_lea
 # --- 4. etcd back: resume within a TTL, without a burst --------------------
 check "etcd member m$FIRST comes back (quorum)" restart_etcd_member "$FIRST"
 t_back=$(date +%s%3N)
-check "every agent has a valid lease again" wait_for 20 every_agent valid
+check "every agent has a valid lease again" wait_since 20 every_agent valid
 t_valid=$(date +%s%3N)
-echo "# every agent's lease valid again $((t_valid - t_back)) ms after etcd had its quorum back (TTL ${TTL} s)"
-check "within one TTL and one renewal period of quorum" test $((t_valid - t_back)) -le $((TTL * 1000 + TTL * 1000 / 3 + 500))
+# From the last look that missed (tap.sh, wait_since): the looks, a scrape
+# of each agent, take time of their own on a loaded machine.
+t_miss=$((WAIT_MISS_MS > t_back ? WAIT_MISS_MS : t_back))
+echo "# every agent's lease valid again $((t_miss - t_back)) to $((t_valid - t_back)) ms after etcd had its quorum back (TTL ${TTL} s)"
+check "within one TTL and one renewal period of quorum" test $((t_miss - t_back)) -le $((TTL * 1000 + TTL * 1000 / 3 + 500))
 check "etcd member m$SECOND comes back" restart_etcd_member "$SECOND"
 check "the held scale-out is made: every pool is 5" wait_for 30 pools_are 5
 echo "# every pool at 5 $(( $(date +%s%3N) - t_back )) ms after quorum"
