@@ -169,7 +169,7 @@ split_settled() {
 check "every group has one owner" wait_for 30 split_settled
 check "every agent's metrics: a valid lease, three members" wait_for 10 every_agent valid &&
 	check "every agent counts three members" wait_for 10 every_agent members_3
-check "autoscaled_group_owned is 1 on exactly one agent for every group" wait_for 10 owned_once
+check "autoscaled_group_owned is 1 on exactly one agent for every group" wait_for 30 owned_once
 check "STATUS= of every agent says how many groups it acts on" wait_for 10 every_agent status_acting
 check "no group every agent has is orphaned" test "$(metric b autoscaled_cluster_orphaned_groups)" = 0
 orphaned_on_a() { [ "$(metric a autoscaled_cluster_orphaned_groups)" = 1 ]; }
@@ -251,7 +251,7 @@ check "etcd member m$SECOND comes back" restart_etcd_member "$SECOND"
 check "the held scale-out is made: every pool is 5" wait_for 30 pools_are 5
 echo "# every pool at 5 $(( $(date +%s%3N) - t_back )) ms after quorum"
 check "STATUS= of every agent says it acts again" wait_for 10 every_agent status_acting
-check "autoscaled_group_owned is 1 on exactly one agent for every group" wait_for 10 owned_once
+check "autoscaled_group_owned is 1 on exactly one agent for every group" wait_for 30 owned_once
 once=1
 for i in $(seq 0 $((GROUPS_N - 1))); do
 	# Every call for the group since the outage, from any agent: one
