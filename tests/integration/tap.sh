@@ -134,23 +134,17 @@ wait_for() {
 # the runs themselves (a client process started each time) take time of
 # their own on a loaded machine. bash only ($EPOCHREALTIME).
 wait_since() {
-	local ws_end ws_dead ws_start
-	WAIT_MISS_MS=0
-	uptime_cs
-	seconds_cs "$1"
-	ws_end=$((UPTIME_CS + SECONDS_CS))
+	local ws_seconds=$1
 	shift
-	while :; do
-		watched_alive
-		ws_dead=$?
-		ws_start=${EPOCHREALTIME/./}
-		"$@" && return 0
-		WAIT_MISS_MS=$((ws_start / 1000))
-		[ "$ws_dead" -eq 0 ] || return 1
-		uptime_cs
-		[ "$UPTIME_CS" -lt "$ws_end" ] || return 1
-		sleep 0.2
-	done
+	WAIT_MISS_MS=0
+	wait_for "$ws_seconds" ws_look "$@"
+}
+# One run of wait_since's COMMAND, keeping when it started if it fails.
+ws_look() {
+	local ws_start=${EPOCHREALTIME/./}
+	"$@" && return 0
+	WAIT_MISS_MS=$((ws_start / 1000))
+	return 1
 }
 
 # free_port: a loopback TCP port free at the moment, chosen at random
