@@ -137,6 +137,9 @@ struct signal_rt {
 	int n_sampled;
 	bool polling;
 	bool reported;            /* a poll has completed, with a sample or an error */
+	/* A utilization signal's: the ready instances its window's samples
+	 * are a mean over (window_reexpress()), 0 while not known. */
+	int win_over;
 };
 
 struct group_rt {

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +141,24 @@ static void maybe_first_evaluation(struct group_rt *g)
 	}
 }
 
+static bool member_counts(const struct group_rt *g, const struct instance_obs *in, struct clock_now t);
+
+/* The instances a utilization read at T is a mean over: the members that
+ * count, as the engine counts them (the observed count when the driver
+ * lists none); 0 before the first observation. */
+static int ready_for_reading(const struct group_rt *g, struct clock_now t)
+{
+	int n = 0;
+
+	if (!g->observed)
+		return 0;
+	if (!g->instances)
+		return g->current;
+	for (size_t i = 0; i < g->n_instances; i++)
+		n += member_counts(g, &g->instances[i], t);
+	return n;
+}
+
 static void signal_poll_done(void *userdata, int64_t t_ms, int status, double value, const char *error)
 {
 	struct signal_rt *s = userdata;
@@ -152,11 +171,14 @@ static void signal_poll_done(void *userdata, int64_t t_ms, int status, double va
 		maybe_first_evaluation(s->g);
 		return;
 	}
-	if (window_push(&s->win, t_ms, value) == -EDOM) {
+	if (!isfinite(value)) {
 		signal_set_error(s, "not a finite number");
 		maybe_first_evaluation(s->g);
 		return;
 	}
+	if (s->sc->type == SIGNAL_UTILIZATION)
+		window_reexpress(&s->win, &s->win_over, ready_for_reading(s->g, (struct clock_now){.mono_ms = t_ms}));
+	window_push(&s->win, t_ms, value);
 	signal_clear_error(s);
 	s->n_sampled = -1;
 	metrics_record_sample(s->g->ctx->metrics, s->g->gc->name, s->sc->name);
@@ -220,9 +242,12 @@ static void feed_driver_samples(struct group_rt *g, const struct job *j, struct 
 			signal_set_error(s, "no ready member has a value of '%.64s' yet%s%.140s%s", s->sc->source,
 					 j->driver_msg ? " (" : "", j->driver_msg ? j->driver_msg : "",
 					 j->driver_msg ? ")" : "");
-		} else if (window_push(&s->win, t.mono_ms, sum / n) == -EDOM) {
+		} else if (!isfinite(sum / n)) {
 			signal_set_error(s, "not a finite number");
 		} else {
+			if (s->sc->type == SIGNAL_UTILIZATION)
+				window_reexpress(&s->win, &s->win_over, n);
+			window_push(&s->win, t.mono_ms, sum / n);
 			signal_clear_error(s);
 			s->n_sampled = n;
 			metrics_record_sample(g->ctx->metrics, g->gc->name, s->sc->name);
@@ -979,7 +1004,7 @@ static void forecasts_feed(struct group_rt *g, struct clock_now t, int64_t boot_
 		if (!s->fc)
 			continue;
 		if (smp && smp->t_ms > s->fc_fed_ms) {
-			int n = s->n_sampled >= 0 ? s->n_sampled : ready;
+			int n = s->win_over > 0 ? s->win_over : s->n_sampled >= 0 ? s->n_sampled : ready;
 			double total = s->sc->type == SIGNAL_UTILIZATION ? smp->v * n : smp->v;
 			int64_t bucket = s->fc->cur_bucket;
 
@@ -1036,6 +1061,7 @@ void group_engine_inputs(const struct group_rt *g, enum scale_direction in_fligh
 			.window = &g->signals[i].win,
 			.error = g->signals[i].error,
 			.n_sampled = g->signals[i].n_sampled,
+			.window_over = g->signals[i].win_over,
 		};
 	}
 }
@@ -1723,6 +1749,7 @@ void group_rt_adopt(struct group_rt *g, struct group_rt *old)
 			a->error = b->error;
 			b->error = NULL;
 			a->n_sampled = b->n_sampled;
+			a->win_over = b->win_over;
 			a->reported = b->reported;
 			/* The same reader: keep it, with its poll in flight and
 			 * its schedule, so that the reload neither polls it

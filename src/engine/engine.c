@@ -262,6 +262,10 @@ static void recommend_utilization(struct eval *e, size_t s, struct signal_decisi
 		sd->reason = "no ready instance reported";
 		return;
 	}
+	/* The load the window measured, over the instances that count now:
+	 * samples read with fewer or more ready say so by their count. */
+	if (e->in[s].window_over > 0 && e->in[s].window_over != sampled)
+		sd->value = sd->value * e->in[s].window_over / sampled;
 	ratio = sd->value / target;
 	if (missing == 0 && (e->unready == 0 || ratio <= 1.0)) {
 		if (inside_band(sd->value, target, tol)) {

@@ -80,6 +80,9 @@ struct engine_signal_input {
 	const struct window *window;  /* NULL: no samples at all */
 	const char *error;            /* last source error, used as the invalid reason */
 	int n_sampled;                /* utilization: ready instances that reported; -1 = all of them */
+	/* Utilization: the ready instances every sample of the window is a
+	 * mean over (window_reexpress()); 0: those the engine counts. */
+	int window_over;
 	/* The signal's forecast (forecast.h) as a group total: for a
 	 * utilization signal the sum over the instances (value x instances),
 	 * for an average one the value. Read only when the signal's forecast

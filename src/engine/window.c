@@ -128,6 +128,17 @@ int window_push(struct window *w, int64_t t_ms, double v)
 	return 0;
 }
 
+void window_reexpress(struct window *w, int *over, int n)
+{
+	if (*over > 0 && n > 0 && *over != n) {
+		double k = (double)*over / (double)n;
+
+		for (uint32_t i = 0; i < w->n; i++)
+			w->buf[(w->head + i) % w->cap].v *= k;
+	}
+	*over = n;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -65,6 +65,18 @@ int window_push(struct window *w, int64_t t_ms, double v);
 int window_aggregate(const struct window *w, int64_t now_ms, int64_t duration_ms, enum aggregation agg,
 		     int64_t staleness_ms, double *ret, const char **reason);
 
+/* A utilization window's samples re-expressed over the instances ready
+ * now. Each sample is a mean over the instances that were ready when it
+ * was taken, *OVER of them for every sample in the window (0: not known);
+ * the load it measured, spread over N instances, reads v x *OVER / N. A
+ * window aggregated over a minute would otherwise multiply a reading taken
+ * with 7 instances ready at 285 % by the 20 ready after a scale-out (57
+ * instances asked for where 20 carry the load), and after a scale-in
+ * read the fewer instances as idle as the many were. Samples taken over
+ * an unknown count (*OVER or N 0 or less) are left as they are; *OVER
+ * becomes N. */
+void window_reexpress(struct window *w, int *over, int n);
+
 /* The newest sample, or NULL when empty. */
 const struct sample *window_newest(const struct window *w);
 

@@ -392,6 +392,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 		 sim_step_fn on_step, void *userdata)
 {
 	struct window windows[CONFIG_MAX_SIGNALS] = {{0}};
+	int window_over[CONFIG_MAX_SIGNALS] = {0}; /* window_reexpress() */
 	struct forecast *fc = NULL;
 	struct forecast_boot boot = {0};
 	struct engine_signal_input inputs[CONFIG_MAX_SIGNALS];
@@ -505,7 +506,11 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			if (util)
 				v = prev_ready > 0 ? prev_demand / (prev_ready * p->capacity) * 100.0 : 0;
 
-			/* A utilization is sampled only with an instance ready. */
+			/* A utilization is sampled only with an instance ready,
+			 * as a mean over those ready then; the window holds
+			 * every sample over that count. */
+			if (util && prev_ready > 0)
+				window_reexpress(&windows[s], &window_over[s], prev_ready);
 			if (!util || prev_ready > 0)
 				window_push(&windows[s], now, v);
 			/* The forecaster learns the group total: the sum of the
@@ -524,6 +529,7 @@ int simulate_run(const struct group_conf *g, struct trace_reader *t, const struc
 			inputs[s].window = windows[s].n > 0 ? &windows[s] : NULL;
 			inputs[s].error = windows[s].n > 0 ? NULL : "no samples yet";
 			inputs[s].n_sampled = k > 0 && ready_now > prev_ready ? prev_ready : -1;
+			inputs[s].window_over = window_over[s];
 			if (signal_forecast(&g->signals[s])->mode != FORECAST_OFF) {
 				inputs[s].forecast_valid =
 					forecast_for_engine(&fc[s], now, horizon, engine_keep_ms(g, horizon),

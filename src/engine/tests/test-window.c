@@ -190,6 +190,50 @@ static void test_ring_grows_within_span(void **state)
 	window_destroy(&grown);
 }
 
+/* A utilization window re-expressed over the instances ready now: the
+ * load each sample measured is kept, whatever the count it was a mean
+ * over; an unknown count on either side leaves the samples as they are. */
+static void test_reexpress(void **state)
+{
+	struct window w;
+	int over = 0;
+	double r;
+
+	(void)state;
+	assert_int_equal(window_init_span(&w, 16, S(60)), 0);
+	/* Before any count is known: nothing to scale, the count taken. */
+	window_reexpress(&w, &over, 7);
+	assert_int_equal(over, 7);
+	/* 7 instances at 285 %, then 20 ready: the peak is 99.75 % of 20,
+	 * not 285 % of them. */
+	assert_int_equal(window_push(&w, S(15), 285.0), 0);
+	assert_int_equal(window_push(&w, S(30), 280.0), 0);
+	window_reexpress(&w, &over, 20);
+	assert_int_equal(over, 20);
+	assert_int_equal(window_push(&w, S(45), 90.0), 0);
+	assert_int_equal(window_aggregate(&w, S(45), S(60), AGG_MAX, 0, &r, NULL), 0);
+	assert_true(fabs(r - 285.0 * 7 / 20) < 1e-9);
+	assert_int_equal(window_aggregate(&w, S(45), S(60), AGG_AVG, 0, &r, NULL), 0);
+	assert_true(fabs(r - (285.0 * 7 / 20 + 280.0 * 7 / 20 + 90.0) / 3) < 1e-9);
+	/* A scale-in to 10: the newest sample, 90 % of 20, is 180 % of 10. */
+	window_reexpress(&w, &over, 10);
+	assert_int_equal(window_aggregate(&w, S(45), S(1), AGG_MAX, 0, &r, NULL), 0);
+	assert_true(fabs(r - 180.0) < 1e-9);
+	/* The same count: the samples stay. */
+	window_reexpress(&w, &over, 10);
+	assert_int_equal(window_aggregate(&w, S(45), S(1), AGG_MAX, 0, &r, NULL), 0);
+	assert_true(fabs(r - 180.0) < 1e-9);
+	/* An unknown count leaves them, and is what the next count is
+	 * measured against: nothing is scaled from it. */
+	window_reexpress(&w, &over, 0);
+	assert_int_equal(over, 0);
+	window_reexpress(&w, &over, 5);
+	assert_int_equal(over, 5);
+	assert_int_equal(window_aggregate(&w, S(45), S(1), AGG_MAX, 0, &r, NULL), 0);
+	assert_true(fabs(r - 180.0) < 1e-9);
+	window_destroy(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +243,7 @@ int main(void)
 		cmocka_unit_test(test_refuses_bad_samples),
 		cmocka_unit_test(test_ring_is_bounded),
 		cmocka_unit_test(test_ring_grows_within_span),
+		cmocka_unit_test(test_reexpress),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

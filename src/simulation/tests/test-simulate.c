@@ -217,6 +217,36 @@ static void test_utilization_signal(void **state)
 	free(st);
 }
 
+/* A utilization's window outlives a scale-out: the busiest sample of the
+ * last minute was read with one instance ready at 400 %, and once the four
+ * are ready it is the same load at 100 % of them. Read as 400 % of four it
+ * would ask for 16 (the profile's 10), a second scale-out the load never
+ * needed. */
+static void test_utilization_window_over_scale_out(void **state)
+{
+	static const double load[] = {1, 1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+	struct fixture *f = *state;
+	struct series ser = f->t;
+	struct sim_metrics m;
+	struct sim_step *st;
+	size_t n;
+	int most = 0;
+
+	f->sig.type = SIGNAL_UTILIZATION;
+	f->sig.target = 100;
+	f->sig.window_ms = 60 * S;
+	f->sig.aggregation = AGG_MAX;
+	ser.v = (double *)load;
+	ser.n = sizeof(load) / sizeof(load[0]);
+	assert_int_equal(run_series(f, &ser, &m, &st, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (st[i].desired > most)
+			most = st[i].desired;
+	assert_int_equal(most, 4);
+	assert_int_equal(m.actions_out, 1);
+	free(st);
+}
+
 static void test_svg_plot(void **state)
 {
 	struct fixture *f = *state;
@@ -806,6 +836,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hand_computed_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_utilization_signal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_utilization_window_over_scale_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_svg_plot, setup, teardown),
 		cmocka_unit_test(test_svg_oracle_line),
 		cmocka_unit_test(test_svg_keeps_dips),
