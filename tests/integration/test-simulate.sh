@@ -339,7 +339,7 @@ then ok "bench/evaluate bound prices knowing the future mean"; else not_ok "boun
 # short 0.1-0.2 %) and cheaper than the fixed quantile. On the growing wave,
 # whose level jumps by 60 % for good after eight days, the forecast follows
 # the new level: short under 1 % of the time, and cheaper than HPA and than
-# the reactive policy without a forecast (1.075 against 1.416 at 60 s),
+# the reactive policy without a forecast (1.075 against 1.415 at 60 s),
 # which passes the first two checks with headroom bought by hand. With its
 # forecast only observed, the recommended configuration is short 3.3 % of
 # the time at 60 s.
