@@ -141,12 +141,11 @@ static void maybe_first_evaluation(struct group_rt *g)
 	}
 }
 
-static bool member_counts(const struct group_rt *g, const struct instance_obs *in, struct clock_now t);
-
-/* The instances a utilization read at T is a mean over: the members that
- * count, as the engine counts them (the observed count when the driver
- * lists none); 0 before the first observation. */
-static int ready_for_reading(const struct group_rt *g, struct clock_now t)
+/* The instances a utilization read at T_MS (monotonic) is a mean over:
+ * those the engine counts as ready (engine.c, count_instances), or the
+ * observed count when the driver lists none; 0 before the first
+ * observation. */
+static int ready_for_reading(const struct group_rt *g, int64_t t_ms)
 {
 	int n = 0;
 
@@ -154,8 +153,12 @@ static int ready_for_reading(const struct group_rt *g, struct clock_now t)
 		return 0;
 	if (!g->instances)
 		return g->current;
-	for (size_t i = 0; i < g->n_instances; i++)
-		n += member_counts(g, &g->instances[i], t);
+	for (size_t i = 0; i < g->n_instances; i++) {
+		const struct instance_obs *in = &g->instances[i];
+
+		n += in->state == INSTANCE_RUNNING && in->ready &&
+		     engine_instance_initialized(in, t_ms, g->gc->behavior.initialization_ms);
+	}
 	return n;
 }
 
@@ -177,7 +180,7 @@ static void signal_poll_done(void *userdata, int64_t t_ms, int status, double va
 		return;
 	}
 	if (s->sc->type == SIGNAL_UTILIZATION)
-		window_reexpress(&s->win, &s->win_over, ready_for_reading(s->g, (struct clock_now){.mono_ms = t_ms}));
+		window_reexpress(&s->win, &s->win_over, ready_for_reading(s->g, t_ms));
 	window_push(&s->win, t_ms, value);
 	signal_clear_error(s);
 	s->n_sampled = -1;
