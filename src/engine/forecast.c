@@ -25,6 +25,12 @@
  * per scored prediction. */
 #define SCALE_RATE_BUCKET 0.05
 #define SCALE_RATE_GLOBAL 0.01
+/* A time of day's typical error is learnt one visit a day: its first
+ * days' are a few draws, and a load whose jumps come at random (a batch
+ * queue) leaves some times of day with the error of one jump. It is
+ * weighed against the global typical error as if that were this many
+ * days of evidence. */
+#define SCALE_PRIOR_DAYS 3.0
 /* The step of the quantile tracker, in normalised units. */
 #define QUANTILE_RATE 0.02
 /* The step of the service offset, in normalised units per horizon of
@@ -167,9 +173,21 @@ static void cache_ahead(struct forecast *f, int64_t horizon_ms, struct segment *
 	f->ahead_valid = true;
 }
 
-/* The typical error of a prediction for T_MS: the one measured for its
- * time of day, else the global one. Until FORECAST_COLD_SCORES predictions
- * have been scored, at least the typical error of its predictions one
+/* The typical error of a time of day's predictions: its own, weighed by
+ * its visits against the global one (SCALE_PRIOR_DAYS); the global one
+ * while it has none. */
+static double bucket_scale(const struct forecast *f, const struct forecast_bucket *b)
+{
+	if (!(b->scale > 0))
+		return f->scale;
+	if (!(f->scale > 0))
+		return b->scale;
+	return (b->visits * (double)b->scale + SCALE_PRIOR_DAYS * f->scale) / (b->visits + SCALE_PRIOR_DAYS);
+}
+
+/* The typical error of a prediction for T_MS: its time of day's
+ * (bucket_scale()). Until FORECAST_COLD_SCORES predictions have been
+ * scored, at least the typical error of its predictions one
  * sample ahead, which are checked at once: a forecaster that has seen a
  * ramp but scored no horizon-ahead prediction yet must not claim to know
  * the next horizon exactly (its upper quantile would be its point
@@ -180,10 +198,8 @@ static void cache_ahead(struct forecast *f, int64_t horizon_ms, struct segment *
  * start it is for. */
 static double error_scale_at(const struct forecast *f, int64_t t_ms)
 {
-	double s = f->day[day_index(bucket_of(t_ms))].scale;
+	double s = bucket_scale(f, &f->day[day_index(bucket_of(t_ms))]);
 
-	if (!(s > 0))
-		s = f->scale;
 	if (f->n_scored < FORECAST_COLD_SCORES && f->last_ms - f->first_ms < FORECAST_COLD_SCORES * f->horizon_ms) {
 		if (f->step_error > s)
 			s = f->step_error;
@@ -315,7 +331,7 @@ static void close_visit(struct forecast *f)
 static void score(struct forecast *f, int64_t t_ms, double err)
 {
 	struct forecast_bucket *b = &f->day[day_index(bucket_of(t_ms))];
-	double a = fabs(err), s = b->scale > 0 ? b->scale : f->scale;
+	double a = fabs(err), s = bucket_scale(f, b);
 
 	/* err / s < q_norm without the division (s > 0): a division's
 	 * latency was the slowest step of an update (bench/engine). */

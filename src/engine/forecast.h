@@ -11,7 +11,8 @@
  * constants follow the horizon), and e is the error. The errors are
  * measured: every prediction is checked when its time comes, divided by the
  * typical error of its time of day (a seasonal scale, since a busy hour is
- * noisier than a quiet one) and the quantile of these normalised errors is
+ * noisier than a quiet one, weighed by its days against the global one)
+ * and the quantile of these normalised errors is
  * tracked online. The forecast is the point prediction plus that quantile
  * times the scale of the target time.
  *
