@@ -3,11 +3,11 @@
 # last minute was taken with two members ready at 100 %; once four are
 # ready the same load reads 50 % on each. Read as 100 % of four, the
 # window's peak would ask for eight: a second scale-out the load never
-# needed. The
-# daemon re-expresses the window's samples over the members ready now
-# (README, Decision), for a source the driver feeds (a mean over the
-# members with a value) and for one it polls (a mean over the members that
-# count when it answers). The driver's calls are counted.
+# needed. The daemon re-expresses the window's samples over the members
+# ready now (README, design choices), for a source the driver feeds (a
+# mean over the members with a value) and for one it polls (a mean over
+# the members that count when it answers). The driver's calls are
+# counted.
 . "$top_srcdir/tests/integration/tap.sh"
 . "$top_srcdir/tests/integration/ops-lib.sh"
 
