@@ -33,6 +33,15 @@ trap cleanup EXIT
 
 ctl() { "$CTL" -s "$T/admin.sock" "$@"; }
 
+# cpu_is PYTHON: the last decision of the group "web" as `r` and its signal
+# "cpu" as `s` satisfy PYTHON.
+cpu_is() {
+	ctl --json show web 2>/dev/null | python3 -c 'import json,sys
+r=json.load(sys.stdin).get("last_decision") or {}
+s=[x for x in r.get("signals", []) if x["name"]=="cpu"][0]
+'"$1" 2>/dev/null
+}
+
 # The pool's size: its lines but the counter.
 pool_size() { echo $(($(wc -l < "$T/pool") - 1)); }
 

@@ -31,14 +31,6 @@ CONF
 out=$("$AUTOSCALED" -n -c "$T/autoscaled.conf" 2>&1)
 check "-n accepts a signal of the driver's own source ($out)" test $? -eq 0
 
-# cpu_is PYTHON: the last decision's signal "cpu" as `s` satisfies PYTHON.
-cpu_is() {
-	ctl --json show web 2>/dev/null | python3 -c 'import json,sys
-r=json.load(sys.stdin).get("last_decision") or {}
-s=[x for x in r.get("signals", []) if x["name"]=="cpu"][0]
-'"$1" 2>/dev/null
-}
-
 start_daemon || { not_ok "the daemon starts"; cat "$T/daemon.log"; tap_done; exit 1; }
 check "without values the reading is invalid and says why" wait_for 15 cpu_is '
 assert not s["valid"] and s["value"] is None, s

@@ -34,14 +34,6 @@ groups = ( {
 CONF
 }
 
-# cpu_is PYTHON: the last decision's signal "cpu" as `s` satisfies PYTHON.
-cpu_is() {
-	ctl --json show web 2>/dev/null | python3 -c 'import json,sys
-r=json.load(sys.stdin).get("last_decision") or {}
-s=[x for x in r.get("signals", []) if x["name"]=="cpu"][0]
-'"$1" 2>/dev/null
-}
-
 # every_member VALUE: each member of the pool reads VALUE.
 every_member() {
 	awk -v v="$1" 'NR > 1 { print $1, v }' "$T/pool" > "$T/values.tmp" && mv "$T/values.tmp" "$T/values"
